@@ -1,0 +1,4 @@
+//! Storage adapters of the session-pruning engine. `opencode` holds everything that knows
+//! OpenCode's database: path resolution, schema detection, the V1 store and the receipt tables.
+
+pub mod opencode;

@@ -1,0 +1,164 @@
+//! The engine's own tables inside the OpenCode database: the receipt of every committed prune and
+//! the database identity the journal is bound to.
+//!
+//! Both are created by the first prune, inside its transaction, so a refused prune leaves the
+//! database without them. OpenCode's migrations ignore tables they do not know. A receipt holds
+//! ids, revisions, indexes, counts and times, never pruned content.
+
+use pruning_engine::Receipt;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use uuid::Uuid;
+
+/// Receipt table name.
+pub const RECEIPT_TABLE: &str = "session_prune_receipt";
+/// Meta table name (key/value; key `database_id`).
+pub const META_TABLE: &str = "session_prune_meta";
+
+const CREATE: &str = "
+CREATE TABLE IF NOT EXISTS session_prune_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS session_prune_receipt (
+  id TEXT PRIMARY KEY,
+  request_key TEXT NOT NULL UNIQUE,
+  intent_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  storage TEXT NOT NULL,
+  revision_before TEXT NOT NULL,
+  revision_after TEXT NOT NULL,
+  indexes TEXT NOT NULL,
+  part_ids TEXT NOT NULL,
+  removed_count INTEGER NOT NULL,
+  bytes_removed INTEGER NOT NULL,
+  time_committed INTEGER NOT NULL,
+  engine_version TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
+  ON session_prune_receipt (session_id, time_committed);
+";
+
+const COLUMNS: &str = "id, request_key, intent_id, session_id, message_id, revision_before, \
+     revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, engine_version";
+
+/// Creates the meta and receipt tables if missing. Call inside the write transaction.
+pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(CREATE)
+}
+
+fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+        [name],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+/// The database identity, if a prune has recorded one.
+pub fn database_id(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    if !table_exists(conn, META_TABLE)? {
+        return Ok(None);
+    }
+    conn.query_row(
+        "SELECT value FROM session_prune_meta WHERE key = 'database_id'",
+        [],
+        |row| row.get(0),
+    )
+    .optional()
+}
+
+/// Records `id` as the database identity unless one is already there; returns the identity the
+/// database now holds. Call inside the write transaction, after [`ensure_tables`].
+pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String> {
+    conn.execute(
+        "INSERT OR IGNORE INTO session_prune_meta (key, value) VALUES ('database_id', ?1)",
+        [id],
+    )?;
+    conn.query_row(
+        "SELECT value FROM session_prune_meta WHERE key = 'database_id'",
+        [],
+        |row| row.get(0),
+    )
+}
+
+/// Inserts a receipt. Call inside the write transaction, after [`ensure_tables`].
+pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
+    let indexes = serde_json::to_string(&receipt.indexes).unwrap_or_else(|_| "[]".into());
+    let part_ids = serde_json::to_string(&receipt.part_ids).unwrap_or_else(|_| "[]".into());
+    conn.execute(
+        "INSERT INTO session_prune_receipt (id, request_key, intent_id, session_id, message_id, \
+         storage, revision_before, revision_after, indexes, part_ids, removed_count, bytes_removed, \
+         time_committed, engine_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            receipt.receipt_id.to_string(),
+            receipt.request_key,
+            receipt.intent_id.to_string(),
+            receipt.session_id,
+            receipt.message_id,
+            storage,
+            receipt.revision_before,
+            receipt.revision_after,
+            indexes,
+            part_ids,
+            receipt.removed_count,
+            i64::try_from(receipt.bytes_removed).unwrap_or(i64::MAX),
+            receipt.committed_at_ms,
+            receipt.engine_version,
+        ],
+    )?;
+    Ok(())
+}
+
+/// The receipt stored under a request key (lowercase hex), if any.
+pub fn by_key(conn: &Connection, request_key: &str) -> rusqlite::Result<Option<Receipt>> {
+    if !table_exists(conn, RECEIPT_TABLE)? {
+        return Ok(None);
+    }
+    let sql = format!("SELECT {COLUMNS} FROM session_prune_receipt WHERE request_key = ?1");
+    conn.query_row(&sql, [request_key], from_row).optional()
+}
+
+/// Every receipt, oldest commit first, optionally of one session.
+pub fn list(conn: &Connection, session_id: Option<&str>) -> rusqlite::Result<Vec<Receipt>> {
+    if !table_exists(conn, RECEIPT_TABLE)? {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM session_prune_receipt WHERE ?1 IS NULL OR session_id = ?1 \
+         ORDER BY time_committed, id"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([session_id], from_row)?;
+    rows.collect()
+}
+
+fn from_row(row: &Row<'_>) -> rusqlite::Result<Receipt> {
+    let uuid = |i: usize| -> rusqlite::Result<Uuid> {
+        let text: String = row.get(i)?;
+        Uuid::parse_str(&text).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+        })
+    };
+    let json = |i: usize| -> rusqlite::Result<String> { row.get(i) };
+    let parse_err = |i: usize, e: serde_json::Error| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    };
+    let bytes: i64 = row.get(10)?;
+    Ok(Receipt {
+        receipt_id: uuid(0)?,
+        request_key: row.get(1)?,
+        intent_id: uuid(2)?,
+        session_id: row.get(3)?,
+        message_id: row.get(4)?,
+        revision_before: row.get(5)?,
+        revision_after: row.get(6)?,
+        indexes: serde_json::from_str(&json(7)?).map_err(|e| parse_err(7, e))?,
+        part_ids: serde_json::from_str(&json(8)?).map_err(|e| parse_err(8, e))?,
+        removed_count: row.get(9)?,
+        bytes_removed: u64::try_from(bytes).unwrap_or(0),
+        committed_at_ms: row.get(11)?,
+        engine_version: row.get(12)?,
+    })
+}

@@ -1,0 +1,210 @@
+//! The V1 write transaction of one prune.
+//!
+//! Source: DESIGN.md "The write path of one prune", step 4. `BEGIN IMMEDIATE` with
+//! `busy_timeout` 0 (a busy database is refused at once, never waited on); then the fence, the
+//! receipt lookup by request key, the read, the planner, the revision compare, the deletes
+//! (each matching the exact text read), the `event` rewrite, the receipt insert, `COMMIT`. Any
+//! refusal or error rolls back: the database is unchanged.
+
+use std::collections::HashSet;
+
+use pruning_engine::{
+    Applied, BlockedReason, PruneCommand, Receipt, Refusal, StoreError, ENGINE_VERSION,
+};
+use rusqlite::{params, Connection, ErrorCode};
+
+use super::events;
+use super::fence::{self, FenceInput};
+use super::read;
+use crate::opencode::receipts;
+use crate::opencode::schema::Schema;
+
+/// `storage` column of receipts written by this store.
+pub const STORAGE: &str = "v1";
+
+/// Runs one prune transaction on `conn`.
+///
+/// Refusals: the connection is already in a transaction or the database is locked
+/// (`maintenance_required`); the fence's refusals; the planner's (`not_deletable`, `conflict`);
+/// a receipt under the same key for another message, or any SQL failure inside the transaction
+/// (`unsupported_storage`). Errors: [`StoreError::DatabaseMismatch`] when the database holds
+/// another identity than the journal's.
+pub fn apply(
+    conn: &Connection,
+    command: &PruneCommand<'_>,
+    quiet_period_ms: i64,
+) -> Result<Applied, StoreError> {
+    if !conn.is_autocommit() {
+        return Ok(Applied::Refused(Refusal::new(
+            BlockedReason::MaintenanceRequired,
+            "the connection is already inside a transaction",
+        )));
+    }
+    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+        return Ok(Applied::Refused(sql_refusal(&error)));
+    }
+    let outcome = run(conn, command, quiet_period_ms);
+    let commit = matches!(outcome, Ok(Step::Commit(_)));
+    if commit {
+        if let Err(error) = conn.execute_batch("COMMIT") {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Ok(Applied::Refused(sql_refusal(&error)));
+        }
+    } else if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    match outcome {
+        Ok(Step::Commit(receipt)) => Ok(Applied::Pruned {
+            receipt: Box::new(receipt),
+            replayed: false,
+        }),
+        Ok(Step::Replayed(receipt)) => Ok(Applied::Pruned {
+            receipt: Box::new(receipt),
+            replayed: true,
+        }),
+        Ok(Step::Refuse(refusal)) => Ok(Applied::Refused(refusal)),
+        Err(Failure::Sql(error)) => Ok(Applied::Refused(sql_refusal(&error))),
+        Err(Failure::Store(error)) => Err(error),
+    }
+}
+
+enum Step {
+    Commit(Receipt),
+    Replayed(Receipt),
+    Refuse(Refusal),
+}
+
+enum Failure {
+    Sql(rusqlite::Error),
+    Store(StoreError),
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Sql(error)
+    }
+}
+
+fn run(
+    conn: &Connection,
+    command: &PruneCommand<'_>,
+    quiet_period_ms: i64,
+) -> Result<Step, Failure> {
+    let request = command.request;
+    let schema = Schema::read(conn)?;
+    if !schema.has_v1() {
+        return Ok(Step::Refuse(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "the database has no V1 session/message/part tables",
+        )));
+    }
+    let input = FenceInput {
+        session_id: &request.session_id,
+        now_ms: command.now_ms,
+        quiet_period_ms,
+    };
+    if let Some(refusal) = fence::check(conn, &schema, input)? {
+        return Ok(Step::Refuse(refusal));
+    }
+
+    let key = hex::encode(command.request_key);
+    if let Some(receipt) = receipts::by_key(conn, &key)? {
+        if receipt.message_id == request.message_id && receipt.session_id == request.session_id {
+            return Ok(Step::Replayed(receipt));
+        }
+        return Ok(Step::Refuse(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            format!(
+                "receipt {} under this request key names another message",
+                receipt.receipt_id
+            ),
+        )));
+    }
+
+    let loaded = match read::read_message(conn, &request.session_id, &request.message_id)? {
+        Ok(loaded) => loaded,
+        Err(refusal) => return Ok(Step::Refuse(refusal)),
+    };
+    let plan = match loaded.message.plan(&request.selection, &request.revision) {
+        Ok(plan) => plan,
+        Err(reason) => return Ok(Step::Refuse(plan_refusal(reason))),
+    };
+
+    receipts::ensure_tables(conn)?;
+    let held = receipts::claim_database_id(conn, command.database_id)?;
+    if held != command.database_id {
+        return Err(Failure::Store(StoreError::DatabaseMismatch {
+            expected: command.database_id.to_string(),
+            found: Some(held),
+        }));
+    }
+
+    let mut delete =
+        conn.prepare_cached("DELETE FROM part WHERE id = ?1 AND message_id = ?2 AND data = ?3")?;
+    let mut part_ids = Vec::with_capacity(plan.remove.len());
+    let mut bytes_removed = 0u64;
+    for &index in &plan.remove {
+        let row = &loaded.rows[index];
+        if delete.execute(params![row.id, request.message_id, row.data])? != 1 {
+            return Ok(Step::Refuse(Refusal::new(
+                BlockedReason::Conflict,
+                format!("part {} changed while it was being pruned", row.id),
+            )));
+        }
+        bytes_removed += row.data.len() as u64;
+        part_ids.push(row.id.clone());
+    }
+    if schema.has_events() {
+        let doomed: HashSet<&str> = part_ids.iter().map(String::as_str).collect();
+        let (_, snapshot_bytes) = events::delete_snapshots(conn, &request.session_id, &doomed)?;
+        bytes_removed += snapshot_bytes;
+        events::append_removed(
+            conn,
+            &request.session_id,
+            &request.message_id,
+            &part_ids,
+            command.now_ms,
+        )?;
+    }
+
+    let receipt = Receipt {
+        receipt_id: command.receipt_id,
+        intent_id: command.intent_id,
+        request_key: key,
+        session_id: request.session_id.clone(),
+        message_id: request.message_id.clone(),
+        revision_before: plan.revision_before,
+        revision_after: plan.revision_after,
+        indexes: plan.remove.iter().map(|&i| i as u32).collect(),
+        removed_count: part_ids.len() as u32,
+        part_ids,
+        bytes_removed,
+        committed_at_ms: command.now_ms,
+        engine_version: ENGINE_VERSION.to_string(),
+    };
+    receipts::insert(conn, &receipt, STORAGE)?;
+    Ok(Step::Commit(receipt))
+}
+
+fn plan_refusal(reason: BlockedReason) -> Refusal {
+    let detail = match reason {
+        BlockedReason::Conflict => "the message changed since its preview: preview again and use the new revision",
+        _ => "the message or the selected parts cannot be pruned (not a complete assistant message, a text part, an index out of range, or no technical parts)",
+    };
+    Refusal::new(reason, detail)
+}
+
+/// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the database:
+/// `maintenance_required`. Anything else means the storage is not what the engine expects.
+pub fn sql_refusal(error: &rusqlite::Error) -> Refusal {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => Refusal::new(
+            BlockedReason::MaintenanceRequired,
+            "the database is locked by another writer (OpenCode is busy); try again shortly",
+        ),
+        _ => Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            format!("unexpected storage: {error}"),
+        ),
+    }
+}

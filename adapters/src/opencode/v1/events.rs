@@ -1,0 +1,91 @@
+//! The V1 `event` table side of a prune: delete the snapshots that carry the removed parts and
+//! append one `message.part.removed.1` event per removed part, as OpenCode itself does.
+//!
+//! Source: OpenCode 1.18.34, observed on `DELETE /session/{id}/message/{mid}/part/{pid}`: in one
+//! transaction it sets `event_sequence.seq` to the old value + 1 (a missing row counts as -1, and
+//! is inserted), and inserts `event(id = evt_..., aggregate_id = session id, seq, type =
+//! 'message.part.removed.1', data = {"sessionID","messageID","partID"})`. OpenCode leaves the
+//! older `message.part.updated.1` snapshots; this engine deletes them, since each holds a full
+//! copy of the pruned part (opencode-storage.md §8: they are most of a large database).
+
+use std::collections::HashSet;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::json;
+
+use crate::opencode::ids;
+
+/// `event.type` of a part snapshot.
+pub const PART_UPDATED: &str = "message.part.updated.1";
+/// `event.type` OpenCode writes when a part is deleted.
+pub const PART_REMOVED: &str = "message.part.removed.1";
+
+/// Deletes every `message.part.updated.1` event of `session_id` whose `data.part.id` is in
+/// `part_ids`. Returns `(rows deleted, bytes of data deleted)`.
+pub fn delete_snapshots(
+    conn: &Connection,
+    session_id: &str,
+    part_ids: &HashSet<&str>,
+) -> rusqlite::Result<(u64, u64)> {
+    let mut doomed: Vec<(String, i64)> = Vec::new();
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, json_extract(data, '$.part.id'), length(CAST(data AS BLOB)) FROM event \
+             WHERE aggregate_id = ?1 AND type = ?2",
+        )?;
+        let mut rows = stmt.query(params![session_id, PART_UPDATED])?;
+        while let Some(row) = rows.next()? {
+            let part_id: Option<String> = row.get(1)?;
+            if part_id.as_deref().is_some_and(|id| part_ids.contains(id)) {
+                doomed.push((row.get(0)?, row.get(2)?));
+            }
+        }
+    }
+    let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
+    let mut bytes = 0u64;
+    for (id, len) in &doomed {
+        delete.execute([id])?;
+        bytes += u64::try_from(*len).unwrap_or(0);
+    }
+    Ok((doomed.len() as u64, bytes))
+}
+
+/// Appends one `message.part.removed.1` event per part id, in order, with consecutive seqs after
+/// the session's `event_sequence.seq`, and stores the new last seq. Returns the event ids.
+pub fn append_removed(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+    part_ids: &[String],
+    now_ms: i64,
+) -> rusqlite::Result<Vec<String>> {
+    let last: Option<i64> = conn
+        .query_row(
+            "SELECT seq FROM event_sequence WHERE aggregate_id = ?1",
+            [session_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if part_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let first = last.unwrap_or(-1) + 1;
+    let final_seq = first + part_ids.len() as i64 - 1;
+    // The sequence row goes first: `event.aggregate_id` references it.
+    conn.execute(
+        "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?1, ?2) \
+         ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
+        params![session_id, final_seq],
+    )?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut ids_written = Vec::with_capacity(part_ids.len());
+    for (seq, part_id) in (first..).zip(part_ids) {
+        let id = ids::ascending("evt", now_ms);
+        let data = json!({ "sessionID": session_id, "messageID": message_id, "partID": part_id });
+        insert.execute(params![id, session_id, seq, PART_REMOVED, data.to_string()])?;
+        ids_written.push(id);
+    }
+    Ok(ids_written)
+}

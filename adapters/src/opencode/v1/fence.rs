@@ -1,0 +1,139 @@
+//! The V1 fence: refuses a prune whenever OpenCode may be using the session or the storage is not
+//! what the engine expects. Runs inside the write transaction, so its answer holds until commit.
+//!
+//! Source: DESIGN.md "Fence" (V1 rules) and CodeNomad `claim-fence.ts` (attached databases,
+//! triggers, remote event owners). In order:
+//! - another database attached on the connection, or any trigger: `unsupported_storage`;
+//! - the session missing: `not_deletable`;
+//! - `session.time_compacting` or `session.revert` set: `maintenance_required`;
+//! - the session updated within the quiet period: `maintenance_required`;
+//! - any assistant message of the session not complete, or any tool part pending or running:
+//!   `maintenance_required`;
+//! - `event_sequence.owner_id` set for the session (events owned by a remote): `unsupported_storage`.
+
+use pruning_engine::{BlockedReason, Refusal};
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::opencode::schema::Schema;
+
+/// What the fence needs besides the connection.
+#[derive(Debug, Clone, Copy)]
+pub struct FenceInput<'a> {
+    /// The session to prune in.
+    pub session_id: &'a str,
+    /// Now, ms since the Unix epoch.
+    pub now_ms: i64,
+    /// Quiet period, ms: a session updated more recently than this is refused.
+    pub quiet_period_ms: i64,
+}
+
+/// Runs the fence. `Ok(Some(refusal))` refuses; SQL errors (a missing column, say) are returned
+/// for the caller to map to `unsupported_storage`.
+pub fn check(
+    conn: &Connection,
+    schema: &Schema,
+    input: FenceInput<'_>,
+) -> rusqlite::Result<Option<Refusal>> {
+    let attached: i64 = conn.query_row(
+        "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
+        [],
+        |row| row.get(0),
+    )?;
+    if attached > 0 {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "another database is attached to the connection",
+        )));
+    }
+    let triggers: i64 = conn.query_row(
+        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
+        [],
+        |row| row.get(0),
+    )?;
+    if triggers > 0 {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            format!("the database has {triggers} trigger(s); a prune could fire unknown writes"),
+        )));
+    }
+
+    let session: Option<(Option<i64>, Option<String>, i64)> = conn
+        .query_row(
+            "SELECT time_compacting, revert, time_updated FROM session WHERE id = ?1",
+            [input.session_id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .optional()?;
+    let Some((compacting, revert, updated)) = session else {
+        return Ok(Some(Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("session {} does not exist", input.session_id),
+        )));
+    };
+    if compacting.is_some() {
+        return Ok(Some(busy("a compaction of the session is in progress")));
+    }
+    if revert.is_some() {
+        return Ok(Some(busy(
+            "the session has a staged revert; finish or undo it in OpenCode",
+        )));
+    }
+    let quiet_left = updated
+        .saturating_add(input.quiet_period_ms)
+        .saturating_sub(input.now_ms);
+    if quiet_left > 0 {
+        return Ok(Some(busy(format!(
+            "the session was updated {} ms ago, within the {} ms quiet period; try again in {} ms",
+            input.now_ms.saturating_sub(updated),
+            input.quiet_period_ms,
+            quiet_left
+        ))));
+    }
+
+    let incomplete: i64 = conn.query_row(
+        "SELECT count(*) FROM message WHERE session_id = ?1 \
+           AND json_extract(data, '$.role') = 'assistant' \
+           AND NOT coalesce(json_type(data, '$.time.completed') IN ('integer', 'real') \
+                    AND json_extract(data, '$.time.completed') > 0, 0)",
+        [input.session_id],
+        |row| row.get(0),
+    )?;
+    if incomplete > 0 {
+        return Ok(Some(busy(format!(
+            "{incomplete} assistant message(s) of the session are not complete (a run is active or was killed)"
+        ))));
+    }
+    let running: i64 = conn.query_row(
+        "SELECT count(*) FROM part WHERE session_id = ?1 \
+           AND json_extract(data, '$.type') = 'tool' \
+           AND json_extract(data, '$.state.status') IN ('pending', 'running')",
+        [input.session_id],
+        |row| row.get(0),
+    )?;
+    if running > 0 {
+        return Ok(Some(busy(format!(
+            "{running} tool call(s) of the session are pending or running"
+        ))));
+    }
+
+    if schema.has_events() {
+        let owner: Option<Option<String>> = conn
+            .query_row(
+                "SELECT owner_id FROM event_sequence WHERE aggregate_id = ?1",
+                [input.session_id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if let Some(Some(owner)) = owner {
+            return Ok(Some(Refusal::new(
+                BlockedReason::UnsupportedStorage,
+                format!("the session's events are owned by remote {owner}"),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+fn busy(detail: impl Into<String>) -> Refusal {
+    Refusal::new(BlockedReason::MaintenanceRequired, detail)
+}

@@ -1,0 +1,157 @@
+//! The V1 store: OpenCode 1.2 to 1.18 histories in `message` + `part`, with the `event` table.
+//!
+//! A prune deletes the selected part rows, deletes the `message.part.updated.1` snapshots that
+//! carry them, appends one `message.part.removed.1` event per removed part, and inserts the
+//! receipt, in one transaction (see [`apply`]).
+
+pub mod apply;
+pub mod events;
+pub mod fence;
+pub mod read;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use pruning_engine::{
+    Applied, BlockedReason, PruneCommand, Receipt, Refusal, SessionStore, StoreError, StoredMessage,
+};
+use rusqlite::{Connection, OpenFlags};
+
+use super::receipts;
+use super::schema::Schema;
+
+/// Default quiet period: a session updated within the last 30 s is refused.
+pub const DEFAULT_QUIET_PERIOD: Duration = Duration::from_secs(30);
+
+/// Options of a [`V1Store`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V1Options {
+    /// Sessions updated more recently than this are refused (`maintenance_required`).
+    pub quiet_period: Duration,
+}
+
+impl Default for V1Options {
+    fn default() -> Self {
+        Self {
+            quiet_period: DEFAULT_QUIET_PERIOD,
+        }
+    }
+}
+
+/// A V1 OpenCode database opened for pruning.
+///
+/// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL` and
+/// `foreign_keys = ON`; the file's `journal_mode` is never changed.
+pub struct V1Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    options: V1Options,
+}
+
+impl V1Store {
+    /// Opens an existing database file (never creates one).
+    ///
+    /// Errors: [`StoreError::Open`] when the file is missing, unreadable or not SQLite.
+    pub fn open(path: &Path, options: V1Options) -> Result<Self, StoreError> {
+        let open_error = |detail: String| StoreError::Open {
+            path: path.display().to_string(),
+            detail,
+        };
+        if !path.is_file() {
+            return Err(open_error("no such file".into()));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(|e| open_error(e.to_string()))?;
+        let store = Self::from_connection(conn, options).map_err(|e| match e {
+            StoreError::Storage(detail) => open_error(detail),
+            other => other,
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            ..store
+        })
+    }
+
+    /// Wraps a connection the caller opened (for embedding, and for tests that attach a
+    /// database to it). Applies the connection settings; checks that the file is SQLite.
+    pub fn from_connection(conn: Connection, options: V1Options) -> Result<Self, StoreError> {
+        conn.busy_timeout(Duration::ZERO).map_err(storage)?;
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(storage)?;
+        Schema::read(&conn).map_err(storage)?;
+        let path = conn.path().map(PathBuf::from).unwrap_or_default();
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path,
+            options,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Locks the connection (a poisoned lock is taken over: the connection holds no Rust state).
+    pub fn connection(&self) -> MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn quiet_period_ms(&self) -> i64 {
+        i64::try_from(self.options.quiet_period.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+fn storage(error: rusqlite::Error) -> StoreError {
+    StoreError::Storage(error.to_string())
+}
+
+impl SessionStore for V1Store {
+    fn database_id(&self) -> Result<Option<String>, StoreError> {
+        receipts::database_id(&self.connection()).map_err(storage)
+    }
+
+    fn read_message(
+        &self,
+        session_id: &str,
+        message_id: &str,
+    ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
+        let conn = self.connection();
+        let schema = Schema::read(&conn).map_err(storage)?;
+        if !schema.has_v1() {
+            return Ok(Err(Refusal::new(
+                BlockedReason::UnsupportedStorage,
+                "the database has no V1 session/message/part tables",
+            )));
+        }
+        // One read transaction, so the message and its parts are one snapshot.
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let read = read::read_message(&conn, session_id, message_id);
+        let _ = conn.execute_batch("COMMIT");
+        match read {
+            Ok(Ok(loaded)) => Ok(Ok(loaded.message)),
+            Ok(Err(refusal)) => Ok(Err(refusal)),
+            Err(error) => Ok(Err(apply::sql_refusal(&error))),
+        }
+    }
+
+    fn live_mutation(&self, _session_id: &str, _message_id: &str) -> bool {
+        true
+    }
+
+    fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
+        apply::apply(&self.connection(), command, self.quiet_period_ms())
+    }
+
+    fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError> {
+        receipts::by_key(&self.connection(), &hex::encode(request_key)).map_err(storage)
+    }
+
+    fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError> {
+        receipts::list(&self.connection(), session_id).map_err(storage)
+    }
+}

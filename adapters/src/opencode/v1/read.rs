@@ -1,0 +1,135 @@
+//! Reading a V1 message as the planner sees it: the `message` row and its `part` rows.
+//!
+//! Source: OpenCode `MessageV2.parts` (1.2 to 1.18): parts are read `WHERE message_id = ?`
+//! `ORDER BY id`, and each is `{...row.data, id, sessionID, messageID}`. That order and that
+//! shape are the message content the revision is computed over.
+
+use pruning_engine::contract::MAX_MESSAGE_BYTES;
+use pruning_engine::planner::completed_at;
+use pruning_engine::revision::part_bytes;
+use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
+use rusqlite::{Connection, OptionalExtension};
+use serde_json::{Map, Value};
+
+/// Part types of OpenCode 1.2 to 1.18 that are kept by every prune.
+const KEPT_TYPES: [&str; 10] = [
+    "text",
+    "file",
+    "step-start",
+    "step-finish",
+    "snapshot",
+    "patch",
+    "agent",
+    "compaction",
+    "subtask",
+    "retry",
+];
+
+/// One part row as read, with the text that was read (for compare-and-swap deletes).
+#[derive(Debug, Clone)]
+pub struct PartRow {
+    /// `part.id`.
+    pub id: String,
+    /// `part.data` exactly as stored.
+    pub data: String,
+}
+
+/// A V1 message: the planner's view plus the rows it came from.
+#[derive(Debug, Clone)]
+pub struct V1Message {
+    /// What the planner sees.
+    pub message: StoredMessage,
+    /// The part rows, in content order.
+    pub rows: Vec<PartRow>,
+}
+
+/// Classifies a V1 part by its `type`.
+pub fn classify(part: &Value) -> PartClass {
+    match part.get("type").and_then(Value::as_str) {
+        Some("tool") => PartClass::Tool(ToolStatus::of(part)),
+        Some("reasoning") => PartClass::Reasoning,
+        Some(kind) if KEPT_TYPES.contains(&kind) => PartClass::Kept,
+        _ => PartClass::Unknown,
+    }
+}
+
+/// Reads message `message_id` of session `session_id` with its parts.
+///
+/// Refusals: the message is not in that session (`not_deletable`); the message and its parts
+/// hold more than 16 MiB (`not_deletable`); a row is not a JSON object (`unsupported_storage`).
+pub fn read_message(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Result<V1Message, Refusal>> {
+    let row: Option<(String, i64)> = conn
+        .query_row(
+            "SELECT data, length(CAST(data AS BLOB)) FROM message WHERE id = ?1 AND session_id = ?2",
+            [message_id, session_id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    let Some((message_data, message_len)) = row else {
+        return Ok(Err(Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("message {message_id} is not in session {session_id}"),
+        )));
+    };
+    let parts_len: i64 = conn.query_row(
+        "SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part WHERE message_id = ?1",
+        [message_id],
+        |row| row.get(0),
+    )?;
+    let total = message_len.saturating_add(parts_len);
+    if total > MAX_MESSAGE_BYTES as i64 {
+        return Ok(Err(Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("message {message_id} holds {total} bytes, over the 16 MiB budget"),
+        )));
+    }
+    let info: Value = match serde_json::from_str(&message_data) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => return Ok(Err(not_json("message", message_id))),
+    };
+
+    let mut stmt =
+        conn.prepare_cached("SELECT id, data FROM part WHERE message_id = ?1 ORDER BY id")?;
+    let mut query = stmt.query([message_id])?;
+    let mut parts = Vec::new();
+    let mut rows = Vec::new();
+    while let Some(row) = query.next()? {
+        let id: String = row.get(0)?;
+        let data: String = row.get(1)?;
+        let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&data) else {
+            return Ok(Err(not_json("part", &id)));
+        };
+        merge_ids(&mut map, &id, session_id, message_id);
+        let value = Value::Object(map);
+        parts.push(StoredPart {
+            bytes: part_bytes(&value),
+            class: classify(&value),
+            value,
+        });
+        rows.push(PartRow { id, data });
+    }
+    let message = StoredMessage {
+        is_assistant: info.get("role").and_then(Value::as_str) == Some("assistant"),
+        completed: completed_at(&info),
+        parts,
+    };
+    Ok(Ok(V1Message { message, rows }))
+}
+
+/// `{...data, id, sessionID, messageID}`: an existing key keeps its place, new keys go last.
+fn merge_ids(map: &mut Map<String, Value>, id: &str, session_id: &str, message_id: &str) {
+    map.insert("id".into(), Value::String(id.into()));
+    map.insert("sessionID".into(), Value::String(session_id.into()));
+    map.insert("messageID".into(), Value::String(message_id.into()));
+}
+
+fn not_json(what: &str, id: &str) -> Refusal {
+    Refusal::new(
+        BlockedReason::UnsupportedStorage,
+        format!("{what} {id} does not hold a JSON object"),
+    )
+}

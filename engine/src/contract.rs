@@ -1,0 +1,351 @@
+//! The request and response shapes of the CodeNomad session-pruning contract, and every bound on
+//! them.
+//!
+//! Source: CodeNomad's `contract.ts` (schemas are `.strict()`: unknown keys are rejected) and
+//! DESIGN.md "Contract". Requests are validated here, before anything is journaled or written.
+//! Responses serialize to exactly the compatible shapes, with no extra keys.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ContractError;
+
+/// Largest accepted request body, in bytes (CodeNomad's HTTP `bodyLimit`, 1 MiB).
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+/// Longest accepted session or message id, in UTF-16 code units (zod `.max(256)` on a JS string).
+pub const MAX_ID_LEN: usize = 256;
+/// Largest accepted part index.
+pub const MAX_INDEX: i64 = 100_000;
+/// Most indexes one prune request may carry.
+pub const MAX_INDEXES: usize = 100_001;
+/// Largest stored message the engine reads, in bytes of `data` (CodeNomad's 16 MiB budget).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Most parts a message may have for the planner (CodeNomad caps `content` at 100,001 parts).
+pub const MAX_PARTS: usize = 100_001;
+
+/// `{sessionID, messageID}`: what to preview.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreviewRequest {
+    /// OpenCode session id (`ses_...`), 1 to 256 characters.
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    /// OpenCode message id (`msg_...`), 1 to 256 characters.
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+}
+
+/// Which technical parts a prune removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// The parts at these indexes of the message content (sorted ascending, unique, at least one).
+    Indexes(Vec<u32>),
+    /// Every tool and reasoning part (CodeNomad's `pruneBatch` mode and the CLI's `--all-technical`).
+    AllTechnical,
+}
+
+/// `{sessionID, messageID, revision, indexes}`: a validated prune request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneRequest {
+    /// OpenCode session id, 1 to 256 characters.
+    pub session_id: String,
+    /// OpenCode message id, 1 to 256 characters.
+    pub message_id: String,
+    /// The revision the caller previewed: 64 lowercase hex characters.
+    pub revision: String,
+    /// The parts to remove.
+    pub selection: Selection,
+}
+
+/// The raw preview body: unknown keys are rejected by serde.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPreview {
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    #[serde(rename = "messageID")]
+    message_id: String,
+}
+
+/// The raw prune body. Indexes are read as signed numbers so that `-1` gets a precise error.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrune {
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    #[serde(rename = "messageID")]
+    message_id: String,
+    revision: String,
+    indexes: Vec<i64>,
+}
+
+impl PreviewRequest {
+    /// Parses and validates a JSON preview body.
+    ///
+    /// Errors: [`ContractError`] for a body over 1 MiB, malformed JSON, an unknown key, or an id
+    /// outside 1..=256 characters.
+    pub fn from_json(body: &str) -> Result<Self, ContractError> {
+        check_body_size(body)?;
+        let raw: RawPreview = serde_json::from_str(body).map_err(ContractError::from_json)?;
+        Self::new(raw.session_id, raw.message_id)
+    }
+
+    /// Builds a validated preview request. Errors: [`ContractError::IdLength`].
+    pub fn new(session_id: String, message_id: String) -> Result<Self, ContractError> {
+        check_id("sessionID", &session_id)?;
+        check_id("messageID", &message_id)?;
+        Ok(Self {
+            session_id,
+            message_id,
+        })
+    }
+}
+
+impl PruneRequest {
+    /// Parses and validates a JSON prune body `{sessionID, messageID, revision, indexes}`.
+    ///
+    /// Errors: [`ContractError`] for a body over 1 MiB, malformed JSON, an unknown key, a bad id
+    /// or revision, or indexes that are empty, duplicated, negative, above 100,000 or more than
+    /// 100,001.
+    pub fn from_json(body: &str) -> Result<Self, ContractError> {
+        check_body_size(body)?;
+        let raw: RawPrune = serde_json::from_str(body).map_err(ContractError::from_json)?;
+        Self::with_indexes(raw.session_id, raw.message_id, raw.revision, &raw.indexes)
+    }
+
+    /// Builds a validated request that selects parts by index. Same errors as [`Self::from_json`].
+    pub fn with_indexes(
+        session_id: String,
+        message_id: String,
+        revision: String,
+        indexes: &[i64],
+    ) -> Result<Self, ContractError> {
+        let selection = Selection::Indexes(validate_indexes(indexes)?);
+        Self::new(session_id, message_id, revision, selection)
+    }
+
+    /// Builds a validated request that selects every technical part.
+    pub fn all_technical(
+        session_id: String,
+        message_id: String,
+        revision: String,
+    ) -> Result<Self, ContractError> {
+        Self::new(session_id, message_id, revision, Selection::AllTechnical)
+    }
+
+    fn new(
+        session_id: String,
+        message_id: String,
+        revision: String,
+        selection: Selection,
+    ) -> Result<Self, ContractError> {
+        check_id("sessionID", &session_id)?;
+        check_id("messageID", &message_id)?;
+        check_revision(&revision)?;
+        Ok(Self {
+            session_id,
+            message_id,
+            revision,
+            selection,
+        })
+    }
+}
+
+fn check_body_size(body: &str) -> Result<(), ContractError> {
+    if body.len() > MAX_REQUEST_BYTES {
+        return Err(ContractError::BodyTooLarge {
+            bytes: body.len(),
+            limit: MAX_REQUEST_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn check_id(field: &'static str, id: &str) -> Result<(), ContractError> {
+    let len = id.encode_utf16().count();
+    if len == 0 || len > MAX_ID_LEN {
+        return Err(ContractError::IdLength {
+            field,
+            len,
+            max: MAX_ID_LEN,
+        });
+    }
+    Ok(())
+}
+
+fn check_revision(revision: &str) -> Result<(), ContractError> {
+    let ok = revision.len() == 64
+        && revision
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !ok {
+        return Err(ContractError::Revision {
+            found: revision.chars().take(80).collect(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks the index list and returns it sorted ascending.
+fn validate_indexes(indexes: &[i64]) -> Result<Vec<u32>, ContractError> {
+    if indexes.is_empty() {
+        return Err(ContractError::NoIndexes);
+    }
+    if indexes.len() > MAX_INDEXES {
+        return Err(ContractError::TooManyIndexes {
+            count: indexes.len(),
+            max: MAX_INDEXES,
+        });
+    }
+    let mut sorted = Vec::with_capacity(indexes.len());
+    for &index in indexes {
+        if !(0..=MAX_INDEX).contains(&index) {
+            return Err(ContractError::IndexOutOfBounds {
+                index,
+                max: MAX_INDEX,
+            });
+        }
+        // In range 0..=100_000, so the conversion cannot fail.
+        sorted.push(
+            u32::try_from(index).map_err(|_| ContractError::IndexOutOfBounds {
+                index,
+                max: MAX_INDEX,
+            })?,
+        );
+    }
+    sorted.sort_unstable();
+    if let Some(pair) = sorted.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(ContractError::DuplicateIndex { index: pair[0] });
+    }
+    Ok(sorted)
+}
+
+/// The kind of a prunable part, as the contract names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartKind {
+    /// A tool call with its input and output.
+    Tool,
+    /// Model reasoning.
+    Reasoning,
+}
+
+/// One prunable part in a preview: `{index, type, bytes}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreviewPart {
+    /// Position of the part in the message content.
+    pub index: u32,
+    /// `tool` or `reasoning`.
+    #[serde(rename = "type")]
+    pub kind: PartKind,
+    /// UTF-8 length in bytes of `JSON.stringify(part)` in stored key order.
+    pub bytes: u64,
+}
+
+/// Why a request was refused: the contract's `reason` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BlockedReason {
+    /// The engine could not run the request (an internal failure).
+    Unavailable,
+    /// OpenCode may be using the session (a run, a compaction, a staged revert, a lock).
+    MaintenanceRequired,
+    /// The message changed since the caller's revision.
+    Conflict,
+    /// The message or selected parts may not be pruned.
+    NotDeletable,
+    /// The storage is not what the engine expects.
+    UnsupportedStorage,
+}
+
+impl BlockedReason {
+    /// The contract's string for this reason (e.g. `maintenance_required`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unavailable => "unavailable",
+            Self::MaintenanceRequired => "maintenance_required",
+            Self::Conflict => "conflict",
+            Self::NotDeletable => "not_deletable",
+            Self::UnsupportedStorage => "unsupported_storage",
+        }
+    }
+
+    /// Parses a contract reason string; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "unavailable" => Self::Unavailable,
+            "maintenance_required" => Self::MaintenanceRequired,
+            "conflict" => Self::Conflict,
+            "not_deletable" => Self::NotDeletable,
+            "unsupported_storage" => Self::UnsupportedStorage,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for BlockedReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A preview answer: `{status:"preview", revision, liveMutation, parts}` or
+/// `{status:"blocked", reason}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum PreviewResult {
+    /// The message can be read; `parts` lists its technical parts.
+    Preview {
+        /// Revision of the message content now (64 lowercase hex).
+        revision: String,
+        /// Whether a prune of this message can be written by this store.
+        #[serde(rename = "liveMutation")]
+        live_mutation: bool,
+        /// The tool and reasoning parts, in content order.
+        parts: Vec<PreviewPart>,
+    },
+    /// The message cannot be previewed.
+    Blocked {
+        /// Why.
+        reason: BlockedReason,
+    },
+}
+
+/// A prune answer: `{status:"pruned", messageID, revision, removedCount}` or
+/// `{status:"blocked", reason}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum PruneResult {
+    /// The prune committed (now or by an earlier identical request).
+    Pruned {
+        /// The pruned message.
+        #[serde(rename = "messageID")]
+        message_id: String,
+        /// Revision of the content after the prune.
+        revision: String,
+        /// How many parts were removed.
+        #[serde(rename = "removedCount")]
+        removed_count: u32,
+    },
+    /// Nothing was changed.
+    Blocked {
+        /// Why.
+        reason: BlockedReason,
+    },
+}
+
+/// The data of the `rpc.codenomad.session-pruning.pruned` event: `{sessionID, messageID,
+/// revision}` with the post-prune revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrunedEventData {
+    /// Session of the pruned message.
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    /// The pruned message.
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    /// Revision after the prune.
+    pub revision: String,
+}
+
+/// The event type announced after every committed prune (CodeNomad's plugin event name).
+pub const PRUNED_EVENT_TYPE: &str = "rpc.codenomad.session-pruning.pruned";

@@ -1,0 +1,315 @@
+//! The orchestrator: validate, journal the intent, apply through the store, mark it committed,
+//! announce the event. Also recovery of pending intents on open.
+//!
+//! Source: DESIGN.md "The write path of one prune" and "Recovery on open".
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use pruning_events::{Hub, Subscription};
+use pruning_journal::{Commit, Intent, IntentState, Journal};
+use uuid::Uuid;
+
+use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, PruneResult, Selection};
+use crate::error::EngineError;
+use crate::event::{JournalReplay, PrunedEvent};
+use crate::request_key::request_key;
+use crate::store::{Applied, PruneCommand, Receipt, Refusal, SessionStore};
+
+/// Capacity of the live event buffer per hub; a subscriber that falls further behind is caught up
+/// from the journal.
+const LIVE_CAPACITY: usize = 1024;
+
+/// Version of this engine, recorded in every receipt.
+pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What [`Engine::prune`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneOutcome {
+    /// The contract answer.
+    pub result: PruneResult,
+    /// The receipt, when pruned (now or by an earlier identical request).
+    pub receipt: Option<Receipt>,
+    /// The announced event, when pruned.
+    pub event: Option<PrunedEvent>,
+    /// The refusal with its explanation, when blocked.
+    pub refusal: Option<Refusal>,
+    /// The journaled intent, when one was recorded (an identical retry records none).
+    pub intent_id: Option<Uuid>,
+    /// True when an identical earlier request had already committed.
+    pub retried: bool,
+}
+
+/// What recovery on open did with the intents left pending.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Intents whose receipt was found: marked committed, their events journaled.
+    pub completed: Vec<Uuid>,
+    /// Intents with no receipt: marked abandoned.
+    pub abandoned: Vec<Uuid>,
+}
+
+/// The pruning engine over one store and its journal.
+pub struct Engine<S: SessionStore> {
+    store: S,
+    journal: Arc<Journal>,
+    hub: Hub<JournalReplay>,
+    database_id: String,
+    recovery: Recovery,
+}
+
+impl<S: SessionStore> Engine<S> {
+    /// Opens the engine: binds the journal to the database's identity and resolves every pending
+    /// intent against the store's receipts.
+    ///
+    /// Binding: a journal already bound to another id, or a database holding another id than the
+    /// journal, is [`EngineError::JournalMismatch`]. A new pair gets a fresh UUID v7 identity,
+    /// written to the database with its first prune.
+    pub fn open(store: S, journal: Journal) -> Result<Self, EngineError> {
+        let journal = Arc::new(journal);
+        let bound = journal.bound_database().map_err(journal_error)?;
+        let stored = store.database_id()?;
+        let database_id = match (bound, stored) {
+            (Some(bound), Some(found)) if bound != found => {
+                return Err(EngineError::JournalMismatch { bound, found })
+            }
+            (Some(bound), _) => bound,
+            (None, Some(found)) => found,
+            (None, None) => Uuid::now_v7().to_string(),
+        };
+        journal.bind(&database_id).map_err(|e| match e {
+            pruning_journal::BindError::Mismatch { bound, found } => {
+                EngineError::JournalMismatch { bound, found }
+            }
+            other => journal_error(other),
+        })?;
+        let hub = Hub::new(Arc::new(JournalReplay::new(journal.clone())), LIVE_CAPACITY);
+        let mut engine = Self {
+            store,
+            journal,
+            hub,
+            database_id,
+            recovery: Recovery::default(),
+        };
+        engine.recovery = engine.recover()?;
+        Ok(engine)
+    }
+
+    /// What recovery did when this engine opened.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// The identity of the database this engine and its journal are bound to.
+    pub fn database_id(&self) -> &str {
+        &self.database_id
+    }
+
+    fn recover(&self) -> Result<Recovery, EngineError> {
+        let mut recovery = Recovery::default();
+        let pending = self.journal.pending_intents().map_err(journal_error)?;
+        for intent in pending {
+            match self.store.receipt_by_key(&intent.request_key)? {
+                Some(receipt) => {
+                    let commit = Commit {
+                        intent_id: intent.intent_id,
+                        event_id: receipt.receipt_id,
+                        revision_after: receipt.revision_after.clone(),
+                        removed_count: receipt.removed_count,
+                        committed_at_ms: receipt.committed_at_ms,
+                    };
+                    self.journal.commit(&[commit]).map_err(journal_error)?;
+                    recovery.completed.push(intent.intent_id);
+                }
+                None => {
+                    self.journal
+                        .mark_abandoned(
+                            intent.intent_id,
+                            "recovered on open: no receipt in the database, the prune never committed",
+                        )
+                        .map_err(journal_error)?;
+                    recovery.abandoned.push(intent.intent_id);
+                }
+            }
+        }
+        Ok(recovery)
+    }
+
+    /// Previews a message: its revision and technical parts. Read-only; journals nothing.
+    pub fn preview(&self, request: &PreviewRequest) -> Result<PreviewResult, EngineError> {
+        preview(&self.store, request)
+    }
+
+    /// Prunes parts of one message: journal the intent durably, apply it in one store
+    /// transaction with its receipt, mark it committed with its event, announce the event.
+    ///
+    /// An identical earlier request that committed returns the same result and receipt and
+    /// re-announces the same event (same id and seq) without writing anything. A refusal is
+    /// journaled as refused with its reason and leaves the database unchanged.
+    ///
+    /// Errors: the store failed ([`EngineError::Store`]; the intent is marked abandoned) or the
+    /// journal failed ([`EngineError::Journal`]; a committed prune is completed by recovery on the
+    /// next open).
+    pub fn prune(&self, request: &PruneRequest) -> Result<PruneOutcome, EngineError> {
+        let key = request_key(request);
+        if let Some(event) = self
+            .journal
+            .committed_event_for(&key)
+            .map_err(journal_error)?
+        {
+            let event = PrunedEvent::from(event);
+            let receipt = self.store.receipt_by_key(&key)?;
+            self.hub.republish(event.clone());
+            return Ok(PruneOutcome {
+                result: pruned_result(&event),
+                receipt,
+                event: Some(event),
+                refusal: None,
+                intent_id: None,
+                retried: true,
+            });
+        }
+
+        let intent = Intent {
+            intent_id: Uuid::now_v7(),
+            request_key: key,
+            session_id: request.session_id.clone(),
+            message_id: request.message_id.clone(),
+            revision: request.revision.clone(),
+            selection: match &request.selection {
+                Selection::Indexes(indexes) => pruning_journal::Selection::Indexes(indexes.clone()),
+                Selection::AllTechnical => pruning_journal::Selection::AllTechnical,
+            },
+            created_at_ms: now_ms(),
+            state: IntentState::Pending,
+        };
+        self.journal.record_intent(&intent).map_err(journal_error)?;
+
+        let command = PruneCommand {
+            request,
+            intent_id: intent.intent_id,
+            request_key: key,
+            receipt_id: Uuid::now_v7(),
+            database_id: &self.database_id,
+            now_ms: now_ms(),
+        };
+        let applied = match self.store.apply(&command) {
+            Ok(applied) => applied,
+            Err(error) => {
+                // The transaction rolled back; record why. A journal failure here is secondary.
+                let _ = self
+                    .journal
+                    .mark_abandoned(intent.intent_id, &error.to_string());
+                return Err(error.into());
+            }
+        };
+        match applied {
+            Applied::Refused(refusal) => {
+                self.journal
+                    .mark_refused(intent.intent_id, refusal.reason.as_str())
+                    .map_err(journal_error)?;
+                Ok(PruneOutcome {
+                    result: PruneResult::Blocked {
+                        reason: refusal.reason,
+                    },
+                    receipt: None,
+                    event: None,
+                    refusal: Some(refusal),
+                    intent_id: Some(intent.intent_id),
+                    retried: false,
+                })
+            }
+            Applied::Pruned { receipt, replayed } => {
+                let commit = Commit {
+                    intent_id: intent.intent_id,
+                    event_id: receipt.receipt_id,
+                    revision_after: receipt.revision_after.clone(),
+                    removed_count: receipt.removed_count,
+                    committed_at_ms: receipt.committed_at_ms,
+                };
+                let events = self.journal.commit(&[commit]).map_err(journal_error)?;
+                let event = events
+                    .into_iter()
+                    .next()
+                    .map(PrunedEvent::from)
+                    .ok_or_else(|| EngineError::Journal("commit returned no event".into()))?;
+                self.hub.publish(event.clone());
+                Ok(PruneOutcome {
+                    result: pruned_result(&event),
+                    receipt: Some(*receipt),
+                    event: Some(event),
+                    refusal: None,
+                    intent_id: Some(intent.intent_id),
+                    retried: replayed,
+                })
+            }
+        }
+    }
+
+    /// Subscribes to committed prune events after cursor `since` (0: from the first). Replays
+    /// journaled events, then live ones; see [`Subscription::recv`] for lag and cancel safety.
+    pub fn subscribe(&self, since: u64) -> Subscription<JournalReplay> {
+        self.hub.subscribe(since)
+    }
+
+    /// Up to `limit` journaled events after `since`, ascending (a one-shot replay).
+    pub fn events_after(&self, since: u64, limit: usize) -> Result<Vec<PrunedEvent>, EngineError> {
+        Ok(self
+            .journal
+            .events_after(since, limit)
+            .map_err(journal_error)?
+            .into_iter()
+            .map(PrunedEvent::from)
+            .collect())
+    }
+
+    /// The audit list: every receipt in the database, oldest first, optionally of one session.
+    pub fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, EngineError> {
+        Ok(self.store.receipts(session_id)?)
+    }
+}
+
+/// Previews a message through any store, without a journal (read-only commands need none).
+pub fn preview<S: SessionStore>(
+    store: &S,
+    request: &PreviewRequest,
+) -> Result<PreviewResult, EngineError> {
+    match store.read_message(&request.session_id, &request.message_id)? {
+        Err(refusal) => Ok(PreviewResult::Blocked {
+            reason: refusal.reason,
+        }),
+        Ok(message) => {
+            Ok(message.preview(store.live_mutation(&request.session_id, &request.message_id)))
+        }
+    }
+}
+
+fn pruned_result(event: &PrunedEvent) -> PruneResult {
+    PruneResult::Pruned {
+        message_id: event.data.message_id.clone(),
+        revision: event.data.revision.clone(),
+        removed_count: event.removed_count,
+    }
+}
+
+fn journal_error(error: impl std::fmt::Display) -> EngineError {
+    EngineError::Journal(error.to_string())
+}
+
+/// Now in ms since the Unix epoch (0 if the clock is before 1970).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

@@ -1,0 +1,140 @@
+//! Errors of the engine layer: one enum for bad requests, one for store failures, one for the
+//! engine's own operations.
+
+use thiserror::Error;
+
+/// A request that breaks the contract. Nothing is journaled or written for it.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ContractError {
+    /// The body is larger than 1 MiB.
+    #[error("request body is {bytes} bytes; the limit is {limit} bytes")]
+    BodyTooLarge {
+        /// Size of the body in bytes.
+        bytes: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The body is not JSON of the expected shape.
+    #[error("malformed request: {detail}")]
+    Malformed {
+        /// serde's description, naming the field where it can.
+        detail: String,
+    },
+    /// The body has a key the contract does not define.
+    #[error("unknown key `{key}` in request")]
+    UnknownKey {
+        /// The key.
+        key: String,
+    },
+    /// An id is empty or longer than 256 characters.
+    #[error("{field} must be 1 to {max} characters long, got {len}")]
+    IdLength {
+        /// `sessionID` or `messageID`.
+        field: &'static str,
+        /// Its length in UTF-16 code units.
+        len: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// The revision is not 64 lowercase hex characters.
+    #[error("revision must be 64 lowercase hex characters (from a preview), got `{found}`")]
+    Revision {
+        /// What was given (at most 80 characters of it).
+        found: String,
+    },
+    /// No index was given.
+    #[error("indexes must name at least one part")]
+    NoIndexes,
+    /// More than 100,001 indexes.
+    #[error("{count} indexes given; at most {max} are accepted")]
+    TooManyIndexes {
+        /// How many were given.
+        count: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// An index below 0 or above 100,000.
+    #[error("index {index} is out of bounds: indexes are 0 to {max}")]
+    IndexOutOfBounds {
+        /// The index.
+        index: i64,
+        /// The largest valid index.
+        max: i64,
+    },
+    /// The same index twice.
+    #[error("index {index} is given twice")]
+    DuplicateIndex {
+        /// The repeated index.
+        index: u32,
+    },
+}
+
+impl ContractError {
+    pub(crate) fn from_json(error: serde_json::Error) -> Self {
+        let detail = error.to_string();
+        // serde's message for deny_unknown_fields: "unknown field `x`, expected one of ...".
+        if let Some(rest) = detail.strip_prefix("unknown field `") {
+            if let Some(end) = rest.find('`') {
+                return Self::UnknownKey {
+                    key: rest[..end].to_string(),
+                };
+            }
+        }
+        Self::Malformed { detail }
+    }
+}
+
+/// A failure of a [`crate::SessionStore`] that is not a refusal: the store could not answer.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database could not be opened.
+    #[error("cannot open database {path}: {detail}")]
+    Open {
+        /// The path.
+        path: String,
+        /// Why.
+        detail: String,
+    },
+    /// The session or message does not exist.
+    #[error("{what} not found")]
+    NotFound {
+        /// What was looked up (e.g. `message msg_...`).
+        what: String,
+    },
+    /// The database's identity does not match the journal's.
+    #[error("database id {found:?} does not match the journal's {expected}: this journal belongs to another database (use the journal beside this database, or --journal)")]
+    DatabaseMismatch {
+        /// The id the journal is bound to.
+        expected: String,
+        /// The id the database holds, if any.
+        found: Option<String>,
+    },
+    /// SQLite or the data failed in a way the engine cannot map to a refusal.
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+/// A failure of an [`crate::Engine`] operation.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The request breaks the contract; nothing was journaled.
+    #[error(transparent)]
+    Contract(#[from] ContractError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The journal failed to read or write.
+    #[error("journal: {0}")]
+    Journal(String),
+    /// The journal is bound to another database.
+    #[error("the journal is bound to database {bound}, but this database is {found}: use the journal that belongs to this database (--journal PATH)")]
+    JournalMismatch {
+        /// The id the journal holds.
+        bound: String,
+        /// The database's id.
+        found: String,
+    },
+}

@@ -1,0 +1,28 @@
+//! The session-pruning engine: the CodeNomad-compatible contract, the revision, the planner, the
+//! [`SessionStore`] trait and the [`Engine`] that journals, applies and announces prunes.
+//!
+//! Storage-specific code lives in the adapters crate; the journal and the event hub are their own
+//! crates. This crate knows the contract and the rules, not SQL.
+
+pub mod contract;
+pub mod engine;
+pub mod error;
+pub mod event;
+pub mod planner;
+pub mod request_key;
+pub mod revision;
+pub mod store;
+
+pub use contract::{
+    BlockedReason, PartKind, PreviewPart, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
+    PrunedEventData, Selection, PRUNED_EVENT_TYPE,
+};
+pub use engine::{now_ms, preview, Engine, PruneOutcome, Recovery, ENGINE_VERSION};
+pub use error::{ContractError, EngineError, StoreError};
+pub use event::{JournalReplay, PrunedEvent};
+pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus};
+pub use request_key::request_key;
+pub use store::{Applied, PruneCommand, Receipt, Refusal, SessionStore};
+
+pub use pruning_events::{Delivery, RecvError, Subscription};
+pub use pruning_journal::Journal;

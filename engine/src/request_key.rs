@@ -1,0 +1,43 @@
+//! The request key: the identity of a prune request, used to find an identical retry.
+//!
+//! Source: CodeNomad `transaction.ts`: SHA-256 of the canonical JSON of `{sessionID, messageID,
+//! revision, indexes}` with indexes sorted ascending; in all-technical mode
+//! `{sessionID, messageID, revision, allTechnical: true}`.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::contract::{PruneRequest, Selection};
+use crate::revision::canonical_json;
+
+/// SHA-256 of the canonical request (32 bytes).
+pub fn request_key(request: &PruneRequest) -> [u8; 32] {
+    let mut body = json!({
+        "sessionID": request.session_id,
+        "messageID": request.message_id,
+        "revision": request.revision,
+    });
+    if let Value::Object(map) = &mut body {
+        match &request.selection {
+            // Indexes are kept sorted by validation.
+            Selection::Indexes(indexes) => map.insert("indexes".into(), json!(indexes)),
+            Selection::AllTechnical => map.insert("allTechnical".into(), Value::Bool(true)),
+        };
+    }
+    Sha256::digest(canonical_json(&body).as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_order_does_not_change_the_key() {
+        let rev = "a".repeat(64);
+        let a = PruneRequest::with_indexes("s".into(), "m".into(), rev.clone(), &[2, 0]).unwrap();
+        let b = PruneRequest::with_indexes("s".into(), "m".into(), rev.clone(), &[0, 2]).unwrap();
+        let c = PruneRequest::all_technical("s".into(), "m".into(), rev).unwrap();
+        assert_eq!(request_key(&a), request_key(&b));
+        assert_ne!(request_key(&a), request_key(&c));
+    }
+}

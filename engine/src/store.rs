@@ -1,0 +1,129 @@
+//! The `SessionStore` trait: what the engine needs from a storage generation, and the receipt
+//! and command types that cross it.
+//!
+//! A store owns all I/O on the OpenCode database. It reads messages for the planner and applies a
+//! prune in one transaction: fence, receipt lookup, read, plan, revision compare, write, receipt
+//! insert (DESIGN.md "The write path of one prune", step 4).
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::contract::{BlockedReason, PruneRequest};
+use crate::error::StoreError;
+use crate::planner::StoredMessage;
+
+/// A refusal with a human-readable explanation. `reason` is the contract's value; `detail` says
+/// what to do and is never part of the compatible shapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The contract reason.
+    pub reason: BlockedReason,
+    /// What was found, for people and logs.
+    pub detail: String,
+}
+
+impl Refusal {
+    /// A refusal with a detail message.
+    pub fn new(reason: BlockedReason, detail: impl Into<String>) -> Self {
+        Self {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The audit record of one committed prune, stored in the OpenCode database in the same
+/// transaction as the prune. It never holds pruned content. JSON keys are camelCase
+/// (`receiptId`, `committedAtMs`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    /// Receipt id (UUID v7); also the id of the announced event.
+    pub receipt_id: Uuid,
+    /// The journaled intent that produced it.
+    pub intent_id: Uuid,
+    /// Lowercase hex SHA-256 of the canonical request (see [`crate::request_key`]).
+    pub request_key: String,
+    /// Session id.
+    pub session_id: String,
+    /// Message id.
+    pub message_id: String,
+    /// Revision of the content before the prune.
+    pub revision_before: String,
+    /// Revision of the content after the prune.
+    pub revision_after: String,
+    /// Content indexes of the removed parts, ascending.
+    pub indexes: Vec<u32>,
+    /// Ids of the removed parts.
+    pub part_ids: Vec<String>,
+    /// Number of parts removed.
+    pub removed_count: u32,
+    /// Bytes of row data deleted: the parts' `data` plus any snapshot events removed with them.
+    pub bytes_removed: u64,
+    /// Commit time, ms since the Unix epoch.
+    pub committed_at_ms: i64,
+    /// `CARGO_PKG_VERSION` of the engine that committed it.
+    pub engine_version: String,
+}
+
+/// Everything a store needs to apply one journaled prune intent.
+#[derive(Debug, Clone)]
+pub struct PruneCommand<'a> {
+    /// The validated request.
+    pub request: &'a PruneRequest,
+    /// The journaled intent.
+    pub intent_id: Uuid,
+    /// SHA-256 of the canonical request.
+    pub request_key: [u8; 32],
+    /// Id for the receipt if this prune commits.
+    pub receipt_id: Uuid,
+    /// The identity the journal is bound to; the store records it on first write and refuses a
+    /// database that holds another.
+    pub database_id: &'a str,
+    /// Now, ms since the Unix epoch.
+    pub now_ms: i64,
+}
+
+/// The outcome of [`SessionStore::apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    /// The prune committed, or an identical one had (`replayed`): `receipt` is its receipt.
+    Pruned {
+        /// The receipt row.
+        receipt: Box<Receipt>,
+        /// True when the receipt already existed and nothing was written now.
+        replayed: bool,
+    },
+    /// Refused; nothing was written.
+    Refused(Refusal),
+}
+
+/// A storage generation of OpenCode, seen by the engine.
+///
+/// Implementations are synchronous; the engine calls them from whatever thread it runs on.
+pub trait SessionStore: Send + Sync {
+    /// The database identity recorded by an earlier prune, if any (read-only).
+    fn database_id(&self) -> Result<Option<String>, StoreError>;
+
+    /// Reads a message for preview, read-only. `Ok(Err(refusal))` when the message cannot be read
+    /// as prunable content (missing: `not_deletable`; over 16 MiB or unknown storage:
+    /// `unsupported_storage` or `not_deletable` as the store documents).
+    fn read_message(
+        &self,
+        session_id: &str,
+        message_id: &str,
+    ) -> Result<Result<StoredMessage, Refusal>, StoreError>;
+
+    /// Whether prunes of this message can be written here (the preview's `liveMutation`).
+    fn live_mutation(&self, session_id: &str, message_id: &str) -> bool;
+
+    /// Applies a prune in one transaction with its receipt. Refusals leave the database
+    /// unchanged. A receipt already stored under the same request key is returned unchanged.
+    fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError>;
+
+    /// The receipt stored under a request key, if any (read-only).
+    fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError>;
+
+    /// All receipts, oldest commit first, optionally of one session (read-only).
+    fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError>;
+}

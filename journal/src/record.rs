@@ -1,0 +1,128 @@
+//! The record types the journal stores and hands out: [`Intent`] (with its [`Selection`] and
+//! [`IntentState`]), [`CommittedEvent`], and the caller-supplied [`Commit`].
+//!
+//! These are plain data: encoding lives in `codec`, storage in `store`. Field order is part of
+//! the on-disk format (postcard encodes fields positionally): changing it needs a new
+//! `FORMAT_VERSION`.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Which parts of a message a prune selects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Selection {
+    /// These part indexes (0-based positions in the message's part list), as requested.
+    Indexes(Vec<u32>),
+    /// Every technical part (tool calls with their outputs, reasoning) of the message.
+    AllTechnical,
+}
+
+/// Where an intent stands. `Pending` is the only non-terminal state: an intent leaves it at
+/// most once, and a terminal state never changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IntentState {
+    /// Journaled; the outcome in the store is not yet recorded here.
+    Pending,
+    /// The prune committed in the store; `seq` is its event's sequence number in the log,
+    /// `committed_at_ms` the commit time in ms since the Unix epoch.
+    Committed {
+        /// Sequence number of the [`CommittedEvent`] announcing this prune.
+        seq: u64,
+        /// Commit time, ms since the Unix epoch.
+        committed_at_ms: i64,
+    },
+    /// The store refused the prune and nothing changed (e.g. `"maintenance_required"`).
+    Refused {
+        /// Why, as a short machine-readable reason.
+        reason: String,
+    },
+    /// The prune never reached the store, or recovery found no receipt for it
+    /// (e.g. `"no receipt found on recovery"`, `"store busy"`).
+    Abandoned {
+        /// Why, as a short human-readable reason.
+        reason: String,
+    },
+}
+
+impl IntentState {
+    /// `true` for [`IntentState::Pending`].
+    pub fn is_pending(&self) -> bool {
+        matches!(self, IntentState::Pending)
+    }
+}
+
+/// One prune request, journaled before the store is touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intent {
+    /// Identity of this attempt (a UUID v7, so ids sort roughly by creation time).
+    pub intent_id: Uuid,
+    /// SHA-256 of the canonical request, computed by the caller; identical retries share it.
+    pub request_key: [u8; 32],
+    /// OpenCode session id (opaque here).
+    pub session_id: String,
+    /// OpenCode message id (opaque here).
+    pub message_id: String,
+    /// The revision the request was made against (64 lowercase hex chars; opaque here).
+    pub revision: String,
+    /// The parts the request selects.
+    pub selection: Selection,
+    /// When the intent was created, ms since the Unix epoch.
+    pub created_at_ms: i64,
+    /// Where the intent stands.
+    pub state: IntentState,
+}
+
+/// One committed prune, as announced to subscribers.
+///
+/// `seq` is assigned by the journal: starting at 1, strictly increasing by 1, never reused
+/// (not even after retention removed old events).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommittedEvent {
+    /// Position in the event log (1-based).
+    pub seq: u64,
+    /// The receipt id in the store; stable across retries, so consumers dedupe by it.
+    pub event_id: Uuid,
+    /// The intent this prune resolved.
+    pub intent_id: Uuid,
+    /// OpenCode session id (copied from the intent).
+    pub session_id: String,
+    /// OpenCode message id (copied from the intent).
+    pub message_id: String,
+    /// The message's revision AFTER the prune.
+    pub revision: String,
+    /// How many parts the prune removed.
+    pub removed_count: u32,
+    /// Commit time, ms since the Unix epoch.
+    pub committed_at_ms: i64,
+}
+
+/// What the caller supplies to mark an intent committed; the journal assigns the `seq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The intent being resolved.
+    pub intent_id: Uuid,
+    /// The receipt id in the store (becomes [`CommittedEvent::event_id`]).
+    pub event_id: Uuid,
+    /// The message's revision after the prune.
+    pub revision_after: String,
+    /// How many parts the prune removed.
+    pub removed_count: u32,
+    /// Commit time, ms since the Unix epoch.
+    pub committed_at_ms: i64,
+}
+
+impl Commit {
+    /// The event this commit produces for `intent` at sequence number `seq`.
+    pub(crate) fn event_for(&self, intent: &Intent, seq: u64) -> CommittedEvent {
+        CommittedEvent {
+            seq,
+            event_id: self.event_id,
+            intent_id: intent.intent_id,
+            session_id: intent.session_id.clone(),
+            message_id: intent.message_id.clone(),
+            revision: self.revision_after.clone(),
+            removed_count: self.removed_count,
+            committed_at_ms: self.committed_at_ms,
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Opening a journal: acquiring the file (retrying for a bounded time while another handle
+//! holds it), refusing an unknown format version, and initialising a new file (all tables and
+//! the `format_version` meta entry, in one durable transaction).
+
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redb::{
+    Database, DatabaseError, Durability, ReadableDatabase, ReadableTableMetadata, TableError,
+};
+
+use super::{
+    Journal, StorageResult, EVENTS, INTENTS, META, META_FORMAT_VERSION, OPEN_RETRY, PENDING,
+    REQUEST_KEYS,
+};
+use crate::codec::FORMAT_VERSION;
+use crate::error::OpenError;
+
+/// Pause between two attempts to acquire a locked file.
+const RETRY_PAUSE: Duration = Duration::from_millis(20);
+
+/// redb page cache budget of one handle, in bytes (the journal's working set is small).
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+impl Journal {
+    /// Opens or creates the journal file at `path`.
+    ///
+    /// A new (absent or empty) file gets all tables and the `format_version` meta entry in one
+    /// durable transaction. An existing file is only checked (the journal writes nothing to it).
+    ///
+    /// Errors: [`OpenError::Locked`] when another handle (this process or another) still holds
+    /// the file after retrying for [`OPEN_RETRY`] (2 s) with short pauses;
+    /// [`OpenError::UnknownFormatVersion`] when the file's format version is not
+    /// [`FORMAT_VERSION`]; [`OpenError::MissingFormatVersion`] / [`OpenError::MalformedMeta`]
+    /// for a damaged meta table; [`OpenError::Database`] when redb cannot open the file (I/O,
+    /// not a redb file); [`OpenError::Storage`] for a storage error while checking.
+    pub fn open(path: &Path) -> Result<Journal, OpenError> {
+        Self::open_with_retry(path, OPEN_RETRY)
+    }
+
+    /// [`Journal::open`] with a retry window of `retry` instead of [`OPEN_RETRY`] (for tests).
+    #[doc(hidden)]
+    pub fn open_with_retry(path: &Path, retry: Duration) -> Result<Journal, OpenError> {
+        let started = Instant::now();
+        loop {
+            match builder().create(path) {
+                Ok(db) => return Self::checked(db),
+                Err(DatabaseError::DatabaseAlreadyOpen) => {
+                    let waited = started.elapsed();
+                    if waited >= retry {
+                        return Err(OpenError::Locked {
+                            path: path.to_path_buf(),
+                            waited,
+                        });
+                    }
+                    thread::sleep(RETRY_PAUSE.min(retry - waited));
+                }
+                Err(other) => return Err(OpenError::Database(other)),
+            }
+        }
+    }
+
+    /// Opens or creates a journal on a custom redb storage backend (for tests that simulate
+    /// failing storage). No retry: a held backend is [`OpenError::BackendLocked`]. Otherwise as
+    /// [`Journal::open`].
+    #[doc(hidden)]
+    pub fn open_with_backend(backend: impl redb::StorageBackend) -> Result<Journal, OpenError> {
+        match builder().create_with_backend(backend) {
+            Ok(db) => Self::checked(db),
+            Err(DatabaseError::DatabaseAlreadyOpen) => Err(OpenError::BackendLocked),
+            Err(other) => Err(OpenError::Database(other)),
+        }
+    }
+
+    /// Checks the format version of a freshly opened database, initialising a new one.
+    fn checked(db: Database) -> Result<Journal, OpenError> {
+        match stored_format_version(&db)? {
+            Some(FORMAT_VERSION) => {}
+            Some(found) => {
+                return Err(OpenError::UnknownFormatVersion {
+                    found,
+                    supported: FORMAT_VERSION,
+                })
+            }
+            None => initialise(&db)?,
+        }
+        Ok(Journal::from_parts(db))
+    }
+}
+
+/// The redb configuration every journal handle uses.
+fn builder() -> redb::Builder {
+    let mut builder = Database::builder();
+    builder.set_cache_size(CACHE_BYTES);
+    builder
+}
+
+/// The `format_version` meta entry, or `None` for a file without one (a new file).
+fn stored_format_version(db: &Database) -> Result<Option<u8>, OpenError> {
+    let txn = db.begin_read().storage()?;
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(other) => return Err(redb::Error::from(other).into()),
+    };
+    let Some(value) = meta.get(META_FORMAT_VERSION).storage()? else {
+        return Ok(None);
+    };
+    match value.value() {
+        [version] => Ok(Some(*version)),
+        other => Err(OpenError::MalformedMeta {
+            key: META_FORMAT_VERSION,
+            len: other.len(),
+        }),
+    }
+}
+
+/// Creates every table and writes `format_version`, durably. Refuses a file that already
+/// holds intents or events without a format version.
+fn initialise(db: &Database) -> Result<(), OpenError> {
+    let mut txn = db.begin_write().storage()?;
+    txn.set_durability(Durability::Immediate).storage()?;
+    {
+        let intents = txn.open_table(INTENTS).storage()?;
+        let events = txn.open_table(EVENTS).storage()?;
+        txn.open_table(REQUEST_KEYS).storage()?;
+        txn.open_table(PENDING).storage()?;
+        let mut meta = txn.open_table(META).storage()?;
+        if !intents.is_empty().storage()? || !events.is_empty().storage()? {
+            return Err(OpenError::MissingFormatVersion);
+        }
+        meta.insert(META_FORMAT_VERSION, [FORMAT_VERSION].as_slice())
+            .storage()?;
+    }
+    txn.commit().storage()?;
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! The raw command line, as clap parses it. Validation into a [`super::config::Config`] is a
+//! separate step, so that every bad input gets one clear error before anything is opened.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Prune tool output and reasoning from OpenCode session databases, safely and with receipts.
+#[derive(Debug, Parser)]
+#[command(name = "session-prune", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// OpenCode database file (default: found as OpenCode finds it: OPENCODE_DB, XDG_DATA_HOME,
+    /// ~/.local/share/opencode/opencode.db).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Journal file (default: beside the database, `<database>.prune-journal`).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
+    /// OpenCode channel whose database to find when --db is not given (latest, beta, local, ...).
+    #[arg(long, global = true, default_value = "latest", value_name = "NAME")]
+    pub channel: String,
+    /// Print one JSON document (or JSON lines for streams) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Refuse sessions updated within this many seconds (OpenCode may still be writing them).
+    #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
+    pub quiet_period: u64,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List sessions with message count, total bytes and prunable bytes, largest first.
+    Sessions,
+    /// Show the revision and the technical parts of a message (read-only).
+    Preview {
+        /// Session id (ses_...).
+        session: String,
+        /// Message id (msg_...).
+        message: String,
+    },
+    /// Remove technical parts of a completed assistant message. Exit 0 pruned, 3 blocked, 2 bad input.
+    Prune(PruneArgs),
+    /// List the receipts of committed prunes (the audit trail).
+    Receipts {
+        /// Only receipts of this session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+    /// Print journaled prune events after a cursor, then (with --follow) new ones as they commit.
+    Events {
+        /// Print events with a sequence number greater than this.
+        #[arg(long, default_value_t = 0, value_name = "SEQ")]
+        since: u64,
+        /// Keep running and print events as they are journaled.
+        #[arg(long)]
+        follow: bool,
+        /// With --follow: how often to look for new events, in milliseconds.
+        #[arg(long, default_value_t = 500, value_name = "MS", requires = "follow")]
+        poll_ms: u64,
+    },
+    /// Run the whole flow on a copy of a small database made by real OpenCode.
+    Demo {
+        /// Keep the demo's temporary folder and print its path.
+        #[arg(long)]
+        keep: bool,
+    },
+}
+
+/// `prune` arguments.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Session id (ses_...).
+    pub session: String,
+    /// Message id (msg_...).
+    pub message: String,
+    /// The revision printed by `preview` (64 hex characters).
+    #[arg(long, value_name = "REV")]
+    pub revision: String,
+    /// Content indexes of the parts to remove, comma-separated (from `preview`).
+    #[arg(
+        long,
+        value_name = "I,J,...",
+        allow_hyphen_values = true,
+        conflicts_with = "all_technical",
+        required_unless_present = "all_technical"
+    )]
+    pub indexes: Option<String>,
+    /// Remove every tool and reasoning part of the message.
+    #[arg(long)]
+    pub all_technical: bool,
+    /// Check the request against the message now and print what would be removed; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}

@@ -1,0 +1,146 @@
+//! The validated configuration: raw flags turned into paths and contract requests, or one clear
+//! error (exit code 2) before anything is opened.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pruning_adapters::opencode::Environment;
+use pruning_engine::{ContractError, PreviewRequest, PruneRequest};
+use thiserror::Error;
+
+use super::args::{Cli, Command, PruneArgs};
+
+/// A command line that cannot be run. Exit code 2.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The request breaks the contract.
+    #[error(transparent)]
+    Contract(#[from] ContractError),
+    /// No database could be located.
+    #[error(transparent)]
+    Path(#[from] pruning_adapters::opencode::PathError),
+    /// An index is not an integer.
+    #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
+    Index(String),
+}
+
+/// What to do.
+#[derive(Debug)]
+pub enum Action {
+    /// List sessions.
+    Sessions,
+    /// Preview one message.
+    Preview(PreviewRequest),
+    /// Prune (or, dry, plan) one message.
+    Prune {
+        /// The validated request.
+        request: PruneRequest,
+        /// Plan only.
+        dry_run: bool,
+    },
+    /// List receipts.
+    Receipts {
+        /// Of one session only.
+        session: Option<String>,
+    },
+    /// Print events.
+    Events {
+        /// Cursor.
+        since: u64,
+        /// Keep printing new ones.
+        follow: bool,
+        /// Poll interval with `follow`.
+        poll: Duration,
+    },
+    /// Run the demo.
+    Demo {
+        /// Keep the temporary folder.
+        keep: bool,
+    },
+}
+
+/// A validated command line.
+#[derive(Debug)]
+pub struct Config {
+    /// The OpenCode database.
+    pub db: PathBuf,
+    /// The journal file.
+    pub journal: PathBuf,
+    /// JSON output.
+    pub json: bool,
+    /// Quiet period of the fence.
+    pub quiet_period: Duration,
+    /// The command.
+    pub action: Action,
+}
+
+/// The default journal of a database: `<database>.prune-journal` beside it.
+pub fn default_journal(db: &Path) -> PathBuf {
+    let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".prune-journal");
+    db.with_file_name(name)
+}
+
+impl Config {
+    /// Validates the raw command line. Errors: [`ConfigError`].
+    pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
+        let action = match cli.command {
+            Command::Sessions => Action::Sessions,
+            Command::Preview { session, message } => {
+                Action::Preview(PreviewRequest::new(session, message)?)
+            }
+            Command::Prune(args) => prune_action(args)?,
+            Command::Receipts { session } => Action::Receipts { session },
+            Command::Events {
+                since,
+                follow,
+                poll_ms,
+            } => Action::Events {
+                since,
+                follow,
+                poll: Duration::from_millis(poll_ms.max(10)),
+            },
+            Command::Demo { keep } => Action::Demo { keep },
+        };
+        let db = match (&action, cli.global.db) {
+            (_, Some(db)) => db,
+            // The demo makes its own database.
+            (Action::Demo { .. }, None) => PathBuf::new(),
+            (_, None) => Environment::from_process().database_path(&cli.global.channel)?,
+        };
+        let journal = cli.global.journal.unwrap_or_else(|| default_journal(&db));
+        Ok(Self {
+            db,
+            journal,
+            json: cli.global.json,
+            quiet_period: Duration::from_secs(cli.global.quiet_period),
+            action,
+        })
+    }
+}
+
+fn prune_action(args: PruneArgs) -> Result<Action, ConfigError> {
+    let request = match args.indexes {
+        Some(list) => {
+            let indexes = parse_indexes(&list)?;
+            PruneRequest::with_indexes(args.session, args.message, args.revision, &indexes)?
+        }
+        None => PruneRequest::all_technical(args.session, args.message, args.revision)?,
+    };
+    Ok(Action::Prune {
+        request,
+        dry_run: args.dry_run,
+    })
+}
+
+/// Parses `0,2,5` (spaces allowed). An empty list is left for the contract to reject.
+pub fn parse_indexes(list: &str) -> Result<Vec<i64>, ConfigError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<i64>()
+                .map_err(|_| ConfigError::Index(s.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,48 @@
+//! One module per command. Each returns the process outcome; errors go to `main`.
+
+pub mod demo;
+pub mod events;
+pub mod preview;
+pub mod prune;
+pub mod receipts;
+pub mod sessions;
+
+use anyhow::Context;
+use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_engine::{Engine, Journal};
+
+use crate::cli::config::Config;
+
+/// How a command ended, as an exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done (exit 0).
+    Done,
+    /// Refused by the engine: nothing changed (exit 3).
+    Blocked,
+}
+
+/// Opens the database named by the configuration.
+pub fn open_store(config: &Config) -> anyhow::Result<V1Store> {
+    let options = V1Options {
+        quiet_period: config.quiet_period,
+    };
+    Ok(V1Store::open(&config.db, options)?)
+}
+
+/// Opens the store and its journal, runs recovery and reports what it did on stderr.
+pub fn open_engine(config: &Config) -> anyhow::Result<Engine<V1Store>> {
+    let store = open_store(config)?;
+    let journal = Journal::open(&config.journal)
+        .with_context(|| format!("opening journal {}", config.journal.display()))?;
+    let engine = Engine::open(store, journal)?;
+    let recovery = engine.recovery();
+    if !recovery.completed.is_empty() || !recovery.abandoned.is_empty() {
+        eprintln!(
+            "journal recovery: {} committed prune(s) completed, {} unapplied intent(s) abandoned",
+            recovery.completed.len(),
+            recovery.abandoned.len()
+        );
+    }
+    Ok(engine)
+}

@@ -1,0 +1,72 @@
+//! `session-prune preview SESSION MESSAGE`: the CodeNomad-compatible preview (read-only; no
+//! journal is opened).
+
+use pruning_engine::{PreviewRequest, PreviewResult};
+
+use super::{open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+
+/// Previews one message.
+pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let result = pruning_engine::preview(&store, request)?;
+    if config.json {
+        output::json_document(&result)?;
+    } else {
+        print_human(request, &result);
+    }
+    Ok(match result {
+        PreviewResult::Preview { .. } => Outcome::Done,
+        PreviewResult::Blocked { .. } => Outcome::Blocked,
+    })
+}
+
+/// Prints a preview for people.
+pub fn print_human(request: &PreviewRequest, result: &PreviewResult) {
+    match result {
+        PreviewResult::Blocked { reason } => {
+            println!(
+                "blocked: {reason} (message {} of session {})",
+                request.message_id, request.session_id
+            );
+        }
+        PreviewResult::Preview {
+            revision,
+            live_mutation,
+            parts,
+        } => {
+            println!("message   {}", request.message_id);
+            println!("revision  {revision}");
+            println!(
+                "writable  {}",
+                if *live_mutation {
+                    "yes"
+                } else {
+                    "no (this storage is read-only for prunes)"
+                }
+            );
+            if parts.is_empty() {
+                println!("no tool or reasoning parts: nothing to prune");
+                return;
+            }
+            println!("{:>6}  {:<9} {:>10}", "index", "type", "bytes");
+            for part in parts {
+                let kind = match part.kind {
+                    pruning_engine::PartKind::Tool => "tool",
+                    pruning_engine::PartKind::Reasoning => "reasoning",
+                };
+                println!("{:>6}  {:<9} {:>10}", part.index, kind, part.bytes);
+            }
+            let total: u64 = parts.iter().map(|p| p.bytes).sum();
+            let indexes: Vec<String> = parts.iter().map(|p| p.index.to_string()).collect();
+            println!("{} part(s), {} in all", parts.len(), output::bytes(total));
+            println!(
+                "to prune: session-prune prune {} {} --revision {revision} --indexes {}",
+                request.session_id,
+                request.message_id,
+                indexes.join(",")
+            );
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! `session-prune prune SESSION MESSAGE --revision REV (--indexes I,J | --all-technical)`:
+//! journal, apply and announce one prune; `--dry-run` plans it against the message as it is now
+//! and writes nothing (the fence runs only inside the real prune's transaction).
+
+use pruning_engine::{PruneOutcome, PruneRequest, PruneResult, SessionStore};
+use serde::Serialize;
+
+use super::{open_engine, open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+
+/// The `--dry-run --json` document.
+#[derive(Debug, Serialize)]
+struct DryRun<'a> {
+    status: &'static str,
+    #[serde(rename = "messageID")]
+    message_id: &'a str,
+    revision: String,
+    #[serde(rename = "revisionAfter")]
+    revision_after: String,
+    indexes: Vec<usize>,
+    #[serde(rename = "removedCount")]
+    removed_count: usize,
+    bytes: u64,
+}
+
+/// Prunes (or plans) one message.
+pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Result<Outcome> {
+    if dry_run {
+        return plan(config, request);
+    }
+    let engine = open_engine(config)?;
+    let outcome = engine.prune(request)?;
+    if config.json {
+        output::json_document(&outcome.result)?;
+        if let Some(refusal) = &outcome.refusal {
+            eprintln!("blocked: {}: {}", refusal.reason, refusal.detail);
+        }
+    } else {
+        print_human(&outcome);
+    }
+    Ok(match outcome.result {
+        PruneResult::Pruned { .. } => Outcome::Done,
+        PruneResult::Blocked { .. } => Outcome::Blocked,
+    })
+}
+
+fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let planned = match store.read_message(&request.session_id, &request.message_id)? {
+        Err(refusal) => Err(refusal.reason),
+        Ok(message) => message.plan(&request.selection, &request.revision),
+    };
+    let plan = match planned {
+        Ok(plan) => plan,
+        Err(reason) => {
+            let blocked = PruneResult::Blocked { reason };
+            if config.json {
+                output::json_document(&blocked)?;
+            } else {
+                println!("dry run: would be blocked: {reason}");
+            }
+            return Ok(Outcome::Blocked);
+        }
+    };
+    let doc = DryRun {
+        status: "dry-run",
+        message_id: &request.message_id,
+        revision: plan.revision_before,
+        revision_after: plan.revision_after,
+        removed_count: plan.remove.len(),
+        indexes: plan.remove,
+        bytes: plan.bytes,
+    };
+    if config.json {
+        output::json_document(&doc)?;
+    } else {
+        let indexes: Vec<String> = doc.indexes.iter().map(|i| i.to_string()).collect();
+        println!(
+            "dry run: would remove {} part(s) [{}], {} of part data, from {}; nothing written",
+            doc.removed_count,
+            indexes.join(","),
+            output::bytes(doc.bytes),
+            doc.message_id
+        );
+        println!("revision after would be {}", doc.revision_after);
+    }
+    Ok(Outcome::Done)
+}
+
+/// Prints a prune outcome for people.
+pub fn print_human(outcome: &PruneOutcome) {
+    match (&outcome.result, &outcome.refusal) {
+        (PruneResult::Blocked { reason }, refusal) => {
+            let detail = refusal.as_ref().map(|r| r.detail.as_str()).unwrap_or("");
+            println!("blocked: {reason}: {detail}");
+            println!("nothing was changed; the intent is journaled as refused");
+        }
+        (
+            PruneResult::Pruned {
+                message_id,
+                revision,
+                removed_count,
+            },
+            _,
+        ) => {
+            if outcome.retried {
+                println!(
+                    "already pruned by an identical request: same receipt, event announced again"
+                );
+            }
+            println!("pruned    {message_id}: {removed_count} part(s) removed");
+            println!("revision  {revision}");
+            if let Some(receipt) = &outcome.receipt {
+                println!(
+                    "receipt   {} ({} of row data freed)",
+                    receipt.receipt_id,
+                    output::bytes(receipt.bytes_removed)
+                );
+            }
+            if let Some(event) = &outcome.event {
+                println!("event     #{} {} {}", event.seq, event.event_type, event.id);
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! `session-prune receipts [--session ID]`: the audit list of committed prunes, from the receipt
+//! table in the OpenCode database (the authority; the journal only mirrors it).
+
+use super::{open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+use pruning_engine::SessionStore;
+
+/// Lists receipts, oldest first.
+pub fn run(config: &Config, session: Option<&str>) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let receipts = store.receipts(session)?;
+    if config.json {
+        output::json_document(&receipts)?;
+        return Ok(Outcome::Done);
+    }
+    if receipts.is_empty() {
+        println!("no receipts: nothing has been pruned in this database");
+    }
+    for r in &receipts {
+        println!(
+            "{}  {}  {} / {}  removed {} part(s), {}  receipt {}",
+            output::time(r.committed_at_ms),
+            r.engine_version,
+            r.session_id,
+            r.message_id,
+            r.removed_count,
+            output::bytes(r.bytes_removed),
+            r.receipt_id
+        );
+        println!("    revision {} -> {}", r.revision_before, r.revision_after);
+    }
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,40 @@
+//! `session-prune sessions`: every session with its sizes, largest first.
+
+use pruning_adapters::opencode::sessions;
+
+use super::{open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+
+/// Lists sessions (read-only).
+pub fn run(config: &Config) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let list = sessions::list(&store.connection())?;
+    if config.json {
+        output::json_document(&list)?;
+        return Ok(Outcome::Done);
+    }
+    println!(
+        "{:<32} {:>8} {:>11} {:>11}  title",
+        "session", "messages", "total", "prunable"
+    );
+    for s in &list {
+        println!(
+            "{:<32} {:>8} {:>11} {:>11}  {}",
+            s.session_id,
+            s.messages,
+            output::bytes(s.total_bytes),
+            output::bytes(s.prunable_bytes),
+            s.title
+        );
+    }
+    let total: u64 = list.iter().map(|s| s.total_bytes).sum();
+    let prunable: u64 = list.iter().map(|s| s.prunable_bytes).sum();
+    println!(
+        "{} session(s), {} in all, {} prunable",
+        list.len(),
+        output::bytes(total),
+        output::bytes(prunable)
+    );
+    Ok(Outcome::Done)
+}

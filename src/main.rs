@@ -1,0 +1,65 @@
+//! `session-prune`: prune tool output and reasoning from OpenCode session databases.
+//!
+//! Exit codes: 0 done (pruned), 1 failure (storage, journal, I/O), 2 bad input (nothing
+//! journaled or written), 3 blocked (the engine refused; nothing changed).
+
+mod cli;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use cli::args::Cli;
+use cli::config::{Action, Config, ConfigError};
+use commands::Outcome;
+
+const EXIT_FAILURE: u8 = 1;
+const EXIT_BAD_INPUT: u8 = 2;
+const EXIT_BLOCKED: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::from_cli(cli) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    match run(&config) {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Blocked) => ExitCode::from(EXIT_BLOCKED),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            let bad_input = error.downcast_ref::<ConfigError>().is_some()
+                || error
+                    .downcast_ref::<pruning_engine::ContractError>()
+                    .is_some()
+                || matches!(
+                    error.downcast_ref::<pruning_engine::EngineError>(),
+                    Some(pruning_engine::EngineError::Contract(_))
+                );
+            ExitCode::from(if bad_input {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_FAILURE
+            })
+        }
+    }
+}
+
+fn run(config: &Config) -> anyhow::Result<Outcome> {
+    match &config.action {
+        Action::Sessions => commands::sessions::run(config),
+        Action::Preview(request) => commands::preview::run(config, request),
+        Action::Prune { request, dry_run } => commands::prune::run(config, request, *dry_run),
+        Action::Receipts { session } => commands::receipts::run(config, session.as_deref()),
+        Action::Events {
+            since,
+            follow,
+            poll,
+        } => commands::events::run(config, *since, *follow, *poll),
+        Action::Demo { keep } => commands::demo::run(config.json, *keep),
+    }
+}

@@ -1,0 +1,45 @@
+//! Printing helpers shared by the commands: JSON documents and lines, byte sizes, times.
+
+use std::io::Write;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// Prints one JSON document (pretty) on stdout.
+pub fn json_document<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Prints one JSON line on stdout and flushes it (for streams).
+pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `1536` -> `1.5 KiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// ms since the Unix epoch -> RFC 3339 UTC with milliseconds.
+pub fn time(ms: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_millis(at).to_string()
+}

@@ -1,0 +1,147 @@
+//! Shared set-up of the end-to-end tests: a private copy of the real OpenCode 1.18.34 fixture on
+//! disk, an engine over it, and ways to look at the file and the journal from outside.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_engine::{
+    Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult, Receipt,
+};
+use rusqlite::Connection;
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+/// The "fixture: many turns" session.
+pub const MANY_TURNS: &str = "ses_dd992af4dffe56B7kwrH3SftqX";
+/// Its turn-5 assistant message: step-start, reasoning (REASONING_CANARY_T05), bash tool
+/// (TOOL_CANARY_T05), step-finish.
+pub const TURN5: &str = "msg_2266d6d8d001S1dgSZNRxFlv9X";
+/// Its turn-1 assistant message: step-start, reasoning, tool, step-finish.
+pub const TURN1: &str = "msg_2266d56ca00189ShWYkElL07uN";
+/// The "fixture: killed mid-tool" session: last assistant incomplete with a running bash tool.
+pub const KILLED_MID_TOOL: &str = "ses_dd9924472ffeRJmUg5iAfebgd3";
+/// Its incomplete assistant message.
+pub const KILLED_MID_TOOL_MSG: &str = "msg_2266dbbbe001wpA7iYROobDQYq";
+/// The "fixture: killed mid-stream" session: last assistant incomplete, empty text part.
+pub const KILLED_MID_STREAM: &str = "ses_dd992446cffe9e9tU47UDk00bQ";
+/// Its incomplete assistant message.
+pub const KILLED_MID_STREAM_MSG: &str = "msg_2266dbbe90019dgXYRF0Odk2af";
+
+/// A private copy of the fixture database in a temporary folder.
+pub struct Fixture {
+    pub dir: TempDir,
+    pub db: PathBuf,
+    pub journal: PathBuf,
+}
+
+impl Fixture {
+    /// Copies `tests/fixtures/opencode-1.18.34/opencode.db` into a new temporary folder.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode-1.18.34/opencode.db");
+        std::fs::copy(&source, &db).expect("copy fixture");
+        let journal = dir.path().join("opencode.db.prune-journal");
+        Self { dir, db, journal }
+    }
+
+    /// A plain connection for set-up and inspection (closed when dropped, which checkpoints).
+    pub fn sql(&self) -> Connection {
+        Connection::open(&self.db).expect("open fixture")
+    }
+
+    /// Runs SQL on the database and closes the connection.
+    pub fn exec(&self, sql: &str) {
+        self.sql().execute_batch(sql).expect("set-up SQL");
+    }
+
+    /// A store with the given quiet period in ms.
+    pub fn store(&self, quiet_ms: u64) -> V1Store {
+        let options = V1Options {
+            quiet_period: std::time::Duration::from_millis(quiet_ms),
+        };
+        V1Store::open(&self.db, options).expect("open store")
+    }
+
+    /// An engine with the default 30 s quiet period.
+    pub fn engine(&self) -> Engine<V1Store> {
+        self.engine_with(self.store(30_000))
+    }
+
+    /// An engine over a given store.
+    pub fn engine_with(&self, store: V1Store) -> Engine<V1Store> {
+        Engine::open(store, Journal::open(&self.journal).expect("open journal")).expect("engine")
+    }
+
+    /// SHA-256 of the database file and whatever WAL sits beside it.
+    pub fn file_digest(&self) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(std::fs::read(&self.db).expect("read db"));
+        let wal = self.db.with_extension("db-wal");
+        if let Ok(bytes) = std::fs::read(wal) {
+            hasher.update(bytes);
+        }
+        hex::encode(hasher.finalize())
+    }
+
+    /// Number of rows of `table` whose `data` contains `needle`.
+    pub fn rows_containing(&self, table: &str, needle: &str) -> i64 {
+        let sql = format!("SELECT count(*) FROM {table} WHERE instr(CAST(data AS TEXT), ?1) > 0");
+        self.sql()
+            .query_row(&sql, [needle], |r| r.get(0))
+            .expect("count")
+    }
+
+    /// A single-value query.
+    pub fn scalar(&self, sql: &str) -> i64 {
+        self.sql().query_row(sql, [], |r| r.get(0)).expect("scalar")
+    }
+
+    /// Whether a table exists.
+    pub fn has_table(&self, name: &str) -> bool {
+        self.scalar(&format!(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '{name}'"
+        )) == 1
+    }
+}
+
+/// Previews and returns the revision and the indexes of the technical parts.
+pub fn preview(engine: &Engine<V1Store>, session: &str, message: &str) -> (String, Vec<i64>) {
+    let request = PreviewRequest::new(session.into(), message.into()).unwrap();
+    match engine.preview(&request).unwrap() {
+        PreviewResult::Preview {
+            revision, parts, ..
+        } => (revision, parts.iter().map(|p| i64::from(p.index)).collect()),
+        other => panic!("preview blocked: {other:?}"),
+    }
+}
+
+/// A prune request by indexes.
+pub fn request(session: &str, message: &str, revision: &str, indexes: &[i64]) -> PruneRequest {
+    PruneRequest::with_indexes(session.into(), message.into(), revision.into(), indexes).unwrap()
+}
+
+/// The pruned result's fields, or a panic.
+pub fn pruned(result: &PruneResult) -> (String, String, u32) {
+    match result {
+        PruneResult::Pruned {
+            message_id,
+            revision,
+            removed_count,
+        } => (message_id.clone(), revision.clone(), *removed_count),
+        other => panic!("expected pruned, got {other:?}"),
+    }
+}
+
+/// Every receipt in the database.
+pub fn receipts(fixture: &Fixture) -> Vec<Receipt> {
+    use pruning_engine::SessionStore;
+    fixture.store(0).receipts(None).unwrap()
+}
+
+/// Now in ms since the Unix epoch.
+pub fn now_ms() -> i64 {
+    pruning_engine::now_ms()
+}

@@ -1,0 +1,132 @@
+//! Pruning a real OpenCode 1.18.34 message removes the tool output and reasoning from every row
+//! that held a copy (`part`, `event` snapshots), appends OpenCode's own removal events, and
+//! leaves everything else as it was.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn prune_removes_tool_and_reasoning_canaries_from_every_row() {
+    let fx = Fixture::new();
+    assert_eq!(fx.rows_containing("part", "TOOL_CANARY_T05"), 1);
+    assert_eq!(fx.rows_containing("part", "REASONING_CANARY_T05"), 1);
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 5);
+    assert_eq!(fx.rows_containing("event", "REASONING_CANARY_T05"), 1);
+    let parts_before = fx.scalar("SELECT count(*) FROM part");
+    let seq_before = fx.scalar(&format!(
+        "SELECT seq FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}'"
+    ));
+    let events_before = fx.scalar("SELECT count(*) FROM event");
+
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    assert_eq!(indexes, vec![1, 2]);
+    let outcome = engine
+        .prune(&request(MANY_TURNS, TURN5, &revision, &indexes))
+        .unwrap();
+    let (message_id, revision_after, removed) = pruned(&outcome.result);
+    assert_eq!(message_id, TURN5);
+    assert_eq!(removed, 2);
+    let (preview_after, parts_after) = preview(&engine, MANY_TURNS, TURN5);
+    assert_eq!(preview_after, revision_after);
+    assert!(parts_after.is_empty());
+    drop(engine);
+
+    for table in ["part", "event", "session_message", "message"] {
+        assert_eq!(fx.rows_containing(table, "TOOL_CANARY_T05"), 0, "{table}");
+        assert_eq!(
+            fx.rows_containing(table, "REASONING_CANARY_T05"),
+            0,
+            "{table}"
+        );
+    }
+    assert_eq!(fx.scalar("SELECT count(*) FROM part"), parts_before - 2);
+    // Every snapshot of the two parts goes (8, some from before the output existed), and two
+    // removal events are appended.
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM event"),
+        events_before - 8 + 2
+    );
+    assert_eq!(
+        fx.scalar(&format!(
+            "SELECT seq FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}'"
+        )),
+        seq_before + 2
+    );
+    let conn = fx.sql();
+    let mut stmt = conn
+        .prepare(
+            "SELECT id, seq, data FROM event WHERE type = 'message.part.removed.1' \
+             AND aggregate_id = ?1 ORDER BY seq",
+        )
+        .unwrap();
+    let removed_events: Vec<(String, i64, String)> = stmt
+        .query_map([MANY_TURNS], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let receipt = outcome.receipt.expect("receipt");
+    assert_eq!(removed_events.len(), 2);
+    for (i, (id, seq, data)) in removed_events.iter().enumerate() {
+        assert_eq!(id.len(), 30);
+        assert!(id.starts_with("evt_"));
+        assert_eq!(*seq, seq_before + 1 + i as i64);
+        assert_eq!(
+            data,
+            &format!(
+                r#"{{"sessionID":"{MANY_TURNS}","messageID":"{TURN5}","partID":"{}"}}"#,
+                receipt.part_ids[i]
+            )
+        );
+    }
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let fk: i64 = conn
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(fk, 0);
+}
+
+#[test]
+fn receipt_records_ids_revisions_and_sizes_but_no_content() {
+    let fx = Fixture::new();
+    let part_bytes = fx.scalar(&format!(
+        "SELECT sum(length(CAST(data AS BLOB))) FROM part WHERE message_id = '{TURN5}' \
+         AND json_extract(data, '$.type') IN ('tool', 'reasoning')"
+    ));
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let outcome = engine
+        .prune(&request(MANY_TURNS, TURN5, &revision, &indexes))
+        .unwrap();
+    let receipt = outcome.receipt.unwrap();
+    drop(engine);
+
+    let stored = receipts(&fx);
+    assert_eq!(stored, vec![receipt.clone()]);
+    assert_eq!(receipt.session_id, MANY_TURNS);
+    assert_eq!(receipt.message_id, TURN5);
+    assert_eq!(receipt.revision_before, revision);
+    assert_eq!(receipt.indexes, vec![1, 2]);
+    assert_eq!(receipt.removed_count, 2);
+    assert_eq!(Some(receipt.intent_id), outcome.intent_id);
+    assert_eq!(receipt.engine_version, env!("CARGO_PKG_VERSION"));
+    assert!(
+        receipt.bytes_removed > part_bytes as u64,
+        "snapshot bytes are counted too"
+    );
+    let row: String = fx
+        .sql()
+        .query_row(
+            "SELECT group_concat(part_ids || indexes || revision_after) FROM session_prune_receipt",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(!row.contains("CANARY"));
+}
