@@ -25,4 +25,4 @@ pub use request_key::request_key;
 pub use store::{Applied, PruneCommand, Receipt, Refusal, SessionStore};
 
 pub use pruning_events::{Delivery, RecvError, Subscription};
-pub use pruning_journal::Journal;
+pub use pruning_journal::{Intent, IntentState, Journal};

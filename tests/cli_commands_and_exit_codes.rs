@@ -1,0 +1,269 @@
+//! The `session-prune` binary end to end: JSON shapes, exit codes (0 done, 1 failure, 2 bad
+//! input, 3 blocked), database discovery, the demo, and `events --follow` across processes.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn cli(fx: &Fixture, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn preview_then_prune_print_the_compatible_shapes_and_retry_prints_the_same_bytes() {
+    let fx = Fixture::new();
+    let out = cli(&fx, &["--json", "preview", MANY_TURNS, TURN5]);
+    assert_eq!(out.status.code(), Some(0));
+    let preview = json(&out);
+    let keys: Vec<&String> = preview.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["status", "revision", "liveMutation", "parts"]);
+    assert_eq!(preview["status"], "preview");
+    assert_eq!(preview["liveMutation"], true);
+    assert_eq!(preview["parts"][0]["index"], 1);
+    assert_eq!(preview["parts"][0]["type"], "reasoning");
+    assert_eq!(preview["parts"][1]["type"], "tool");
+    let revision = preview["revision"].as_str().unwrap().to_string();
+
+    let args = [
+        "--json",
+        "prune",
+        MANY_TURNS,
+        TURN5,
+        "--revision",
+        &revision,
+        "--indexes",
+        "1,2",
+    ];
+    let first = cli(&fx, &args);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let result = json(&first);
+    let keys: Vec<&String> = result.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["status", "messageID", "revision", "removedCount"]);
+    assert_eq!(result["status"], "pruned");
+    assert_eq!(result["messageID"], TURN5);
+    assert_eq!(result["removedCount"], 2);
+    let retry = cli(&fx, &args);
+    assert_eq!(retry.status.code(), Some(0));
+    assert_eq!(retry.stdout, first.stdout);
+
+    let receipts = json(&cli(&fx, &["--json", "receipts", "--session", MANY_TURNS]));
+    assert_eq!(receipts.as_array().unwrap().len(), 1);
+    assert_eq!(receipts[0]["revisionAfter"], result["revision"]);
+    let events = cli(&fx, &["--json", "events"]);
+    let lines: Vec<Value> = events
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["seq"], 1);
+    assert_eq!(lines[0]["type"], "rpc.codenomad.session-pruning.pruned");
+    assert_eq!(lines[0]["data"]["revision"], result["revision"]);
+    assert_eq!(lines[0]["id"], receipts[0]["receiptId"]);
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let fx = Fixture::new();
+    let revision = json(&cli(&fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let digest = fx.file_digest();
+    let out = cli(
+        &fx,
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            &revision,
+            "--all-technical",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let plan = json(&out);
+    assert_eq!(plan["status"], "dry-run");
+    assert_eq!(plan["removedCount"], 2);
+    assert_eq!(plan["indexes"], serde_json::json!([1, 2]));
+    assert_eq!(fx.file_digest(), digest);
+    assert!(!fx.journal.exists());
+}
+
+#[test]
+fn blocked_prune_exits_3_and_prints_the_blocked_shape() {
+    let fx = Fixture::new();
+    let rev = "0".repeat(64);
+    let out = cli(
+        &fx,
+        &[
+            "--json",
+            "prune",
+            KILLED_MID_TOOL,
+            KILLED_MID_TOOL_MSG,
+            "--revision",
+            &rev,
+            "--all-technical",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\n  \"status\": \"blocked\",\n  \"reason\": \"maintenance_required\"\n}\n"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not complete"));
+}
+
+#[test]
+fn missing_database_exits_1_with_a_clear_error() {
+    let fx = Fixture::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(fx.dir.path().join("nope.db"))
+        .arg("sessions")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nope.db") && err.contains("no such file"),
+        "{err}"
+    );
+    assert!(
+        !fx.dir.path().join("nope.db").exists(),
+        "must not create a database"
+    );
+}
+
+#[test]
+fn database_is_found_under_xdg_data_home() {
+    let fx = Fixture::new();
+    let data = fx.dir.path().join("xdg");
+    std::fs::create_dir_all(data.join("opencode")).unwrap();
+    std::fs::copy(&fx.db, data.join("opencode/opencode.db")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .env_remove("OPENCODE_DB")
+        .env("XDG_DATA_HOME", &data)
+        .args(["--json", "sessions"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sessions = json(&out);
+    assert_eq!(sessions.as_array().unwrap().len(), 10);
+    assert_eq!(sessions[0]["sessionID"], MANY_TURNS, "largest first");
+}
+
+#[test]
+fn demo_runs_the_whole_flow() {
+    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .args(["--json", "demo"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<Value> = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["setup", "sessions", "preview", "prune", "retry", "events", "receipts"]
+    );
+    assert_eq!(steps[4]["data"]["sameReceipt"], true);
+    assert_eq!(steps[5]["data"].as_array().unwrap().len(), 1);
+    assert_eq!(steps[6]["data"].as_array().unwrap().len(), 1);
+    let dir = steps[0]["data"]["db"].as_str().unwrap();
+    assert!(
+        !std::path::Path::new(dir).exists(),
+        "the demo folder is removed"
+    );
+}
+
+#[test]
+fn events_follow_prints_prunes_made_by_another_process() {
+    let fx = Fixture::new();
+    let mut follower = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .args(["--json", "events", "--follow", "--poll-ms", "50"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = follower.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let revision = json(&cli(&fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = cli(
+        &fx,
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            &revision,
+            "--all-technical",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let line = rx
+        .recv_timeout(deadline - Instant::now())
+        .expect("a followed event")
+        .unwrap();
+    let _ = follower.kill();
+    let _ = follower.wait();
+    let event: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(event["seq"], 1);
+    assert_eq!(event["data"]["messageID"], TURN5);
+    assert_eq!(event["data"]["revision"], json(&out)["revision"]);
+}

@@ -1,0 +1,204 @@
+//! Every refusal of the V1 fence returns its exact status, leaves the database file
+//! byte-for-byte unchanged with no receipt, and journals the intent as refused with that reason.
+
+mod common;
+
+use common::*;
+use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_engine::{BlockedReason, IntentState, Journal, PruneResult};
+
+/// Runs one refused prune on a prepared fixture and checks everything that must not change.
+fn assert_refused(
+    fx: &Fixture,
+    store: V1Store,
+    session: &str,
+    message: &str,
+    revision: &str,
+    reason: BlockedReason,
+    detail: &str,
+) {
+    let digest = fx.file_digest();
+    let engine = fx.engine_with(store);
+    let outcome = engine
+        .prune(&request(session, message, revision, &[1, 2]))
+        .unwrap();
+    assert_eq!(outcome.result, PruneResult::Blocked { reason });
+    let refusal = outcome.refusal.expect("refusal detail");
+    assert!(
+        refusal.detail.contains(detail),
+        "detail {:?} should mention {detail:?}",
+        refusal.detail
+    );
+    assert_eq!(outcome.receipt, None);
+    assert_eq!(outcome.event, None);
+    drop(engine);
+
+    assert_eq!(fx.file_digest(), digest, "database file changed");
+    assert!(!fx.has_table("session_prune_receipt"));
+    assert!(!fx.has_table("session_prune_meta"));
+    let journal = Journal::open(&fx.journal).unwrap();
+    let intents = journal.intents().unwrap();
+    assert_eq!(intents.len(), 1);
+    assert_eq!(intents[0].session_id, session);
+    assert_eq!(
+        intents[0].state,
+        IntentState::Refused {
+            reason: reason.as_str().to_string()
+        }
+    );
+    assert_eq!(journal.last_seq().unwrap(), 0, "no event journaled");
+}
+
+/// The turn-5 revision of the many-turns session (the fence runs before the revision compare).
+fn turn5_revision(fx: &Fixture) -> String {
+    let store = fx.store(0);
+    let request = pruning_engine::PreviewRequest::new(MANY_TURNS.into(), TURN5.into()).unwrap();
+    match pruning_engine::preview(&store, &request).unwrap() {
+        pruning_engine::PreviewResult::Preview { revision, .. } => revision,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn refused_after(setup: &str, reason: BlockedReason, detail: &str) {
+    let fx = Fixture::new();
+    let revision = turn5_revision(&fx);
+    fx.exec(setup);
+    let store = fx.store(30_000);
+    assert_refused(&fx, store, MANY_TURNS, TURN5, &revision, reason, detail);
+}
+
+#[test]
+fn incomplete_assistant_message_is_maintenance_required() {
+    let fx = Fixture::new();
+    let store = fx.store(30_000);
+    let revision = "0".repeat(64);
+    assert_refused(
+        &fx,
+        store,
+        KILLED_MID_STREAM,
+        KILLED_MID_STREAM_MSG,
+        &revision,
+        BlockedReason::MaintenanceRequired,
+        "not complete",
+    );
+}
+
+#[test]
+fn killed_mid_tool_session_is_maintenance_required() {
+    let fx = Fixture::new();
+    let store = fx.store(30_000);
+    let revision = "0".repeat(64);
+    assert_refused(
+        &fx,
+        store,
+        KILLED_MID_TOOL,
+        KILLED_MID_TOOL_MSG,
+        &revision,
+        BlockedReason::MaintenanceRequired,
+        "not complete",
+    );
+}
+
+#[test]
+fn running_tool_is_maintenance_required() {
+    refused_after(
+        &format!(
+            "UPDATE part SET data = json_set(data, '$.state.status', 'running') \
+             WHERE message_id = '{TURN1}' AND json_extract(data, '$.type') = 'tool'"
+        ),
+        BlockedReason::MaintenanceRequired,
+        "pending or running",
+    );
+}
+
+#[test]
+fn compaction_in_progress_is_maintenance_required() {
+    refused_after(
+        &format!("UPDATE session SET time_compacting = 1 WHERE id = '{MANY_TURNS}'"),
+        BlockedReason::MaintenanceRequired,
+        "compaction",
+    );
+}
+
+#[test]
+fn staged_revert_is_maintenance_required() {
+    refused_after(
+        &format!(
+            "UPDATE session SET revert = '{{\"messageID\":\"{TURN5}\"}}' WHERE id = '{MANY_TURNS}'"
+        ),
+        BlockedReason::MaintenanceRequired,
+        "staged revert",
+    );
+}
+
+#[test]
+fn session_updated_within_quiet_period_is_maintenance_required() {
+    refused_after(
+        &format!(
+            "UPDATE session SET time_updated = {} WHERE id = '{MANY_TURNS}'",
+            now_ms()
+        ),
+        BlockedReason::MaintenanceRequired,
+        "quiet period",
+    );
+}
+
+#[test]
+fn remote_event_owner_is_unsupported_storage() {
+    refused_after(
+        &format!(
+            "UPDATE event_sequence SET owner_id = 'remote-1' WHERE aggregate_id = '{MANY_TURNS}'"
+        ),
+        BlockedReason::UnsupportedStorage,
+        "remote",
+    );
+}
+
+#[test]
+fn trigger_present_is_unsupported_storage() {
+    refused_after(
+        "CREATE TRIGGER audit_part AFTER DELETE ON part BEGIN SELECT 1; END;",
+        BlockedReason::UnsupportedStorage,
+        "trigger",
+    );
+}
+
+#[test]
+fn attached_database_is_unsupported_storage() {
+    let fx = Fixture::new();
+    let revision = turn5_revision(&fx);
+    let other = fx.dir.path().join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x)")
+        .unwrap();
+    let conn = rusqlite::Connection::open(&fx.db).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS other", [other.to_str().unwrap()])
+        .unwrap();
+    let store = V1Store::from_connection(conn, V1Options::default()).unwrap();
+    assert_refused(
+        &fx,
+        store,
+        MANY_TURNS,
+        TURN5,
+        &revision,
+        BlockedReason::UnsupportedStorage,
+        "attached",
+    );
+}
+
+#[test]
+fn missing_session_is_not_deletable() {
+    let fx = Fixture::new();
+    let store = fx.store(30_000);
+    let revision = "0".repeat(64);
+    assert_refused(
+        &fx,
+        store,
+        "ses_does_not_exist",
+        TURN5,
+        &revision,
+        BlockedReason::NotDeletable,
+        "does not exist",
+    );
+}
