@@ -29,8 +29,8 @@ const KEPT_TOOL_CANARY: &str = "TOOL_CANARY_T06";
 const KEPT_REASONING_CANARY: &str = "REASONING_CANARY_T06";
 const PROMPT: &str = "continue";
 
-const EXPORT_TIMEOUT: Duration = Duration::from_secs(60);
-const PROMPT_TIMEOUT: Duration = Duration::from_secs(60);
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(30);
+const PROMPT_TIMEOUT: Duration = Duration::from_secs(45);
 
 fn fixture_db() -> PathBuf {
     opencode_real::workspace().join("tests/fixtures/opencode-1.18.34/opencode.db")
@@ -107,6 +107,37 @@ fn pruned_turn_message(conn: &Connection, session: &str) -> String {
         "exactly one assistant message holds turn 5's tool and reasoning: {ids:?}"
     );
     ids.into_iter().next().expect("one id")
+}
+
+fn tool_part_count(conn: &Connection, session: &str) -> usize {
+    conn.query_row(
+        "SELECT count(*) FROM part WHERE session_id = ?1 AND json_extract(data, '$.type') = 'tool'",
+        [session],
+        |row| row.get::<_, i64>(0),
+    )
+    .expect("count tool parts") as usize
+}
+
+/// Checks that every `tool` message of a chat request answers a call of an earlier assistant
+/// message (a pruned call must not leave an orphaned result, which providers reject), and
+/// returns how many tool results were sent.
+fn tool_results_paired(request: &Value) -> usize {
+    let mut calls = Vec::new();
+    let mut results = 0;
+    for message in request["messages"].as_array().expect("request messages") {
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            calls.push(call["id"].as_str().expect("tool call id").to_string());
+        }
+        if message["role"] == "tool" {
+            let id = message["tool_call_id"].as_str().expect("tool_call_id");
+            assert!(
+                calls.iter().any(|c| c == id),
+                "tool result {id} answers no earlier call"
+            );
+            results += 1;
+        }
+    }
+    results
 }
 
 fn prune_turn(db: &Path, journal: &Path, session: &str, message: &str) {
@@ -221,6 +252,7 @@ fn opencode_continues_after_prune() {
     let session = session_id(&conn);
     let message = pruned_turn_message(&conn, &session);
     let messages_before = message_count(&conn, &session);
+    let tool_parts_before = tool_part_count(&conn, &session);
     drop(conn);
     for (place, rows) in canary_rows(&db) {
         assert!(
@@ -243,6 +275,12 @@ fn opencode_continues_after_prune() {
     assert!(
         rows_containing(&conn, "part", KEPT_TOOL_CANARY) > 0,
         "turn 6 must stay"
+    );
+    let tool_parts = tool_part_count(&conn, &session);
+    assert_eq!(
+        tool_parts,
+        tool_parts_before - 1,
+        "only turn 5's tool part is gone"
     );
     drop(conn);
     eprintln!("[{:?}] pruned turn 5 ({message})", started.elapsed());
@@ -334,6 +372,11 @@ fn opencode_continues_after_prune() {
         continued[0].last_user_text().as_deref(),
         Some(PROMPT),
         "the request ends with the prompt"
+    );
+    assert_eq!(
+        tool_results_paired(&continued[0].json()),
+        tool_parts,
+        "one tool result per remaining tool part, none for the pruned call"
     );
     let sent = &continued[0].body;
     for kept in [

@@ -7,6 +7,7 @@
 pub mod contract;
 pub mod engine;
 pub mod error;
+mod escape;
 pub mod event;
 pub mod planner;
 pub mod request_key;

@@ -60,10 +60,8 @@ pub enum PartClass {
 /// One part of a message as the store read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredPart {
-    /// The part as OpenCode reads it; the revision is computed over these values.
+    /// The part as OpenCode reads it; the revision and `bytes` are computed over these values.
     pub value: Value,
-    /// UTF-8 length of `JSON.stringify(part)` in stored key order.
-    pub bytes: u64,
     /// Its class.
     pub class: PartClass,
 }
@@ -103,7 +101,12 @@ pub fn completed_at(message: &Value) -> bool {
 impl StoredMessage {
     /// Revision of the whole content (64 lowercase hex).
     pub fn revision(&self) -> String {
-        revision::revision(self.parts.iter().map(|p| &p.value))
+        self.measure().revision
+    }
+
+    /// Revision of the whole content and `bytes` of each part, in one pass.
+    pub fn measure(&self) -> revision::Measured {
+        revision::measure(self.parts.iter().map(|p| &p.value))
     }
 
     fn kind(&self, index: usize) -> Option<PartKind> {
@@ -135,15 +138,15 @@ impl StoredMessage {
         Ok(())
     }
 
-    /// The technical parts, as the preview lists them.
-    pub fn technical_parts(&self) -> Vec<PreviewPart> {
+    /// The technical parts, as the preview lists them, with `bytes` from `measured`.
+    fn technical_parts(&self, measured: &revision::Measured) -> Vec<PreviewPart> {
         (0..self.parts.len())
             .filter_map(|i| {
                 let kind = self.kind(i)?;
                 Some(PreviewPart {
                     index: i as u32,
                     kind,
-                    bytes: self.parts[i].bytes,
+                    bytes: measured.bytes.get(i).copied().unwrap_or(0),
                 })
             })
             .collect()
@@ -153,11 +156,14 @@ impl StoredMessage {
     pub fn preview(&self, live_mutation: bool) -> PreviewResult {
         match self.check_prunable() {
             Err(reason) => PreviewResult::Blocked { reason },
-            Ok(()) => PreviewResult::Preview {
-                revision: self.revision(),
-                live_mutation,
-                parts: self.technical_parts(),
-            },
+            Ok(()) => {
+                let measured = self.measure();
+                PreviewResult::Preview {
+                    parts: self.technical_parts(&measured),
+                    revision: measured.revision,
+                    live_mutation,
+                }
+            }
         }
     }
 
@@ -186,8 +192,8 @@ impl StoredMessage {
         if remove.is_empty() {
             return Err(BlockedReason::NotDeletable);
         }
-        let revision_before = self.revision();
-        if revision_before != expected {
+        let measured = self.measure();
+        if measured.revision != expected {
             return Err(BlockedReason::Conflict);
         }
         let mut kept = Vec::with_capacity(self.parts.len() - remove.len());
@@ -196,14 +202,14 @@ impl StoredMessage {
         for (i, part) in self.parts.iter().enumerate() {
             if next.peek() == Some(&&i) {
                 next.next();
-                bytes += part.bytes;
+                bytes += measured.bytes.get(i).copied().unwrap_or(0);
             } else {
                 kept.push(&part.value);
             }
         }
         Ok(Plan {
             remove,
-            revision_before,
+            revision_before: measured.revision,
             revision_after: revision::revision(kept),
             bytes,
         })

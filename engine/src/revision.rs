@@ -6,44 +6,77 @@
 //! code units (JS `<`) and keeps array order. `bytes` of a part is the UTF-8 length of
 //! `JSON.stringify(part)` in stored key order (serde_json's `preserve_order` keeps it).
 //!
-//! `JSON.stringify` rules copied here: only `"`, `\` and control characters below U+0020 are
+//! `JSON.stringify` rules followed here: only `"`, `\` and control characters below U+0020 are
 //! escaped (`\b \f \n \r \t` by name, the rest as lowercase `\u00xx`); everything else, non-ASCII
-//! included, is written raw. Numbers go through an IEEE double and JavaScript's shortest
-//! round-trip formatting (`1.0` -> `1`, `1e21` -> `1e+21`, `-0` -> `0`).
+//! included, is written raw ([`crate::escape`]). Numbers go through
+//! an IEEE double and JavaScript's shortest round-trip formatting (`1.0` -> `1`, `1e21` ->
+//! `1e+21`, `-0` -> `0`, via ryu-js).
 
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
 /// Writes `value` as `JSON.stringify` would, with object keys in stored order.
 pub fn stringify(value: &Value) -> String {
-    let mut out = String::new();
-    write_value(value, &mut out, KeyOrder::Stored);
-    out
+    let mut out = Vec::new();
+    write_json(value, &mut out, KeyOrder::Stored);
+    // Only whole UTF-8 strings and ASCII punctuation were written.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Writes `value` as `JSON.stringify(canonical(value))`: object keys sorted by UTF-16 code units.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_value(value, &mut out, KeyOrder::Utf16);
-    out
+    let mut out = Vec::new();
+    write_json(value, &mut out, KeyOrder::Utf16);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Revision of a message content array (its parts in order): 64 lowercase hex characters.
+///
+/// The canonical JSON is streamed into the hash; it is never held in memory whole.
 pub fn revision<'a>(content: impl IntoIterator<Item = &'a Value>) -> String {
-    let mut out = String::from("[");
-    for (i, part) in content.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_value(part, &mut out, KeyOrder::Utf16);
-    }
-    out.push(']');
-    sha256_hex(out.as_bytes())
+    measure(content).revision
 }
 
-/// `bytes` of one part: UTF-8 length of `JSON.stringify(part)` in stored key order.
+/// The revision of a content array and the `bytes` of each of its parts, in one pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measured {
+    /// Revision of the whole content (64 lowercase hex).
+    pub revision: String,
+    /// `bytes` of each part, in content order.
+    pub bytes: Vec<u64>,
+}
+
+/// Hashes the canonical JSON of `content` and counts each part's length on the way.
+///
+/// A part's `bytes` is the length of `JSON.stringify(part)` in stored key order; key order does
+/// not change a length, so the canonical text's length is the same number.
+pub fn measure<'a>(content: impl IntoIterator<Item = &'a Value>) -> Measured {
+    let mut sink = HashSink {
+        hasher: Sha256::new(),
+        written: 0,
+        scratch: Vec::new(),
+    };
+    let mut bytes = Vec::new();
+    sink.put(b"[");
+    for (i, part) in content.into_iter().enumerate() {
+        if i > 0 {
+            sink.put(b",");
+        }
+        let before = sink.written;
+        write_json(part, &mut sink, KeyOrder::Utf16);
+        bytes.push(sink.written - before);
+    }
+    sink.put(b"]");
+    Measured {
+        revision: hex::encode(sink.hasher.finalize()),
+        bytes,
+    }
+}
+
+/// `bytes` of one part: UTF-8 length of `JSON.stringify(part)` in stored key order, counted
+/// without building the text.
 pub fn part_bytes(part: &Value) -> u64 {
-    stringify(part).len() as u64
+    measure([part]).bytes.first().copied().unwrap_or(0)
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -57,45 +90,84 @@ enum KeyOrder {
     Utf16,
 }
 
-fn write_value(value: &Value, out: &mut String, order: KeyOrder) {
+/// Where JSON text goes: a buffer, or a hash that counts what it was fed. Neither can fail.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+    fn put_string(&mut self, s: &str);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn put_string(&mut self, s: &str) {
+        escape_into(s, self);
+    }
+}
+
+/// A SHA-256 fed whole escaped strings at a time (escaped into `scratch` first: one hash update
+/// per string instead of one per escaped run).
+struct HashSink {
+    hasher: Sha256,
+    written: u64,
+    scratch: Vec<u8>,
+}
+
+impl Sink for HashSink {
+    fn put(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+    }
+    fn put_string(&mut self, s: &str) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        escape_into(s, &mut scratch);
+        self.put(&scratch);
+        self.scratch = scratch;
+    }
+}
+
+use crate::escape::escape_into;
+
+fn write_json(value: &Value, out: &mut impl Sink, order: KeyOrder) {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
+        Value::Null => out.put(b"null"),
+        Value::Bool(true) => out.put(b"true"),
+        Value::Bool(false) => out.put(b"false"),
         Value::Number(n) => write_number(n, out),
-        Value::String(s) => write_string(s, out),
+        Value::String(s) => out.put_string(s),
         Value::Array(items) => {
-            out.push('[');
+            out.put(b"[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(b",");
                 }
-                write_value(item, out, order);
+                write_json(item, out, order);
             }
-            out.push(']');
+            out.put(b"]");
         }
         Value::Object(map) => write_object(map, out, order),
     }
 }
 
-fn write_object(map: &Map<String, Value>, out: &mut String, order: KeyOrder) {
+fn write_object(map: &Map<String, Value>, out: &mut impl Sink, order: KeyOrder) {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
     if let KeyOrder::Utf16 = order {
         entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
     }
-    out.push('{');
+    out.put(b"{");
     for (i, (key, item)) in entries.into_iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            out.put(b",");
         }
-        write_string(key, out);
-        out.push(':');
-        write_value(item, out, order);
+        out.put_string(key);
+        out.put(b":");
+        write_json(item, out, order);
     }
-    out.push('}');
+    out.put(b"}");
 }
 
-fn write_number(n: &Number, out: &mut String) {
+fn write_number(n: &Number, out: &mut impl Sink) {
     // JavaScript holds every JSON number as a double: integers above 2^53 lose precision exactly
     // as `JSON.parse` would lose it (round to nearest, ties to even).
     let double = if let Some(i) = n.as_i64() {
@@ -107,48 +179,15 @@ fn write_number(n: &Number, out: &mut String) {
     };
     if !double.is_finite() {
         // JSON.stringify writes NaN and Infinity as null; JSON text cannot hold them anyway.
-        out.push_str("null");
-        return;
+        out.put(b"null");
+    } else if double == 0.0 {
+        // Covers -0, which JavaScript prints as 0.
+        out.put(b"0");
+    } else {
+        let mut buffer = ryu_js::Buffer::new();
+        out.put(buffer.format_finite(double).as_bytes());
     }
-    if double == 0.0 {
-        out.push('0');
-        return;
-    }
-    let mut buffer = ryu_js::Buffer::new();
-    out.push_str(buffer.format_finite(double));
 }
-
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    let mut start = 0;
-    for (i, byte) in s.bytes().enumerate() {
-        let escape: Option<&str> = match byte {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            0x08 => Some("\\b"),
-            0x0c => Some("\\f"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x00..=0x1f => None,
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        match escape {
-            Some(text) => out.push_str(text),
-            None => {
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(byte >> 4)]));
-                out.push(char::from(HEX[usize::from(byte & 0xf)]));
-            }
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
-}
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@ pub mod paths;
 pub mod receipts;
 pub mod schema;
 pub mod sessions;
+pub mod sql_functions;
 pub mod v1;
 
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};

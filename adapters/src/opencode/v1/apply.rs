@@ -121,7 +121,12 @@ fn run(
         )));
     }
 
-    let loaded = match read::read_message(conn, &request.session_id, &request.message_id)? {
+    let loaded = match read::read_message(
+        conn,
+        &request.session_id,
+        &request.message_id,
+        read::Texts::Keep,
+    )? {
         Ok(loaded) => loaded,
         Err(refusal) => return Ok(Step::Refuse(refusal)),
     };
@@ -151,12 +156,13 @@ fn run(
                 format!("part {} changed while it was being pruned", row.id),
             )));
         }
-        bytes_removed += row.data.len() as u64;
+        bytes_removed += row.len as u64;
         part_ids.push(row.id.clone());
     }
     if schema.has_events() {
         let doomed: HashSet<&str> = part_ids.iter().map(String::as_str).collect();
-        let (_, snapshot_bytes) = events::delete_snapshots(conn, &request.session_id, &doomed)?;
+        let (_, snapshot_bytes) =
+            events::delete_snapshots(conn, &request.session_id, &request.message_id, &doomed)?;
         bytes_removed += snapshot_bytes;
         events::append_removed(
             conn,

@@ -21,19 +21,22 @@ pub const PART_UPDATED: &str = "message.part.updated.1";
 pub const PART_REMOVED: &str = "message.part.removed.1";
 
 /// Deletes every `message.part.updated.1` event of `session_id` whose `data.part.id` is in
-/// `part_ids`. Returns `(rows deleted, bytes of data deleted)`.
+/// `part_ids` (parts of message `message_id`). Returns `(rows deleted, bytes of data deleted)`.
 pub fn delete_snapshots(
     conn: &Connection,
     session_id: &str,
+    message_id: &str,
     part_ids: &HashSet<&str>,
 ) -> rusqlite::Result<(u64, u64)> {
     let mut doomed: Vec<(String, i64)> = Vec::new();
     {
+        // A snapshot of a part of this message spells the message id out in `part.messageID`:
+        // the substring test skips the other snapshots without parsing their JSON.
         let mut stmt = conn.prepare_cached(
             "SELECT id, json_extract(data, '$.part.id'), length(CAST(data AS BLOB)) FROM event \
-             WHERE aggregate_id = ?1 AND type = ?2",
+             WHERE aggregate_id = ?1 AND type = ?2 AND session_prune_contains(data, ?3)",
         )?;
-        let mut rows = stmt.query(params![session_id, PART_UPDATED])?;
+        let mut rows = stmt.query(params![session_id, PART_UPDATED, message_id])?;
         while let Some(row) = rows.next()? {
             let part_id: Option<String> = row.get(1)?;
             if part_id.as_deref().is_some_and(|id| part_ids.contains(id)) {

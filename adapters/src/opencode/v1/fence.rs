@@ -103,8 +103,12 @@ pub fn check(
             "{incomplete} assistant message(s) of the session are not complete (a run is active or was killed)"
         ))));
     }
+    // Substring test first: a part whose text never spells `pending` or `running` cannot hold
+    // those statuses (JSON writers spell ASCII letters out), so most parts are skipped without
+    // parsing their JSON.
     let running: i64 = conn.query_row(
         "SELECT count(*) FROM part WHERE session_id = ?1 \
+           AND (session_prune_contains(data, 'running') OR session_prune_contains(data, 'pending')) \
            AND json_extract(data, '$.type') = 'tool' \
            AND json_extract(data, '$.state.status') IN ('pending', 'running')",
         [input.session_id],

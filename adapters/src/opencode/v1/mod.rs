@@ -41,8 +41,8 @@ impl Default for V1Options {
 
 /// A V1 OpenCode database opened for pruning.
 ///
-/// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL` and
-/// `foreign_keys = ON`; the file's `journal_mode` is never changed.
+/// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL`,
+/// `foreign_keys = ON` and `cache_size = -64000`; the file's `journal_mode` is never changed.
 pub struct V1Store {
     conn: Mutex<Connection>,
     path: PathBuf,
@@ -78,8 +78,12 @@ impl V1Store {
     /// database to it). Applies the connection settings; checks that the file is SQLite.
     pub fn from_connection(conn: Connection, options: V1Options) -> Result<Self, StoreError> {
         conn.busy_timeout(Duration::ZERO).map_err(storage)?;
-        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
-            .map_err(storage)?;
+        // OpenCode's own cache size (64 MB): a 16 MiB message stays cached between reads.
+        conn.execute_batch(
+            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -64000;",
+        )
+        .map_err(storage)?;
+        super::sql_functions::register(&conn).map_err(storage)?;
         Schema::read(&conn).map_err(storage)?;
         let path = conn.path().map(PathBuf::from).unwrap_or_default();
         Ok(Self {
@@ -130,7 +134,7 @@ impl SessionStore for V1Store {
         }
         // One read transaction, so the message and its parts are one snapshot.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let read = read::read_message(&conn, session_id, message_id);
+        let read = read::read_message(&conn, session_id, message_id, read::Texts::Skip);
         let _ = conn.execute_batch("COMMIT");
         match read {
             Ok(Ok(loaded)) => Ok(Ok(loaded.message)),

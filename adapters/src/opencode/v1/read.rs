@@ -6,7 +6,6 @@
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::planner::completed_at;
-use pruning_engine::revision::part_bytes;
 use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
@@ -30,8 +29,20 @@ const KEPT_TYPES: [&str; 10] = [
 pub struct PartRow {
     /// `part.id`.
     pub id: String,
-    /// `part.data` exactly as stored.
+    /// `part.data` exactly as stored; empty when read with [`Texts::Skip`].
     pub data: String,
+    /// Length of `part.data` in bytes.
+    pub len: usize,
+}
+
+/// Whether [`read_message`] keeps each part's stored text (a prune needs it for its
+/// compare-and-swap deletes; a preview does not, and skips copying up to 16 MiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Texts {
+    /// Keep `PartRow::data`.
+    Keep,
+    /// Leave `PartRow::data` empty.
+    Skip,
 }
 
 /// A V1 message: the planner's view plus the rows it came from.
@@ -61,32 +72,21 @@ pub fn read_message(
     conn: &Connection,
     session_id: &str,
     message_id: &str,
+    texts: Texts,
 ) -> rusqlite::Result<Result<V1Message, Refusal>> {
-    let row: Option<(String, i64)> = conn
+    let row: Option<String> = conn
         .query_row(
-            "SELECT data, length(CAST(data AS BLOB)) FROM message WHERE id = ?1 AND session_id = ?2",
+            "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
             [message_id, session_id],
-            |row| Ok((row.get(0)?, row.get(1)?)),
+            |row| row.get(0),
         )
         .optional()?;
-    let Some((message_data, message_len)) = row else {
+    let Some(message_data) = row else {
         return Ok(Err(Refusal::new(
             BlockedReason::NotDeletable,
             format!("message {message_id} is not in session {session_id}"),
         )));
     };
-    let parts_len: i64 = conn.query_row(
-        "SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part WHERE message_id = ?1",
-        [message_id],
-        |row| row.get(0),
-    )?;
-    let total = message_len.saturating_add(parts_len);
-    if total > MAX_MESSAGE_BYTES as i64 {
-        return Ok(Err(Refusal::new(
-            BlockedReason::NotDeletable,
-            format!("message {message_id} holds {total} bytes, over the 16 MiB budget"),
-        )));
-    }
     let info: Value = match serde_json::from_str(&message_data) {
         Ok(value @ Value::Object(_)) => value,
         _ => return Ok(Err(not_json("message", message_id))),
@@ -97,20 +97,32 @@ pub fn read_message(
     let mut query = stmt.query([message_id])?;
     let mut parts = Vec::new();
     let mut rows = Vec::new();
+    let mut total = message_data.len();
     while let Some(row) = query.next()? {
         let id: String = row.get(0)?;
-        let data: String = row.get(1)?;
-        let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&data) else {
+        let data = row.get_ref(1)?.as_str()?;
+        total = total.saturating_add(data.len());
+        if total > MAX_MESSAGE_BYTES {
+            return Ok(Err(Refusal::new(
+                BlockedReason::NotDeletable,
+                format!("message {message_id} holds more than the 16 MiB budget"),
+            )));
+        }
+        let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(data) else {
             return Ok(Err(not_json("part", &id)));
         };
         merge_ids(&mut map, &id, session_id, message_id);
         let value = Value::Object(map);
         parts.push(StoredPart {
-            bytes: part_bytes(&value),
             class: classify(&value),
             value,
         });
-        rows.push(PartRow { id, data });
+        let len = data.len();
+        let data = match texts {
+            Texts::Keep => data.to_owned(),
+            Texts::Skip => String::new(),
+        };
+        rows.push(PartRow { id, data, len });
     }
     let message = StoredMessage {
         is_assistant: info.get("role").and_then(Value::as_str) == Some("assistant"),

@@ -1,0 +1,56 @@
+//! SQL functions this engine registers on its own connection (never in the database file).
+//!
+//! `session_prune_contains(text, needle)`: 1 when `needle` occurs in `text`, else 0 (NULL
+//! counts as absent). The fence and the snapshot scan use it to skip rows before parsing their
+//! JSON; SQLite's own `instr` compares at every position, while `memchr::memmem` searches
+//! whole blocks at a time, which matters when a session holds megabytes of tool output.
+
+use memchr::memmem;
+use rusqlite::functions::FunctionFlags;
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+
+/// Name of the substring test.
+pub const CONTAINS: &str = "session_prune_contains";
+
+/// Registers the functions on `conn`.
+pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    conn.create_scalar_function(CONTAINS, 2, flags, |ctx| {
+        let haystack = bytes_of(ctx.get_raw(0));
+        let needle = bytes_of(ctx.get_raw(1));
+        Ok(match (haystack, needle) {
+            (Some(h), Some(n)) => i64::from(memmem::find(h, n).is_some()),
+            _ => 0,
+        })
+    })
+}
+
+fn bytes_of(value: ValueRef<'_>) -> Option<&[u8]> {
+    match value {
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => Some(bytes),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_matches_substrings_and_treats_null_as_absent() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        let q = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            q("SELECT session_prune_contains('a \"running\" b', 'running')"),
+            1
+        );
+        assert_eq!(
+            q("SELECT session_prune_contains('completed', 'running')"),
+            0
+        );
+        assert_eq!(q("SELECT session_prune_contains(NULL, 'x')"), 0);
+        assert_eq!(q("SELECT session_prune_contains('é✓', '✓')"), 1);
+    }
+}

@@ -1,0 +1,87 @@
+//! Shared set-up of the benchmarks: a copy of the real OpenCode 1.18.34 fixture with extra
+//! messages of a chosen size.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection};
+
+/// The fixture's "many turns" session.
+pub const SESSION: &str = "ses_dd992af4dffe56B7kwrH3SftqX";
+
+/// Copies the fixture into `dir` and returns the database path.
+pub fn fixture_copy(dir: &Path) -> PathBuf {
+    let db = dir.join("opencode.db");
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode-1.18.34/opencode.db");
+    std::fs::copy(source, &db).expect("copy fixture");
+    db
+}
+
+/// Adds an empty session `id` (a copy of the fixture session's row) and returns its id.
+pub fn add_session(conn: &Connection, id: &str) -> String {
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
+         SELECT ?1, project_id, slug, directory, 'bench', version, time_created, time_updated \
+         FROM session WHERE id = ?2",
+        params![id, SESSION],
+    )
+    .expect("session");
+    id.to_string()
+}
+
+/// Inserts into `session` a completed assistant message `id` with `tools` completed bash parts of at most
+/// `output_len` bytes of output each (stored twice, as OpenCode does: `output` and `metadata.output`) and
+/// one text part. Returns the bytes of part data written.
+pub fn insert_message(
+    conn: &Connection,
+    session: &str,
+    id: &str,
+    tools: usize,
+    output_len: usize,
+) -> usize {
+    let created: i64 = conn
+        .query_row(
+            "SELECT coalesce(max(time_created), 0) + 1 FROM message",
+            [],
+            |r| r.get(0),
+        )
+        .expect("time");
+    let data = format!(
+        r#"{{"role":"assistant","time":{{"created":{created},"completed":{}}},"parentID":"x","modelID":"fixture","providerID":"fixture","finish":"stop"}}"#,
+        created + 1
+    );
+    conn.execute(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+        params![id, session, created, data],
+    )
+    .expect("message");
+    let mut output = String::with_capacity(output_len + 4);
+    for c in "line of tool output é ✓ 0123456789\n".chars().cycle() {
+        if output.len() + c.len_utf8() > output_len {
+            break;
+        }
+        output.push(c);
+    }
+    let mut written = 0;
+    for i in 0..=tools {
+        let data = if i == tools {
+            r#"{"type":"text","text":"done"}"#.to_string()
+        } else {
+            let part = serde_json::json!({
+                "type": "tool", "tool": "bash", "callID": format!("call_{i}"),
+                "state": {"status": "completed", "input": {"command": "cat big", "description": "d"},
+                          "output": output, "metadata": {"output": output, "exit": 0, "truncated": false},
+                          "title": "cat big", "time": {"start": 1, "end": 2}}
+            });
+            part.to_string()
+        };
+        written += data.len();
+        conn.execute(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+            params![format!("prt_{id}_{i:06}"), id, session, created, data],
+        )
+        .expect("part");
+    }
+    written
+}

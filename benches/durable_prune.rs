@@ -1,0 +1,88 @@
+//! One durable prune against the fsyncs it needs.
+//!
+//! A prune makes three durable writes: the journaled intent (redb commit), the SQLite
+//! transaction (WAL commit with `synchronous = FULL`), the journal's commit mark (redb commit).
+//! The baseline writes 4 KiB and calls `fdatasync` three times on files in the same folder.
+//! DESIGN.md target: a prune within 1.3x of that.
+
+#[path = "common.rs"]
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult};
+
+fn durable_prune(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = common::fixture_copy(dir.path());
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let store = V1Store::open(
+        &db,
+        V1Options {
+            quiet_period: Duration::ZERO,
+        },
+    )
+    .expect("store");
+    let engine = Engine::open(
+        store,
+        Journal::open(&dir.path().join("journal")).expect("journal"),
+    )
+    .expect("engine");
+    let mut counter = 0u64;
+
+    let mut group = c.benchmark_group("durable_prune");
+    group.sample_size(30);
+    group.bench_function("fsync_floor_3x", |b| {
+        let mut files: Vec<std::fs::File> = (0..3)
+            .map(|i| std::fs::File::create(dir.path().join(format!("sync{i}"))).expect("file"))
+            .collect();
+        let page = vec![7u8; 4096];
+        b.iter(|| {
+            for file in &mut files {
+                file.write_all(&page).expect("write");
+                file.sync_data().expect("fdatasync");
+            }
+        })
+    });
+    // In the fixture's largest session (1.3 MB of parts and snapshot events, all read by the
+    // fence), and in a session holding only the benchmark's own messages.
+    let small = common::add_session(&conn, "ses_bench_small_session_000000");
+    for (name, session) in [
+        (
+            "prune_one_message_in_large_session",
+            common::SESSION.to_string(),
+        ),
+        ("prune_one_message_in_small_session", small),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    counter += 1;
+                    let id = format!("msg_bench_{counter:08}");
+                    common::insert_message(&conn, &session, &id, 1, 8 * 1024);
+                    let request = PreviewRequest::new(session.clone(), id.clone()).expect("req");
+                    let revision = match engine.preview(&request).expect("preview") {
+                        PreviewResult::Preview { revision, .. } => revision,
+                        other => panic!("{other:?}"),
+                    };
+                    PruneRequest::all_technical(session.clone(), id, revision).expect("req")
+                },
+                |request| {
+                    let outcome = engine.prune(&request).expect("prune");
+                    assert!(
+                        matches!(outcome.result, PruneResult::Pruned { .. }),
+                        "{outcome:?}"
+                    );
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, durable_prune);
+criterion_main!(benches);

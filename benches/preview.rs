@@ -1,0 +1,55 @@
+//! Preview of a 16 MiB message against a bare serde_json parse of the same bytes.
+//!
+//! DESIGN.md target: preview within 2x the parse. Both read the same part rows; the parse
+//! baseline only turns each row's text into a `serde_json::Value`.
+
+#[path = "common.rs"]
+mod common;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_engine::{PreviewRequest, PreviewResult};
+
+const MESSAGE: &str = "msg_bench_16mib";
+
+fn preview_16mib(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = common::fixture_copy(dir.path());
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    // 32 tool parts, each holding its output twice: just under the 16 MiB budget.
+    let written = common::insert_message(&conn, common::SESSION, MESSAGE, 32, 254_000);
+    assert!(written < 16 * 1024 * 1024, "{written}");
+    let texts: Vec<String> = conn
+        .prepare("SELECT data FROM part WHERE message_id = ?1 ORDER BY id")
+        .expect("prepare")
+        .query_map([MESSAGE], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    drop(conn);
+    let store = V1Store::open(&db, V1Options::default()).expect("store");
+    let request = PreviewRequest::new(common::SESSION.into(), MESSAGE.into()).expect("request");
+    match pruning_engine::preview(&store, &request).expect("preview") {
+        PreviewResult::Preview { parts, .. } => assert_eq!(parts.len(), 32),
+        other => panic!("{other:?}"),
+    }
+
+    let mut group = c.benchmark_group("preview_16mib");
+    group.sample_size(20);
+    group.throughput(criterion::Throughput::Bytes(written as u64));
+    group.bench_function("serde_json_parse", |b| {
+        b.iter(|| {
+            for text in &texts {
+                let value: serde_json::Value = serde_json::from_str(text).expect("json");
+                std::hint::black_box(value);
+            }
+        })
+    });
+    group.bench_function("preview", |b| {
+        b.iter(|| std::hint::black_box(pruning_engine::preview(&store, &request).expect("preview")))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, preview_16mib);
+criterion_main!(benches);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# install-opencode.sh: install the pinned OpenCode binary (npm opencode-linux-x64@1.18.34) into
+# <workspace>/target/opencode-real/ for the interoperability test, and print the binary's path.
+#
+# Idempotent: when the binary is already there and reports the pinned version, nothing is
+# downloaded (about 2 s: the version probe). npm is needed only for the first install.
+# The version probe runs with its own throwaway HOME and XDG dirs, so it writes nothing into
+# the caller's home. Exits non-zero when npm is missing or the binary does not report the pin.
+set -euo pipefail
+
+VERSION=1.18.34
+PACKAGE=opencode-linux-x64
+WORKSPACE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PREFIX=$WORKSPACE/target/opencode-real
+BIN=$PREFIX/node_modules/$PACKAGE/bin/opencode
+
+PROBE_HOME=$(mktemp -d "${TMPDIR:-/tmp}/opencode-probe.XXXXXX")
+trap 'rm -rf "$PROBE_HOME"' EXIT
+
+installed_version() {
+  [ -x "$BIN" ] || return 0
+  HOME=$PROBE_HOME XDG_DATA_HOME=$PROBE_HOME/data XDG_CONFIG_HOME=$PROBE_HOME/config \
+    XDG_STATE_HOME=$PROBE_HOME/state XDG_CACHE_HOME=$PROBE_HOME/cache \
+    OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
+    "$BIN" --version 2>/dev/null </dev/null || true
+}
+
+if [ "$(installed_version)" != "$VERSION" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "install-opencode.sh: npm is not on PATH; cannot install $PACKAGE@$VERSION" >&2
+    exit 1
+  fi
+  echo "install-opencode.sh: installing $PACKAGE@$VERSION into $PREFIX" >&2
+  mkdir -p "$PREFIX"
+  npm install --prefix "$PREFIX" --no-save --no-audit --no-fund --loglevel=error \
+    "$PACKAGE@$VERSION" >&2
+fi
+
+found=$(installed_version)
+if [ "$found" != "$VERSION" ]; then
+  echo "install-opencode.sh: $BIN reports version '${found:-none}', expected $VERSION" >&2
+  exit 1
+fi
+echo "$BIN"
