@@ -130,3 +130,31 @@ fn receipt_records_ids_revisions_and_sizes_but_no_content() {
         .unwrap();
     assert!(!row.contains("CANARY"));
 }
+
+#[test]
+fn aborted_message_is_complete_and_its_reasoning_prunes() {
+    // The "fixture: aborted" session: the last assistant message has MessageAbortedError, time.completed
+    // set and no finish; its parts are step-start, reasoning, text.
+    let session = "ses_dd99265d6ffesYDLpK0nfK8NIQ";
+    let aborted = "msg_2266d9d92001kWl89Uxu7rAlc4";
+    let fx = Fixture::new();
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, session, aborted);
+    assert_eq!(indexes, vec![1]);
+    let outcome = engine
+        .prune(&request(session, aborted, &revision, &indexes))
+        .unwrap();
+    assert_eq!(pruned(&outcome.result).2, 1);
+    drop(engine);
+    assert_eq!(
+        fx.rows_containing("part", "PARTIAL_TEXT_CANARY"),
+        1,
+        "text is kept"
+    );
+    assert_eq!(
+        fx.scalar(&format!(
+            "SELECT count(*) FROM part WHERE message_id = '{aborted}'"
+        )),
+        2
+    );
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use pruning_events::{Hub, Subscription};
-use pruning_journal::{Commit, Intent, IntentState, Journal};
+use pruning_journal::{Commit, Intent, IntentState, Journal, Retention};
 use uuid::Uuid;
 
 use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, PruneResult, Selection};
@@ -92,6 +92,7 @@ impl<S: SessionStore> Engine<S> {
             recovery: Recovery::default(),
         };
         engine.recovery = engine.recover()?;
+        engine.trim_if_due()?;
         Ok(engine)
     }
 
@@ -113,6 +114,25 @@ impl<S: SessionStore> Engine<S> {
     /// The identity of the database this engine and its journal are bound to.
     pub fn database_id(&self) -> &str {
         &self.database_id
+    }
+
+    /// Applies the journal's retention (DESIGN.md: keep at least the last 1,000,000 events or 30
+    /// days) when its oldest event is due, so that an open with nothing to trim writes nothing.
+    fn trim_if_due(&self) -> Result<(), EngineError> {
+        let policy = Retention::default();
+        let Some(first) = self.journal.first_seq().map_err(journal_error)? else {
+            return Ok(());
+        };
+        let Some(oldest) = self.journal.event(first).map_err(journal_error)? else {
+            return Ok(());
+        };
+        let last = self.journal.last_seq().map_err(journal_error)?;
+        if policy.may_remove(oldest.seq, oldest.committed_at_ms, last, now_ms()) {
+            self.journal
+                .apply_retention(&policy, now_ms())
+                .map_err(journal_error)?;
+        }
+        Ok(())
     }
 
     fn recover(&self) -> Result<Recovery, EngineError> {

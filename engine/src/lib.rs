@@ -4,6 +4,8 @@
 //! Storage-specific code lives in the adapters crate; the journal and the event hub are their own
 //! crates. This crate knows the contract and the rules, not SQL.
 
+#![warn(missing_docs)]
+
 pub mod contract;
 pub mod engine;
 pub mod error;

@@ -3,7 +3,9 @@
 //!
 //! Source: CodeNomad `revision.ts` and DESIGN.md "Revision". The revision is the lowercase hex
 //! SHA-256 of `JSON.stringify(canonical(content))`, where `canonical` sorts object keys by UTF-16
-//! code units (JS `<`) and keeps array order. `bytes` of a part is the UTF-8 length of
+//! code units (JS `<`) and keeps array order. Because `canonical` builds JavaScript objects,
+//! integer-like keys (`"0"`, `"9"`, `"10"`) still come first in numeric order, as in every
+//! JavaScript object; the same holds for the stored order `JSON.parse` produces. `bytes` of a part is the UTF-8 length of
 //! `JSON.stringify(part)` in stored key order (serde_json's `preserve_order` keeps it).
 //!
 //! `JSON.stringify` rules followed here: only `"`, `\` and control characters below U+0020 are
@@ -152,8 +154,21 @@ fn write_json(value: &Value, out: &mut impl Sink, order: KeyOrder) {
 
 fn write_object(map: &Map<String, Value>, out: &mut impl Sink, order: KeyOrder) {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    if let KeyOrder::Utf16 = order {
-        entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    match order {
+        // A JavaScript object lists integer-like keys first, in numeric order, whatever order
+        // they were created in; `canonical` creates the others in sorted order.
+        KeyOrder::Utf16 => entries.sort_by(|a, b| match (array_index(a.0), array_index(b.0)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.0.encode_utf16().cmp(b.0.encode_utf16()),
+        }),
+        // `JSON.parse` creates keys in text order, and the object still lists integer-like keys
+        // first (a stable sort keeps the rest in text order).
+        KeyOrder::Stored => entries.sort_by_key(|(key, _)| match array_index(key) {
+            Some(index) => (0, index),
+            None => (1, 0),
+        }),
     }
     out.put(b"{");
     for (i, (key, item)) in entries.into_iter().enumerate() {
@@ -165,6 +180,23 @@ fn write_object(map: &Map<String, Value>, out: &mut impl Sink, order: KeyOrder) 
         write_json(item, out, order);
     }
     out.put(b"}");
+}
+
+/// The value of an ECMAScript array index key (`"0"`, `"1"`, ... `"4294967294"`, written
+/// without a sign or leading zero), which JavaScript objects list before every other key.
+fn array_index(key: &str) -> Option<u32> {
+    let bytes = key.as_bytes();
+    let canonical_digits = !bytes.is_empty()
+        && bytes.len() <= 10
+        && bytes.iter().all(u8::is_ascii_digit)
+        && (bytes[0] != b'0' || bytes.len() == 1);
+    if !canonical_digits {
+        return None;
+    }
+    key.parse::<u64>()
+        .ok()
+        .filter(|&n| n < u64::from(u32::MAX))
+        .map(|n| n as u32)
 }
 
 fn write_number(n: &Number, out: &mut impl Sink) {

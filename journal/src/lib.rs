@@ -21,6 +21,8 @@
 //!
 //! The crate knows nothing of OpenCode: ids, revisions and request keys are opaque here.
 
+#![warn(missing_docs)]
+
 pub mod codec;
 mod error;
 mod record;

@@ -44,6 +44,16 @@ fn print_after(path: &Path, mut cursor: u64, json: bool) -> anyhow::Result<u64> 
         return Ok(cursor);
     }
     let journal = Journal::open(path)?;
+    if journal.cursor_needs_resync(cursor)? {
+        // Events after the cursor were removed by retention: the reader must reload its state.
+        let first_kept = journal.first_seq()?.unwrap_or(0);
+        if json {
+            output::json_line(&serde_json::json!({ "type": "resync", "firstKept": first_kept }))?;
+        } else {
+            println!("resync: events after #{cursor} are no longer kept (the oldest kept is #{first_kept}); reload everything");
+        }
+        cursor = journal.trimmed_through()?;
+    }
     loop {
         let page = journal.events_after(cursor, PAGE)?;
         for event in page.iter().cloned().map(PrunedEvent::from) {
