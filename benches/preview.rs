@@ -29,7 +29,10 @@ fn preview_16mib(c: &mut Criterion) {
     drop(conn);
     let store = V1Store::open(&db, V1Options::default()).expect("store");
     let request = PreviewRequest::new(common::SESSION.into(), MESSAGE.into()).expect("request");
-    match pruning_engine::preview(&store, &request).expect("preview") {
+    match pruning_engine::preview(&store, &request)
+        .expect("preview")
+        .result
+    {
         PreviewResult::Preview { parts, .. } => assert_eq!(parts.len(), 32),
         other => panic!("{other:?}"),
     }

@@ -20,18 +20,15 @@ const EXIT_BLOCKED: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.global.json;
     let config = match Config::from_cli(cli) {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+        Err(error) => return fail(json, EXIT_BAD_INPUT, &error.to_string()),
     };
     match run(&config) {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Blocked) => ExitCode::from(EXIT_BLOCKED),
         Err(error) => {
-            eprintln!("error: {error:#}");
             let bad_input = error.downcast_ref::<ConfigError>().is_some()
                 || error
                     .downcast_ref::<pruning_engine::ContractError>()
@@ -40,18 +37,31 @@ fn main() -> ExitCode {
                     error.downcast_ref::<pruning_engine::EngineError>(),
                     Some(pruning_engine::EngineError::Contract(_))
                 );
-            ExitCode::from(if bad_input {
+            let code = if bad_input {
                 EXIT_BAD_INPUT
             } else {
                 EXIT_FAILURE
-            })
+            };
+            fail(json, code, &format!("{error:#}"))
         }
     }
+}
+
+/// Reports an error on stderr and, with `--json`, as `{"status":"error","exitCode","error"}` on
+/// stdout, so that a script always gets one JSON document.
+fn fail(json: bool, code: u8, message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    if json {
+        let doc = serde_json::json!({ "status": "error", "exitCode": code, "error": message });
+        println!("{doc}");
+    }
+    ExitCode::from(code)
 }
 
 fn run(config: &Config) -> anyhow::Result<Outcome> {
     match &config.action {
         Action::Sessions => commands::sessions::run(config),
+        Action::Messages { session } => commands::messages::run(config, session),
         Action::Preview(request) => commands::preview::run(config, request),
         Action::Prune { request, dry_run } => commands::prune::run(config, request, *dry_run),
         Action::Receipts { session } => commands::receipts::run(config, session.as_deref()),

@@ -267,3 +267,113 @@ fn events_follow_prints_prunes_made_by_another_process() {
     assert_eq!(event["data"]["messageID"], TURN5);
     assert_eq!(event["data"]["revision"], json(&out)["revision"]);
 }
+
+#[test]
+fn messages_lists_a_sessions_messages_with_their_technical_parts() {
+    let fx = Fixture::new();
+    let out = cli(
+        &fx,
+        &["--json", "messages", "ses_dd992d334ffeb4iZc8W2NskkWu"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let list = json(&out);
+    let rows: Vec<(String, String, bool, u64, u64)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["messageID"].as_str().unwrap().to_string(),
+                m["role"].as_str().unwrap().to_string(),
+                m["completed"].as_bool().unwrap(),
+                m["parts"].as_u64().unwrap(),
+                m["technicalParts"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                "msg_2266d2d7b0014CTmURO2DZvDh8".into(),
+                "user".into(),
+                false,
+                1,
+                0
+            ),
+            (
+                "msg_2266d3474001I3pewKwYudoyEm".into(),
+                "assistant".into(),
+                true,
+                4,
+                2
+            ),
+            (
+                "msg_2266d40c20019NvH1yjyiIJ935".into(),
+                "assistant".into(),
+                true,
+                3,
+                0
+            ),
+        ]
+    );
+    let missing = cli(&fx, &["messages", "ses_missing"]);
+    assert_eq!(missing.status.code(), Some(1));
+}
+
+#[test]
+fn json_errors_are_one_json_document() {
+    let fx = Fixture::new();
+    let out = cli(
+        &fx,
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            "abc",
+            "--all-technical",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    assert_eq!(doc["status"], "error");
+    assert_eq!(doc["exitCode"], 2);
+    assert!(doc["error"].as_str().unwrap().contains("64 lowercase hex"));
+}
+
+#[test]
+fn dry_run_runs_the_session_checks() {
+    let fx = Fixture::new();
+    let revision = json(&cli(&fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fx.exec(&format!(
+        "UPDATE session SET time_updated = {} WHERE id = '{MANY_TURNS}'",
+        now_ms()
+    ));
+    let digest = fx.file_digest();
+    let out = cli(
+        &fx,
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            &revision,
+            "--all-technical",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"status": "blocked", "reason": "maintenance_required"})
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("quiet period"));
+    assert_eq!(fx.file_digest(), digest);
+    assert!(!fx.journal.exists());
+}

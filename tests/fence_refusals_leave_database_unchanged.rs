@@ -53,7 +53,7 @@ fn assert_refused(
 fn turn5_revision(fx: &Fixture) -> String {
     let store = fx.store(0);
     let request = pruning_engine::PreviewRequest::new(MANY_TURNS.into(), TURN5.into()).unwrap();
-    match pruning_engine::preview(&store, &request).unwrap() {
+    match pruning_engine::preview(&store, &request).unwrap().result {
         pruning_engine::PreviewResult::Preview { revision, .. } => revision,
         other => panic!("{other:?}"),
     }

@@ -87,15 +87,15 @@ fn different_selection_is_not_a_retry() {
         .unwrap();
     let (_, after, removed) = pruned(&first.result);
     assert_eq!(removed, 1);
-    // Same revision, other index: a new request, planned against the content as it is now
-    // (step-start, tool, step-finish), where index 2 is the step-finish part.
+    // Same revision, other index: a new request against content that changed since that
+    // revision (its indexes would now point elsewhere).
     let second = engine
         .prune(&request(MANY_TURNS, TURN5, &revision, &[2]))
         .unwrap();
     assert_eq!(
         second.result,
         PruneResult::Blocked {
-            reason: pruning_engine::BlockedReason::NotDeletable
+            reason: pruning_engine::BlockedReason::Conflict
         }
     );
     // With the new revision, the tool part (now index 1) goes.
@@ -104,4 +104,43 @@ fn different_selection_is_not_a_retry() {
         .unwrap();
     assert_eq!(pruned(&third.result).2, 1);
     assert_eq!(third.event.unwrap().seq, 2);
+}
+
+#[test]
+fn retry_after_restoring_a_backup_prunes_again() {
+    let fx = Fixture::new();
+    let engine = fx.engine();
+    let (rev1, idx1) = preview(&engine, MANY_TURNS, TURN1);
+    engine
+        .prune(&request(MANY_TURNS, TURN1, &rev1, &idx1))
+        .unwrap();
+    drop(engine);
+    let backup = fx.dir.path().join("backup.db");
+    std::fs::copy(&fx.db, &backup).unwrap();
+
+    let engine = fx.engine();
+    let (rev5, idx5) = preview(&engine, MANY_TURNS, TURN5);
+    let req = request(MANY_TURNS, TURN5, &rev5, &idx5);
+    let first = engine.prune(&req).unwrap();
+    drop(engine);
+    std::fs::copy(&backup, &fx.db).unwrap();
+    assert_eq!(
+        fx.rows_containing("part", "TOOL_CANARY_T05"),
+        1,
+        "the backup has the parts"
+    );
+
+    // The journal remembers the prune, the restored database does not: it is pruned again.
+    let engine = fx.engine();
+    let again = engine.prune(&req).unwrap();
+    assert!(!again.retried);
+    assert_eq!(again.result, first.result);
+    assert_ne!(
+        again.receipt.as_ref().unwrap().receipt_id,
+        first.receipt.unwrap().receipt_id
+    );
+    assert_eq!(again.event.unwrap().seq, 3);
+    drop(engine);
+    assert_eq!(fx.rows_containing("part", "TOOL_CANARY_T05"), 0);
+    assert_eq!(fx.scalar("SELECT count(*) FROM session_prune_receipt"), 2);
 }

@@ -14,7 +14,7 @@ use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, PruneResult, 
 use crate::error::EngineError;
 use crate::event::{JournalReplay, PrunedEvent};
 use crate::request_key::request_key;
-use crate::store::{Applied, PruneCommand, Receipt, Refusal, SessionStore};
+use crate::store::{Applied, DryRun, PruneCommand, Receipt, Refusal, SessionStore};
 
 /// Capacity of the live event buffer per hub; a subscriber that falls further behind is caught up
 /// from the journal.
@@ -62,9 +62,10 @@ impl<S: SessionStore> Engine<S> {
     /// Opens the engine: binds the journal to the database's identity and resolves every pending
     /// intent against the store's receipts.
     ///
-    /// Binding: a journal already bound to another id, or a database holding another id than the
-    /// journal, is [`EngineError::JournalMismatch`]. A new pair gets a fresh UUID v7 identity,
-    /// written to the database with its first prune.
+    /// Binding: a database holding another id than the journal is
+    /// [`EngineError::JournalMismatch`]; a database holding no id with a journal that has
+    /// committed prunes is [`EngineError::UnknownDatabase`]. A new pair gets a fresh UUID v7
+    /// identity, written to the database with its first prune.
     pub fn open(store: S, journal: Journal) -> Result<Self, EngineError> {
         let journal = Arc::new(journal);
         let bound = journal.bound_database().map_err(journal_error)?;
@@ -73,7 +74,15 @@ impl<S: SessionStore> Engine<S> {
             (Some(bound), Some(found)) if bound != found => {
                 return Err(EngineError::JournalMismatch { bound, found })
             }
-            (Some(bound), _) => bound,
+            (Some(bound), Some(_)) => bound,
+            // A journal that has seen committed prunes belongs to a database that holds its
+            // identity; one without any may still adopt this database.
+            (Some(bound), None) => {
+                if journal.last_seq().map_err(journal_error)? > 0 {
+                    return Err(EngineError::UnknownDatabase { bound });
+                }
+                bound
+            }
             (None, Some(found)) => found,
             (None, None) => Uuid::now_v7().to_string(),
         };
@@ -167,7 +176,7 @@ impl<S: SessionStore> Engine<S> {
 
     /// Previews a message: its revision and technical parts. Read-only; journals nothing.
     pub fn preview(&self, request: &PreviewRequest) -> Result<PreviewResult, EngineError> {
-        preview(&self.store, request)
+        Ok(preview(&self.store, request)?.result)
     }
 
     /// Prunes parts of one message: journal the intent durably, apply it in one store
@@ -182,22 +191,25 @@ impl<S: SessionStore> Engine<S> {
     /// next open).
     pub fn prune(&self, request: &PruneRequest) -> Result<PruneOutcome, EngineError> {
         let key = request_key(request);
-        if let Some(event) = self
+        let committed = self
             .journal
             .committed_event_for(&key)
-            .map_err(journal_error)?
-        {
-            let event = PrunedEvent::from(event);
-            let receipt = self.store.receipt_by_key(&key)?;
-            self.hub.republish(event.clone());
-            return Ok(PruneOutcome {
-                result: pruned_result(&event),
-                receipt,
-                event: Some(event),
-                refusal: None,
-                intent_id: None,
-                retried: true,
-            });
+            .map_err(journal_error)?;
+        if let Some(event) = committed {
+            // The database's receipt is the authority: without it (the file was restored from a
+            // backup, say) the journal's word is not enough, and the request runs as a new one.
+            if let Some(receipt) = self.store.receipt_by_key(&key)? {
+                let event = PrunedEvent::from(event);
+                self.hub.republish(event.clone());
+                return Ok(PruneOutcome {
+                    result: pruned_result(&event),
+                    receipt: Some(receipt),
+                    event: Some(event),
+                    refusal: None,
+                    intent_id: None,
+                    retried: true,
+                });
+            }
         }
 
         let intent = Intent {
@@ -299,19 +311,45 @@ impl<S: SessionStore> Engine<S> {
     }
 }
 
+/// What [`preview`] answers: the contract result and, when blocked, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewOutcome {
+    /// The contract answer.
+    pub result: PreviewResult,
+    /// The refusal with its explanation, when blocked.
+    pub refusal: Option<Refusal>,
+}
+
 /// Previews a message through any store, without a journal (read-only commands need none).
 pub fn preview<S: SessionStore>(
     store: &S,
     request: &PreviewRequest,
-) -> Result<PreviewResult, EngineError> {
-    match store.read_message(&request.session_id, &request.message_id)? {
-        Err(refusal) => Ok(PreviewResult::Blocked {
-            reason: refusal.reason,
-        }),
-        Ok(message) => {
-            Ok(message.preview(store.live_mutation(&request.session_id, &request.message_id)))
-        }
-    }
+) -> Result<PreviewOutcome, EngineError> {
+    Ok(
+        match store.read_message(&request.session_id, &request.message_id)? {
+            Err(refusal) => PreviewOutcome {
+                result: PreviewResult::Blocked {
+                    reason: refusal.reason,
+                },
+                refusal: Some(refusal),
+            },
+            Ok(message) => {
+                let live = store.live_mutation(&request.session_id, &request.message_id);
+                let (result, refusal) = message.preview(live);
+                PreviewOutcome { result, refusal }
+            }
+        },
+    )
+}
+
+/// Checks a prune without writing anything: the fence, the receipt lookup and the planner run
+/// as in a real prune, in a read transaction. `Ok(Err(refusal))` is what the prune would refuse
+/// now; an identical request that already committed is [`DryRun::AlreadyPruned`].
+pub fn dry_run<S: SessionStore>(
+    store: &S,
+    request: &PruneRequest,
+) -> Result<Result<DryRun, Refusal>, EngineError> {
+    Ok(store.dry_run(request, now_ms())?)
 }
 
 fn pruned_result(event: &PrunedEvent) -> PruneResult {

@@ -129,6 +129,12 @@ pub enum EngineError {
     /// The journal failed to read or write.
     #[error("journal: {0}")]
     Journal(String),
+    /// The journal holds committed prunes of a database, and this database has no identity.
+    #[error("the journal is bound to database {bound} and holds its prune history, but this database has no identity: it is another file (a copy?) or a backup restored from before its first prune; give it its own journal (--journal NEW_PATH)")]
+    UnknownDatabase {
+        /// The id the journal holds.
+        bound: String,
+    },
     /// The journal is bound to another database.
     #[error("the journal is bound to database {bound}, but this database is {found}: use the journal that belongs to this database (--journal PATH)")]
     JournalMismatch {

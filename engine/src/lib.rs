@@ -20,12 +20,14 @@ pub use contract::{
     BlockedReason, PartKind, PreviewPart, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
     PrunedEventData, Selection, PRUNED_EVENT_TYPE,
 };
-pub use engine::{now_ms, preview, Engine, PruneOutcome, Recovery, ENGINE_VERSION};
+pub use engine::{
+    dry_run, now_ms, preview, Engine, PreviewOutcome, PruneOutcome, Recovery, ENGINE_VERSION,
+};
 pub use error::{ContractError, EngineError, StoreError};
 pub use event::{JournalReplay, PrunedEvent};
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus};
 pub use request_key::request_key;
-pub use store::{Applied, PruneCommand, Receipt, Refusal, SessionStore};
+pub use store::{Applied, DryRun, PruneCommand, Receipt, Refusal, SessionStore};
 
 pub use pruning_events::{Delivery, RecvError, Subscription};
 pub use pruning_journal::{Intent, IntentState, Journal};

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::contract::{BlockedReason, PartKind, PreviewPart, PreviewResult, Selection};
 use crate::revision;
+use crate::store::Refusal;
 
 /// Status of a tool part (`state.status` in both storage generations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,20 +118,40 @@ impl StoredMessage {
         }
     }
 
-    /// Checks the message-level rules. Errors: `not_deletable` for a non-assistant or incomplete
-    /// message, an unknown part type, or a pending or running tool.
-    pub fn check_prunable(&self) -> Result<(), BlockedReason> {
-        if !self.is_assistant || !self.completed {
-            return Err(BlockedReason::NotDeletable);
+    /// Checks the message-level rules. Refusals (`not_deletable`, with what was found): not an
+    /// assistant message, not complete, more than 100,001 parts, a part of unknown type, a tool
+    /// part pending or running.
+    pub fn check_prunable(&self) -> Result<(), Refusal> {
+        let refuse = |detail: String| Err(Refusal::new(BlockedReason::NotDeletable, detail));
+        if !self.is_assistant {
+            return refuse("only assistant messages are pruned; this is not one".into());
+        }
+        if !self.completed {
+            return refuse(
+                "the message is not complete (no time.completed): its run is active or was killed"
+                    .into(),
+            );
         }
         if self.parts.len() > crate::contract::MAX_PARTS {
-            return Err(BlockedReason::NotDeletable);
+            return refuse(format!(
+                "the message has {} parts, over 100,001",
+                self.parts.len()
+            ));
         }
-        for part in &self.parts {
+        for (i, part) in self.parts.iter().enumerate() {
             match part.class {
-                PartClass::Unknown => return Err(BlockedReason::NotDeletable),
+                PartClass::Unknown => {
+                    let kind = part
+                        .value
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?");
+                    return refuse(format!(
+                        "part {i} has type `{kind}`, which this version does not know"
+                    ));
+                }
                 PartClass::Tool(status) if !status.is_finished() => {
-                    return Err(BlockedReason::NotDeletable)
+                    return refuse(format!("tool part {i} is {status:?}, not finished"));
                 }
                 _ => {}
             }
@@ -152,49 +173,84 @@ impl StoredMessage {
             .collect()
     }
 
-    /// The preview answer for this message.
-    pub fn preview(&self, live_mutation: bool) -> PreviewResult {
+    /// The preview answer for this message, with the refusal's explanation when blocked.
+    pub fn preview(&self, live_mutation: bool) -> (PreviewResult, Option<Refusal>) {
         match self.check_prunable() {
-            Err(reason) => PreviewResult::Blocked { reason },
+            Err(refusal) => (
+                PreviewResult::Blocked {
+                    reason: refusal.reason,
+                },
+                Some(refusal),
+            ),
             Ok(()) => {
                 let measured = self.measure();
-                PreviewResult::Preview {
+                let result = PreviewResult::Preview {
                     parts: self.technical_parts(&measured),
                     revision: measured.revision,
                     live_mutation,
-                }
+                };
+                (result, None)
             }
         }
     }
 
     /// Plans a prune of `selection` against the caller's `expected` revision.
     ///
-    /// Errors: `not_deletable` (message rules, a text or out-of-range index, or nothing technical
-    /// to remove), then `conflict` when the content's revision differs from `expected`.
-    pub fn plan(&self, selection: &Selection, expected: &str) -> Result<Plan, BlockedReason> {
+    /// Refusals, in this order: the message rules (`not_deletable`); a revision other than the
+    /// content's (`conflict`: indexes are positions in the previewed content, so they mean
+    /// nothing against other content); a selected index that is out of range or not a tool or
+    /// reasoning part, or no technical part at all (`not_deletable`).
+    pub fn plan(&self, selection: &Selection, expected: &str) -> Result<Plan, Refusal> {
         self.check_prunable()?;
+        let measured = self.measure();
+        if measured.revision != expected {
+            return Err(Refusal::new(
+                BlockedReason::Conflict,
+                "the revision does not match the message's content: it changed since the \
+                 preview, or the revision was mistyped; preview again and use the new revision",
+            ));
+        }
+        let technical: Vec<usize> = (0..self.parts.len())
+            .filter(|&i| self.kind(i).is_some())
+            .collect();
         let remove: Vec<usize> = match selection {
             Selection::Indexes(indexes) => {
                 let mut remove = Vec::with_capacity(indexes.len());
                 for &index in indexes {
                     let index = index as usize;
                     if self.kind(index).is_none() {
-                        return Err(BlockedReason::NotDeletable);
+                        let what = match self.parts.get(index) {
+                            None => format!(
+                                "index {index} is out of range (the message has {} parts)",
+                                self.parts.len()
+                            ),
+                            Some(part) => format!(
+                                "index {index} is a `{}` part, which is never pruned",
+                                part.value
+                                    .get("type")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("?")
+                            ),
+                        };
+                        return Err(Refusal::new(
+                            BlockedReason::NotDeletable,
+                            format!(
+                                "{what}; the tool and reasoning parts are {}",
+                                list(&technical)
+                            ),
+                        ));
                     }
                     remove.push(index);
                 }
                 remove
             }
-            Selection::AllTechnical => (0..self.parts.len())
-                .filter(|&i| self.kind(i).is_some())
-                .collect(),
+            Selection::AllTechnical => technical,
         };
         if remove.is_empty() {
-            return Err(BlockedReason::NotDeletable);
-        }
-        let measured = self.measure();
-        if measured.revision != expected {
-            return Err(BlockedReason::Conflict);
+            return Err(Refusal::new(
+                BlockedReason::NotDeletable,
+                "the message has no tool or reasoning part left to prune",
+            ));
         }
         let mut kept = Vec::with_capacity(self.parts.len() - remove.len());
         let mut bytes = 0;
@@ -214,4 +270,16 @@ impl StoredMessage {
             bytes,
         })
     }
+}
+
+/// `1, 2, 5` or `none`.
+fn list(indexes: &[usize]) -> String {
+    if indexes.is_empty() {
+        return "none".into();
+    }
+    indexes
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

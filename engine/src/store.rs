@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::contract::{BlockedReason, PruneRequest};
 use crate::error::StoreError;
-use crate::planner::StoredMessage;
+use crate::planner::{Plan, StoredMessage};
 
 /// A refusal with a human-readable explanation. `reason` is the contract's value; `detail` says
 /// what to do and is never part of the compatible shapes.
@@ -34,7 +34,8 @@ impl Refusal {
 
 /// The audit record of one committed prune, stored in the OpenCode database in the same
 /// transaction as the prune. It never holds pruned content. JSON keys are camelCase
-/// (`receiptId`, `committedAtMs`, ...).
+/// (`receiptId`, `committedAtMs`, ...), with ids spelled as in the contract (`sessionID`,
+/// `messageID`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
@@ -45,8 +46,10 @@ pub struct Receipt {
     /// Lowercase hex SHA-256 of the canonical request (see [`crate::request_key`]).
     pub request_key: String,
     /// Session id.
+    #[serde(rename = "sessionID")]
     pub session_id: String,
     /// Message id.
+    #[serde(rename = "messageID")]
     pub message_id: String,
     /// Revision of the content before the prune.
     pub revision_before: String,
@@ -98,6 +101,15 @@ pub enum Applied {
     Refused(Refusal),
 }
 
+/// What a prune would do now, from [`SessionStore::dry_run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DryRun {
+    /// The prune would remove these parts.
+    Plan(Plan),
+    /// An identical request already committed: a prune would return this receipt.
+    AlreadyPruned(Box<Receipt>),
+}
+
 /// A storage generation of OpenCode, seen by the engine.
 ///
 /// Implementations are synchronous; the engine calls them from whatever thread it runs on.
@@ -120,6 +132,14 @@ pub trait SessionStore: Send + Sync {
     /// Applies a prune in one transaction with its receipt. Refusals leave the database
     /// unchanged. A receipt already stored under the same request key is returned unchanged.
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError>;
+
+    /// Runs everything a prune runs before it writes (fence, receipt lookup, read, planner) in
+    /// a read transaction, and writes nothing. `now_ms` is ms since the Unix epoch.
+    fn dry_run(
+        &self,
+        request: &PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<DryRun, Refusal>, StoreError>;
 
     /// The receipt stored under a request key, if any (read-only).
     fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError>;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 /// Prune tool output and reasoning from OpenCode session databases, safely and with receipts.
 #[derive(Debug, Parser)]
@@ -41,6 +41,11 @@ pub struct GlobalArgs {
 pub enum Command {
     /// List sessions with message count, total bytes and prunable bytes, largest first.
     Sessions,
+    /// List the messages of a session with their tool and reasoning parts (read-only).
+    Messages {
+        /// Session id (ses_...).
+        session: String,
+    },
     /// Show the revision and the technical parts of a message (read-only).
     Preview {
         /// Session id (ses_...).
@@ -78,6 +83,7 @@ pub enum Command {
 
 /// `prune` arguments.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("selection").required(true).args(["indexes", "all_technical"])))]
 pub struct PruneArgs {
     /// Session id (ses_...).
     pub session: String,
@@ -87,13 +93,7 @@ pub struct PruneArgs {
     #[arg(long, value_name = "REV")]
     pub revision: String,
     /// Content indexes of the parts to remove, comma-separated (from `preview`).
-    #[arg(
-        long,
-        value_name = "I,J,...",
-        allow_hyphen_values = true,
-        conflicts_with = "all_technical",
-        required_unless_present = "all_technical"
-    )]
+    #[arg(long, value_name = "I,J,...", allow_hyphen_values = true)]
     pub indexes: Option<String>,
     /// Remove every tool and reasoning part of the message.
     #[arg(long)]

@@ -29,6 +29,11 @@ pub enum ConfigError {
 pub enum Action {
     /// List sessions.
     Sessions,
+    /// List a session's messages.
+    Messages {
+        /// The session.
+        session: String,
+    },
     /// Preview one message.
     Preview(PreviewRequest),
     /// Prune (or, dry, plan) one message.
@@ -86,6 +91,7 @@ impl Config {
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
         let action = match cli.command {
             Command::Sessions => Action::Sessions,
+            Command::Messages { session } => Action::Messages { session },
             Command::Preview { session, message } => {
                 Action::Preview(PreviewRequest::new(session, message)?)
             }

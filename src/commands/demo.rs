@@ -55,6 +55,11 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
             s.title
         ));
     }
+    text.push_str(&format!(
+        "({} largest of {} sessions)",
+        list.len().min(6),
+        list.len()
+    ));
     step("sessions", text, serde_json::to_value(&list)?)?;
 
     // The session with the most prunable bytes, its largest completed message.
@@ -88,7 +93,7 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
     };
     if !json {
         println!("\n== preview");
-        preview::print_human(&preview_request, &previewed);
+        preview::print_human(&preview_request, &previewed, None);
     } else {
         step("preview", String::new(), serde_json::to_value(&previewed)?)?;
     }

@@ -2,13 +2,14 @@
 
 pub mod demo;
 pub mod events;
+pub mod messages;
 pub mod preview;
 pub mod prune;
 pub mod receipts;
 pub mod sessions;
 
 use anyhow::Context;
-use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_adapters::opencode::{Schema, V1Options, V1Store};
 use pruning_engine::{Engine, Journal};
 
 use crate::cli::config::Config;
@@ -20,6 +21,17 @@ pub enum Outcome {
     Done,
     /// Refused by the engine: nothing changed (exit 3).
     Blocked,
+}
+
+/// Refuses a database without OpenCode's V1 tables, with a message that names the file.
+pub fn require_v1(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
+    if !schema.has_v1() {
+        anyhow::bail!(
+            "{} is not an OpenCode database (no session, message and part tables)",
+            db.display()
+        );
+    }
+    Ok(())
 }
 
 /// Opens the database named by the configuration.

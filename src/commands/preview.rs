@@ -1,7 +1,7 @@
 //! `session-prune preview SESSION MESSAGE`: the CodeNomad-compatible preview (read-only; no
 //! journal is opened).
 
-use pruning_engine::{PreviewRequest, PreviewResult};
+use pruning_engine::{PreviewRequest, PreviewResult, Refusal};
 
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
@@ -10,11 +10,15 @@ use crate::output;
 /// Previews one message.
 pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
-    let result = pruning_engine::preview(&store, request)?;
+    let outcome = pruning_engine::preview(&store, request)?;
+    let result = outcome.result;
     if config.json {
         output::json_document(&result)?;
+        if let Some(refusal) = &outcome.refusal {
+            eprintln!("blocked: {}: {}", refusal.reason, refusal.detail);
+        }
     } else {
-        print_human(request, &result);
+        print_human(request, &result, outcome.refusal.as_ref());
     }
     Ok(match result {
         PreviewResult::Preview { .. } => Outcome::Done,
@@ -23,13 +27,11 @@ pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome>
 }
 
 /// Prints a preview for people.
-pub fn print_human(request: &PreviewRequest, result: &PreviewResult) {
+pub fn print_human(request: &PreviewRequest, result: &PreviewResult, refusal: Option<&Refusal>) {
     match result {
         PreviewResult::Blocked { reason } => {
-            println!(
-                "blocked: {reason} (message {} of session {})",
-                request.message_id, request.session_id
-            );
+            let detail = refusal.map(|r| r.detail.as_str()).unwrap_or("");
+            println!("blocked: {reason}: {detail}");
         }
         PreviewResult::Preview {
             revision,
@@ -41,7 +43,8 @@ pub fn print_human(request: &PreviewRequest, result: &PreviewResult) {
             println!(
                 "writable  {}",
                 if *live_mutation {
-                    "yes"
+                    "yes (this storage accepts prunes; whether OpenCode is using the session is \
+                     checked when you prune, or with prune --dry-run)"
                 } else {
                     "no (this storage is read-only for prunes)"
                 }

@@ -1,8 +1,8 @@
 //! `session-prune prune SESSION MESSAGE --revision REV (--indexes I,J | --all-technical)`:
-//! journal, apply and announce one prune; `--dry-run` plans it against the message as it is now
-//! and writes nothing (the fence runs only inside the real prune's transaction).
+//! journal, apply and announce one prune; `--dry-run` runs every check a prune runs (the session
+//! fence, the receipt lookup, the planner) in a read transaction and writes nothing.
 
-use pruning_engine::{PruneOutcome, PruneRequest, PruneResult, SessionStore};
+use pruning_engine::{DryRun, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;
 
 use super::{open_engine, open_store, Outcome};
@@ -11,7 +11,7 @@ use crate::output;
 
 /// The `--dry-run --json` document.
 #[derive(Debug, Serialize)]
-struct DryRun<'a> {
+struct DryRunDocument<'a> {
     status: &'static str,
     #[serde(rename = "messageID")]
     message_id: &'a str,
@@ -47,23 +47,40 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
 
 fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
-    let planned = match store.read_message(&request.session_id, &request.message_id)? {
-        Err(refusal) => Err(refusal.reason),
-        Ok(message) => message.plan(&request.selection, &request.revision),
-    };
-    let plan = match planned {
-        Ok(plan) => plan,
-        Err(reason) => {
-            let blocked = PruneResult::Blocked { reason };
+    let plan = match pruning_engine::dry_run(&store, request)? {
+        Err(refusal) => {
             if config.json {
-                output::json_document(&blocked)?;
+                output::json_document(&PruneResult::Blocked {
+                    reason: refusal.reason,
+                })?;
+                eprintln!("blocked: {}: {}", refusal.reason, refusal.detail);
             } else {
-                println!("dry run: would be blocked: {reason}");
+                println!(
+                    "dry run: would be blocked: {}: {}",
+                    refusal.reason, refusal.detail
+                );
             }
             return Ok(Outcome::Blocked);
         }
+        Ok(DryRun::AlreadyPruned(receipt)) => {
+            let result = PruneResult::Pruned {
+                message_id: receipt.message_id.clone(),
+                revision: receipt.revision_after.clone(),
+                removed_count: receipt.removed_count,
+            };
+            if config.json {
+                output::json_document(&result)?;
+            } else {
+                println!(
+                    "dry run: already pruned by an identical request (receipt {}); a prune would return it",
+                    receipt.receipt_id
+                );
+            }
+            return Ok(Outcome::Done);
+        }
+        Ok(DryRun::Plan(plan)) => plan,
     };
-    let doc = DryRun {
+    let doc = DryRunDocument {
         status: "dry-run",
         message_id: &request.message_id,
         revision: plan.revision_before,
@@ -83,7 +100,10 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
             output::bytes(doc.bytes),
             doc.message_id
         );
-        println!("revision after would be {}", doc.revision_after);
+        println!(
+            "the session checks passed now; revision after would be {}",
+            doc.revision_after
+        );
     }
     Ok(Outcome::Done)
 }
@@ -113,7 +133,7 @@ pub fn print_human(outcome: &PruneOutcome) {
             println!("revision  {revision}");
             if let Some(receipt) = &outcome.receipt {
                 println!(
-                    "receipt   {} ({} of row data freed)",
+                    "receipt   {} ({} of row data freed: the parts and their event snapshots)",
                     receipt.receipt_id,
                     output::bytes(receipt.bytes_removed)
                 );

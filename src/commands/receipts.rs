@@ -15,7 +15,10 @@ pub fn run(config: &Config, session: Option<&str>) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Done);
     }
     if receipts.is_empty() {
-        println!("no receipts: nothing has been pruned in this database");
+        match session {
+            Some(id) => println!("no receipts for session {id}: nothing of it has been pruned"),
+            None => println!("no receipts: nothing has been pruned in this database"),
+        }
     }
     for r in &receipts {
         println!(

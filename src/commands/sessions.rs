@@ -1,6 +1,6 @@
 //! `session-prune sessions`: every session with its sizes, largest first.
 
-use pruning_adapters::opencode::sessions;
+use pruning_adapters::opencode::{sessions, Schema};
 
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
@@ -9,7 +9,9 @@ use crate::output;
 /// Lists sessions (read-only).
 pub fn run(config: &Config) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
-    let list = sessions::list(&store.connection())?;
+    let conn = store.connection();
+    super::require_v1(&Schema::read(&conn)?, &config.db)?;
+    let list = sessions::list(&conn)?;
     if config.json {
         output::json_document(&list)?;
         return Ok(Outcome::Done);
@@ -31,7 +33,7 @@ pub fn run(config: &Config) -> anyhow::Result<Outcome> {
     let total: u64 = list.iter().map(|s| s.total_bytes).sum();
     let prunable: u64 = list.iter().map(|s| s.prunable_bytes).sum();
     println!(
-        "{} session(s), {} in all, {} prunable",
+        "{} session(s), {} in all, {} prunable (list a session's messages with `session-prune messages SESSION`)",
         list.len(),
         output::bytes(total),
         output::bytes(prunable)

@@ -11,5 +11,5 @@ pub mod v1;
 
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use schema::Schema;
-pub use sessions::{MessageCandidate, SessionSummary};
+pub use sessions::{MessageSummary, SessionSummary};
 pub use v1::{V1Options, V1Store};

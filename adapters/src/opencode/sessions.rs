@@ -83,15 +83,22 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
     Ok(sessions)
 }
 
-/// A completed assistant message with technical parts: something a prune could remove.
+/// One message of a session, with its technical parts counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MessageCandidate {
+pub struct MessageSummary {
     /// `message.id`.
     #[serde(rename = "messageID")]
     pub message_id: String,
+    /// `role` of `message.data`: `user` or `assistant`.
+    pub role: String,
+    /// Whether `time.completed` is a number > 0 (assistant messages; user messages are never
+    /// complete in this sense).
+    pub completed: bool,
     /// `message.time_created`, ms since the Unix epoch.
     #[serde(rename = "timeCreated")]
     pub time_created: i64,
+    /// Number of parts.
+    pub parts: u64,
     /// Number of tool and reasoning parts.
     #[serde(rename = "technicalParts")]
     pub technical_parts: u64,
@@ -100,26 +107,45 @@ pub struct MessageCandidate {
     pub technical_bytes: u64,
 }
 
-/// The completed assistant messages of a session that have tool or reasoning parts, oldest
-/// first (by `time_created`, then id: ids wrapped on 2026-08-14 and do not sort by time).
-pub fn candidates(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<MessageCandidate>> {
+/// Every message of a session, oldest first (by `time_created`, then id: ids wrapped on
+/// 2026-08-14 and do not sort by time).
+pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<MessageSummary>> {
     let mut stmt = conn.prepare(
-        "SELECT m.id, m.time_created, count(p.id), coalesce(sum(length(CAST(p.data AS BLOB))), 0)
-         FROM message m JOIN part p ON p.message_id = m.id
+        "SELECT m.id, coalesce(json_extract(m.data, '$.role'), ''),
+                coalesce(json_type(m.data, '$.time.completed') IN ('integer', 'real')
+                         AND json_extract(m.data, '$.time.completed') > 0, 0),
+                m.time_created,
+                count(p.id),
+                coalesce(sum(json_extract(p.data, '$.type') IN ('tool', 'reasoning')), 0),
+                coalesce(sum(CASE WHEN json_extract(p.data, '$.type') IN ('tool', 'reasoning')
+                             THEN length(CAST(p.data AS BLOB)) ELSE 0 END), 0)
+         FROM message m LEFT JOIN part p ON p.message_id = m.id
          WHERE m.session_id = ?1
-           AND json_extract(m.data, '$.role') = 'assistant'
-           AND json_extract(m.data, '$.time.completed') > 0
-           AND json_extract(p.data, '$.type') IN ('tool', 'reasoning')
          GROUP BY m.id
          ORDER BY m.time_created, m.id",
     )?;
     let rows = stmt.query_map([session_id], |row| {
-        Ok(MessageCandidate {
+        let n = |i: usize| -> rusqlite::Result<u64> {
+            Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
+        };
+        Ok(MessageSummary {
             message_id: row.get(0)?,
-            time_created: row.get(1)?,
-            technical_parts: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
-            technical_bytes: u64::try_from(row.get::<_, i64>(3)?).unwrap_or(0),
+            role: row.get(1)?,
+            completed: row.get::<_, i64>(2)? != 0,
+            time_created: row.get(3)?,
+            parts: n(4)?,
+            technical_parts: n(5)?,
+            technical_bytes: n(6)?,
         })
     })?;
     rows.collect()
+}
+
+/// The completed assistant messages of a session that have tool or reasoning parts: what a
+/// prune could remove. Oldest first.
+pub fn candidates(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<MessageSummary>> {
+    Ok(messages(conn, session_id)?
+        .into_iter()
+        .filter(|m| m.role == "assistant" && m.completed && m.technical_parts > 0)
+        .collect())
 }

@@ -9,7 +9,8 @@
 use std::collections::HashSet;
 
 use pruning_engine::{
-    Applied, BlockedReason, PruneCommand, Receipt, Refusal, StoreError, ENGINE_VERSION,
+    Applied, BlockedReason, Plan, PruneCommand, PruneRequest, Receipt, Refusal, StoreError,
+    ENGINE_VERSION,
 };
 use rusqlite::{params, Connection, ErrorCode};
 
@@ -85,34 +86,50 @@ impl From<rusqlite::Error> for Failure {
     }
 }
 
-fn run(
+/// What the checks before any write decided.
+pub(super) enum Prepared {
+    /// Refuse with this.
+    Refuse(Refusal),
+    /// An identical request already committed: this is its receipt.
+    Replayed(Receipt),
+    /// Go ahead: the message as read and the plan.
+    Plan {
+        schema: Schema,
+        loaded: read::V1Message,
+        plan: Plan,
+    },
+}
+
+/// Everything before the first write: schema, fence, receipt lookup, read, planner. Runs inside
+/// the caller's transaction (a write transaction for a prune, a read one for a dry run).
+pub(super) fn prepare(
     conn: &Connection,
-    command: &PruneCommand<'_>,
+    request: &PruneRequest,
+    request_key: &str,
+    now_ms: i64,
     quiet_period_ms: i64,
-) -> Result<Step, Failure> {
-    let request = command.request;
+    texts: read::Texts,
+) -> rusqlite::Result<Prepared> {
     let schema = Schema::read(conn)?;
     if !schema.has_v1() {
-        return Ok(Step::Refuse(Refusal::new(
+        return Ok(Prepared::Refuse(Refusal::new(
             BlockedReason::UnsupportedStorage,
-            "the database has no V1 session/message/part tables",
+            "the database has no V1 session/message/part tables: not an OpenCode 1.2 to 1.18 database",
         )));
     }
     let input = FenceInput {
         session_id: &request.session_id,
-        now_ms: command.now_ms,
+        now_ms,
         quiet_period_ms,
     };
     if let Some(refusal) = fence::check(conn, &schema, input)? {
-        return Ok(Step::Refuse(refusal));
+        return Ok(Prepared::Refuse(refusal));
     }
-
-    let key = hex::encode(command.request_key);
-    if let Some(receipt) = receipts::by_key(conn, &key)? {
+    if let Some(receipt) = receipts::by_key(conn, request_key)? {
         if receipt.message_id == request.message_id && receipt.session_id == request.session_id {
-            return Ok(Step::Replayed(receipt));
+            return Ok(Prepared::Replayed(receipt));
         }
-        return Ok(Step::Refuse(Refusal::new(
+        return Ok(Prepared::Refuse(Refusal::new(
             BlockedReason::UnsupportedStorage,
             format!(
                 "receipt {} under this request key names another message",
@@ -120,19 +137,43 @@ fn run(
             ),
         )));
     }
-
-    let loaded = match read::read_message(
-        conn,
-        &request.session_id,
-        &request.message_id,
-        read::Texts::Keep,
-    )? {
+    let loaded = match read::read_message(conn, &request.session_id, &request.message_id, texts)? {
         Ok(loaded) => loaded,
-        Err(refusal) => return Ok(Step::Refuse(refusal)),
+        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
     };
-    let plan = match loaded.message.plan(&request.selection, &request.revision) {
-        Ok(plan) => plan,
-        Err(reason) => return Ok(Step::Refuse(plan_refusal(reason))),
+    match loaded.message.plan(&request.selection, &request.revision) {
+        Ok(plan) => Ok(Prepared::Plan {
+            schema,
+            loaded,
+            plan,
+        }),
+        Err(refusal) => Ok(Prepared::Refuse(refusal)),
+    }
+}
+
+fn run(
+    conn: &Connection,
+    command: &PruneCommand<'_>,
+    quiet_period_ms: i64,
+) -> Result<Step, Failure> {
+    let request = command.request;
+    let key = hex::encode(command.request_key);
+    let prepared = prepare(
+        conn,
+        request,
+        &key,
+        command.now_ms,
+        quiet_period_ms,
+        read::Texts::Keep,
+    )?;
+    let (schema, loaded, plan) = match prepared {
+        Prepared::Refuse(refusal) => return Ok(Step::Refuse(refusal)),
+        Prepared::Replayed(receipt) => return Ok(Step::Replayed(receipt)),
+        Prepared::Plan {
+            schema,
+            loaded,
+            plan,
+        } => (schema, loaded, plan),
     };
 
     receipts::ensure_tables(conn)?;
@@ -190,14 +231,6 @@ fn run(
     };
     receipts::insert(conn, &receipt, STORAGE)?;
     Ok(Step::Commit(receipt))
-}
-
-fn plan_refusal(reason: BlockedReason) -> Refusal {
-    let detail = match reason {
-        BlockedReason::Conflict => "the message changed since its preview: preview again and use the new revision",
-        _ => "the message or the selected parts cannot be pruned (not a complete assistant message, a text part, an index out of range, or no technical parts)",
-    };
-    Refusal::new(reason, detail)
 }
 
 /// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the database:

@@ -14,7 +14,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use pruning_engine::{
-    Applied, BlockedReason, PruneCommand, Receipt, Refusal, SessionStore, StoreError, StoredMessage,
+    Applied, BlockedReason, DryRun, PruneCommand, PruneRequest, Receipt, Refusal, SessionStore,
+    StoreError, StoredMessage,
 };
 use rusqlite::{Connection, OpenFlags};
 
@@ -58,8 +59,16 @@ impl V1Store {
             path: path.display().to_string(),
             detail,
         };
+        if path.is_dir() {
+            return Err(open_error(
+                "it is a directory; pass the database file".into(),
+            ));
+        }
         if !path.is_file() {
-            return Err(open_error("no such file".into()));
+            return Err(open_error(
+                "no such file (is OpenCode's data elsewhere? pass --db PATH or --channel NAME)"
+                    .into(),
+            ));
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn =
@@ -149,6 +158,32 @@ impl SessionStore for V1Store {
 
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
         apply::apply(&self.connection(), command, self.quiet_period_ms())
+    }
+
+    fn dry_run(
+        &self,
+        request: &PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<DryRun, Refusal>, StoreError> {
+        let conn = self.connection();
+        let key = hex::encode(pruning_engine::request_key(request));
+        // A read transaction: the same snapshot a prune would see, and nothing written.
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let prepared = apply::prepare(
+            &conn,
+            request,
+            &key,
+            now_ms,
+            self.quiet_period_ms(),
+            read::Texts::Skip,
+        );
+        let _ = conn.execute_batch("ROLLBACK");
+        Ok(match prepared {
+            Ok(apply::Prepared::Refuse(refusal)) => Err(refusal),
+            Ok(apply::Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(Box::new(receipt))),
+            Ok(apply::Prepared::Plan { plan, .. }) => Ok(DryRun::Plan(plan)),
+            Err(error) => Err(apply::sql_refusal(&error)),
+        })
     }
 
     fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError> {

@@ -1,0 +1,50 @@
+//! `session-prune messages SESSION`: the messages of a session with their technical parts, to
+//! find what to preview.
+
+use anyhow::bail;
+use pruning_adapters::opencode::{sessions, Schema};
+
+use super::{open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+
+/// Lists the messages of one session (read-only), oldest first.
+pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let conn = store.connection();
+    super::require_v1(&Schema::read(&conn)?, &config.db)?;
+    let list = sessions::messages(&conn, session)?;
+    if list.is_empty() {
+        bail!("session {session} has no messages here (see `session-prune sessions` for the session ids)");
+    }
+    if config.json {
+        output::json_document(&list)?;
+        return Ok(Outcome::Done);
+    }
+    println!(
+        "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}",
+        "message", "role", "state", "parts", "technical", "bytes"
+    );
+    for m in &list {
+        let state = match (m.role.as_str(), m.completed) {
+            ("assistant", true) => "complete",
+            ("assistant", false) => "running?",
+            _ => "",
+        };
+        println!(
+            "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}",
+            m.message_id,
+            m.role,
+            state,
+            m.parts,
+            m.technical_parts,
+            output::bytes(m.technical_bytes)
+        );
+    }
+    let prunable = list
+        .iter()
+        .filter(|m| m.role == "assistant" && m.completed && m.technical_parts > 0)
+        .count();
+    println!("{} message(s), {prunable} with tool or reasoning parts to prune (preview one with `session-prune preview {session} MESSAGE`)", list.len());
+    Ok(Outcome::Done)
+}
