@@ -24,6 +24,14 @@ fn json(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// The revision `preview --json` prints for turn 5 of the many-turns session.
+fn turn5_revision(fx: &Fixture) -> String {
+    json(&cli(fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 #[test]
 fn preview_then_prune_print_the_compatible_shapes_and_retry_prints_the_same_bytes() {
     let fx = Fixture::new();
@@ -86,10 +94,7 @@ fn preview_then_prune_print_the_compatible_shapes_and_retry_prints_the_same_byte
 #[test]
 fn dry_run_writes_nothing() {
     let fx = Fixture::new();
-    let revision = json(&cli(&fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let revision = turn5_revision(&fx);
     let digest = fx.file_digest();
     let out = cli(
         &fx,
@@ -233,10 +238,7 @@ fn events_follow_prints_prunes_made_by_another_process() {
             }
         }
     });
-    let revision = json(&cli(&fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let revision = turn5_revision(&fx);
     let out = cli(
         &fx,
         &[
@@ -346,10 +348,7 @@ fn json_errors_are_one_json_document() {
 #[test]
 fn dry_run_runs_the_session_checks() {
     let fx = Fixture::new();
-    let revision = json(&cli(&fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let revision = turn5_revision(&fx);
     fx.exec(&format!(
         "UPDATE session SET time_updated = {} WHERE id = '{MANY_TURNS}'",
         now_ms()
