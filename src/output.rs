@@ -43,3 +43,11 @@ pub fn time(ms: i64) -> String {
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     humantime::format_rfc3339_millis(at).to_string()
 }
+
+/// `text` with control characters (terminal escape sequences among them) shown as `?`, for
+/// printing strings that came from the database.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}

@@ -24,6 +24,21 @@ fn json(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// `--json prune` of every technical part of turn 5, with `extra` flags.
+fn prune_turn5(fx: &Fixture, revision: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "--json",
+        "prune",
+        MANY_TURNS,
+        TURN5,
+        "--revision",
+        revision,
+        "--all-technical",
+    ];
+    args.extend_from_slice(extra);
+    cli(fx, &args)
+}
+
 /// The revision `preview --json` prints for turn 5 of the many-turns session.
 fn turn5_revision(fx: &Fixture) -> String {
     json(&cli(fx, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
@@ -96,19 +111,7 @@ fn dry_run_writes_nothing() {
     let fx = Fixture::new();
     let revision = turn5_revision(&fx);
     let digest = fx.file_digest();
-    let out = cli(
-        &fx,
-        &[
-            "--json",
-            "prune",
-            MANY_TURNS,
-            TURN5,
-            "--revision",
-            &revision,
-            "--all-technical",
-            "--dry-run",
-        ],
-    );
+    let out = prune_turn5(&fx, &revision, &["--dry-run"]);
     assert_eq!(out.status.code(), Some(0));
     let plan = json(&out);
     assert_eq!(plan["status"], "dry-run");
@@ -239,18 +242,7 @@ fn events_follow_prints_prunes_made_by_another_process() {
         }
     });
     let revision = turn5_revision(&fx);
-    let out = cli(
-        &fx,
-        &[
-            "--json",
-            "prune",
-            MANY_TURNS,
-            TURN5,
-            "--revision",
-            &revision,
-            "--all-technical",
-        ],
-    );
+    let out = prune_turn5(&fx, &revision, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -354,19 +346,7 @@ fn dry_run_runs_the_session_checks() {
         now_ms()
     ));
     let digest = fx.file_digest();
-    let out = cli(
-        &fx,
-        &[
-            "--json",
-            "prune",
-            MANY_TURNS,
-            TURN5,
-            "--revision",
-            &revision,
-            "--all-technical",
-            "--dry-run",
-        ],
-    );
+    let out = prune_turn5(&fx, &revision, &["--dry-run"]);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(
         json(&out),
@@ -375,4 +355,67 @@ fn dry_run_runs_the_session_checks() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("quiet period"));
     assert_eq!(fx.file_digest(), digest);
     assert!(!fx.journal.exists());
+}
+
+#[test]
+fn journal_path_naming_the_database_or_its_sqlite_files_is_refused() {
+    let fx = Fixture::new();
+    let digest = fx.file_digest();
+    let revision = "0".repeat(64);
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let journal = format!("{}{suffix}", fx.db.display());
+        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+            .arg("--db")
+            .arg(&fx.db)
+            .args([
+                "--journal",
+                &journal,
+                "prune",
+                MANY_TURNS,
+                TURN5,
+                "--revision",
+                &revision,
+                "--all-technical",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{suffix}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("one of its SQLite files"));
+    }
+    assert_eq!(fx.file_digest(), digest);
+}
+
+#[test]
+fn prune_while_another_process_holds_the_journal_is_blocked() {
+    let fx = Fixture::new();
+    let revision = turn5_revision(&fx);
+    let held = pruning_engine::Journal::open(&fx.journal).unwrap();
+    let digest = fx.file_digest();
+    let out = prune_turn5(&fx, &revision, &[]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"status": "blocked", "reason": "maintenance_required"})
+    );
+    assert_eq!(fx.file_digest(), digest);
+    assert_eq!(held.intents().unwrap().len(), 0);
+}
+
+#[test]
+fn events_resolves_a_prune_that_committed_before_its_journal_mark() {
+    let fx = Fixture::new();
+    let (_, receipt) = prune_stopped_before_journal_commit(&fx);
+    let receipt_id = receipt.receipt_id;
+
+    let out = cli(&fx, &["--json", "events"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let event: Value =
+        serde_json::from_slice(out.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(event["seq"], 1);
+    assert_eq!(event["id"], receipt_id.to_string());
 }

@@ -202,3 +202,12 @@ fn missing_session_is_not_deletable() {
         "does not exist",
     );
 }
+
+#[test]
+fn event_table_without_event_sequence_is_unsupported_storage() {
+    refused_after(
+        "DROP TABLE event_sequence",
+        BlockedReason::UnsupportedStorage,
+        "event and event_sequence",
+    );
+}

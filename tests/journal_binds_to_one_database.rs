@@ -87,3 +87,32 @@ fn journal_without_committed_prunes_adopts_the_database() {
         .unwrap();
     assert_eq!(stored, bound);
 }
+
+#[test]
+fn unresolved_intents_are_not_resolved_against_another_database() {
+    let first = Fixture::new();
+    // An intent journaled for the first database, whose prune never finished.
+    let (intent, _, _) = journal_turn5_intent(&first);
+
+    let other = Fixture::new();
+    let result =
+        pruning_engine::Engine::open(other.store(30_000), Journal::open(&first.journal).unwrap());
+    assert!(
+        matches!(
+            result,
+            Err(EngineError::UnresolvedIntents { pending: 1, .. })
+        ),
+        "{:?}",
+        result.err()
+    );
+    let journal = Journal::open(&first.journal).unwrap();
+    assert_eq!(
+        journal.pending_intents().unwrap().len(),
+        1,
+        "left for its own database"
+    );
+    drop(journal);
+    // With its own database, recovery resolves it.
+    let engine = first.engine();
+    assert_eq!(engine.recovery().abandoned, vec![intent.intent_id]);
+}

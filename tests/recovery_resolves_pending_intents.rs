@@ -5,36 +5,12 @@
 mod common;
 
 use common::*;
-use pruning_engine::{
-    request_key, Applied, Delivery, Intent, IntentState, Journal, PruneCommand, SessionStore,
-};
-use uuid::Uuid;
-
-fn pending_intent(req: &pruning_engine::PruneRequest) -> Intent {
-    Intent {
-        intent_id: Uuid::now_v7(),
-        request_key: request_key(req),
-        session_id: req.session_id.clone(),
-        message_id: req.message_id.clone(),
-        revision: req.revision.clone(),
-        selection: pruning_journal::Selection::Indexes(vec![1, 2]),
-        created_at_ms: now_ms(),
-        state: IntentState::Pending,
-    }
-}
+use pruning_engine::{Applied, Delivery, IntentState, Journal, PruneCommand, SessionStore};
 
 #[test]
 fn intent_journaled_but_not_applied_is_abandoned_on_open() {
     let fx = Fixture::new();
-    let engine = fx.engine();
-    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
-    drop(engine);
-    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
-    let intent = pending_intent(&req);
-    Journal::open(&fx.journal)
-        .unwrap()
-        .record_intent(&intent)
-        .unwrap();
+    let (intent, req, _) = journal_turn5_intent(&fx);
     let digest = fx.file_digest();
 
     let engine = fx.engine();
@@ -62,37 +38,9 @@ fn intent_journaled_but_not_applied_is_abandoned_on_open() {
 #[test]
 fn intent_applied_but_not_committed_is_completed_on_open_and_replayable() {
     let fx = Fixture::new();
-    let engine = fx.engine();
-    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
-    let database_id = engine.database_id().to_string();
-    drop(engine);
-    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
-    let intent = pending_intent(&req);
-    Journal::open(&fx.journal)
-        .unwrap()
-        .record_intent(&intent)
-        .unwrap();
-
-    // Step 4 ran (the prune committed with its receipt), then the process stopped before step 5.
-    let receipt_id = Uuid::now_v7();
-    let applied = fx
-        .store(30_000)
-        .apply(&PruneCommand {
-            request: &req,
-            intent_id: intent.intent_id,
-            request_key: intent.request_key,
-            receipt_id,
-            database_id: &database_id,
-            now_ms: now_ms(),
-        })
-        .unwrap();
-    let receipt = match applied {
-        Applied::Pruned {
-            receipt,
-            replayed: false,
-        } => *receipt,
-        other => panic!("{other:?}"),
-    };
+    let (intent, receipt) = prune_stopped_before_journal_commit(&fx);
+    let receipt_id = receipt.receipt_id;
+    let req = request(MANY_TURNS, TURN5, &receipt.revision_before, &[1, 2]);
 
     let engine = fx.engine();
     assert_eq!(engine.recovery().completed, vec![intent.intent_id]);
@@ -116,4 +64,89 @@ fn intent_applied_but_not_committed_is_completed_on_open_and_replayable() {
     let retry = engine.prune(&req).unwrap();
     assert!(retry.retried);
     assert_eq!(retry.receipt, Some(receipt));
+}
+
+/// A store whose commit reports a failure after the transaction did commit (as an fsync error
+/// on COMMIT can): the outcome is unknown to the engine.
+struct CommitReportsFailure(pruning_adapters::opencode::V1Store);
+
+impl SessionStore for CommitReportsFailure {
+    fn database_id(&self) -> Result<Option<String>, pruning_engine::StoreError> {
+        self.0.database_id()
+    }
+    fn read_message(
+        &self,
+        session_id: &str,
+        message_id: &str,
+    ) -> Result<
+        Result<pruning_engine::StoredMessage, pruning_engine::Refusal>,
+        pruning_engine::StoreError,
+    > {
+        self.0.read_message(session_id, message_id)
+    }
+    fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
+        self.0.live_mutation(session_id, message_id)
+    }
+    fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, pruning_engine::StoreError> {
+        self.0.apply(command)?;
+        Err(pruning_engine::StoreError::OutcomeUnknown(
+            "fsync: Input/output error".into(),
+        ))
+    }
+    fn dry_run(
+        &self,
+        request: &pruning_engine::PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<pruning_engine::DryRun, pruning_engine::Refusal>, pruning_engine::StoreError>
+    {
+        self.0.dry_run(request, now_ms)
+    }
+    fn receipt_by_key(
+        &self,
+        key: &[u8; 32],
+    ) -> Result<Option<pruning_engine::Receipt>, pruning_engine::StoreError> {
+        self.0.receipt_by_key(key)
+    }
+    fn receipts(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Vec<pruning_engine::Receipt>, pruning_engine::StoreError> {
+        self.0.receipts(session_id)
+    }
+}
+
+#[test]
+fn commit_with_unknown_outcome_leaves_the_intent_for_recovery() {
+    let fx = Fixture::new();
+    let engine = pruning_engine::Engine::open(
+        CommitReportsFailure(fx.store(30_000)),
+        Journal::open(&fx.journal).unwrap(),
+    )
+    .unwrap();
+    let (revision, indexes) = {
+        let request = pruning_engine::PreviewRequest::new(MANY_TURNS.into(), TURN5.into()).unwrap();
+        match engine.preview(&request).unwrap() {
+            pruning_engine::PreviewResult::Preview {
+                revision, parts, ..
+            } => (
+                revision,
+                parts.iter().map(|p| i64::from(p.index)).collect::<Vec<_>>(),
+            ),
+            other => panic!("{other:?}"),
+        }
+    };
+    let result = engine.prune(&request(MANY_TURNS, TURN5, &revision, &indexes));
+    assert!(matches!(
+        result,
+        Err(pruning_engine::EngineError::Store(
+            pruning_engine::StoreError::OutcomeUnknown(_)
+        ))
+    ));
+    let pending = engine.journal().pending_intents().unwrap();
+    assert_eq!(pending.len(), 1);
+    drop(engine);
+
+    let engine = fx.engine();
+    assert_eq!(engine.recovery().completed, vec![pending[0].intent_id]);
+    assert_eq!(engine.events_after(0, 10).unwrap().len(), 1);
 }

@@ -11,7 +11,7 @@ use pruning_journal::{Commit, Intent, IntentState, Journal, Retention};
 use uuid::Uuid;
 
 use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, PruneResult, Selection};
-use crate::error::EngineError;
+use crate::error::{EngineError, StoreError};
 use crate::event::{JournalReplay, PrunedEvent};
 use crate::request_key::request_key;
 use crate::store::{Applied, DryRun, PruneCommand, Receipt, Refusal, SessionStore};
@@ -64,7 +64,9 @@ impl<S: SessionStore> Engine<S> {
     ///
     /// Binding: a database holding another id than the journal is
     /// [`EngineError::JournalMismatch`]; a database holding no id with a journal that has
-    /// committed prunes is [`EngineError::UnknownDatabase`]. A new pair gets a fresh UUID v7
+    /// committed prunes is [`EngineError::UnknownDatabase`], and with one that has unresolved
+    /// intents made elsewhere (the journal records where its database was last seen,
+    /// [`SessionStore::location`]) [`EngineError::UnresolvedIntents`]. A new pair gets a fresh UUID v7
     /// identity, written to the database with its first prune.
     pub fn open(store: S, journal: Journal) -> Result<Self, EngineError> {
         let journal = Arc::new(journal);
@@ -81,6 +83,14 @@ impl<S: SessionStore> Engine<S> {
                 if journal.last_seq().map_err(journal_error)? > 0 {
                     return Err(EngineError::UnknownDatabase { bound });
                 }
+                // Pending intents may have committed in the database the journal was used with;
+                // resolving them against this one could abandon a prune that happened.
+                let pending = journal.pending_intents().map_err(journal_error)?.len();
+                let seen_here = store.location().is_some()
+                    && journal.database_location().map_err(journal_error)? == store.location();
+                if pending > 0 && !seen_here {
+                    return Err(EngineError::UnresolvedIntents { bound, pending });
+                }
                 bound
             }
             (None, Some(found)) => found,
@@ -92,6 +102,11 @@ impl<S: SessionStore> Engine<S> {
             }
             other => journal_error(other),
         })?;
+        if let Some(location) = store.location() {
+            journal
+                .record_database_location(&location)
+                .map_err(journal_error)?;
+        }
         let hub = Hub::new(Arc::new(JournalReplay::new(journal.clone())), LIVE_CAPACITY);
         let mut engine = Self {
             store,
@@ -237,6 +252,10 @@ impl<S: SessionStore> Engine<S> {
         };
         let applied = match self.store.apply(&command) {
             Ok(applied) => applied,
+            Err(error @ StoreError::OutcomeUnknown(_)) => {
+                // The intent stays pending: recovery resolves it from the receipt, if any.
+                return Err(error.into());
+            }
             Err(error) => {
                 // The transaction rolled back; record why. A journal failure here is secondary.
                 let _ = self

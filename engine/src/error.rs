@@ -111,6 +111,10 @@ pub enum StoreError {
         /// The id the database holds, if any.
         found: Option<String>,
     },
+    /// COMMIT failed in a way that may or may not have made the prune durable (an fsync error,
+    /// say). The engine leaves the intent pending; recovery decides from the receipt.
+    #[error("the prune's commit failed and may or may not have taken effect ({0}); run the command again to resolve it from the database")]
+    OutcomeUnknown(String),
     /// SQLite or the data failed in a way the engine cannot map to a refusal.
     #[error("storage error: {0}")]
     Storage(String),
@@ -134,6 +138,15 @@ pub enum EngineError {
     UnknownDatabase {
         /// The id the journal holds.
         bound: String,
+    },
+    /// The journal has unresolved intents, and this database has no identity to tell whether
+    /// they belong to it.
+    #[error("the journal (bound to database {bound}) has {pending} unresolved prune intent(s), and this database holds no identity: if the journal belongs to it, its first prune never committed, so move the journal aside and run again; otherwise use this database's own journal (--journal PATH)")]
+    UnresolvedIntents {
+        /// The id the journal holds.
+        bound: String,
+        /// How many intents are pending.
+        pending: usize,
     },
     /// The journal is bound to another database.
     #[error("the journal is bound to database {bound}, but this database is {found}: use the journal that belongs to this database (--journal PATH)")]

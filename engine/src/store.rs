@@ -114,6 +114,13 @@ pub enum DryRun {
 ///
 /// Implementations are synchronous; the engine calls them from whatever thread it runs on.
 pub trait SessionStore: Send + Sync {
+    /// Where the database is (its canonical path, say), recorded in the journal so that
+    /// unresolved intents are only resolved against the database they were made for. `None`
+    /// when the store cannot tell.
+    fn location(&self) -> Option<String> {
+        None
+    }
+
     /// The database identity recorded by an earlier prune, if any (read-only).
     fn database_id(&self) -> Result<Option<String>, StoreError>;
 

@@ -75,6 +75,15 @@ pub enum OpenError {
         /// The length found.
         len: usize,
     },
+    /// A new journal could not be created and moved into place.
+    #[error("journal {} could not be created", path.display())]
+    Create {
+        /// The journal file.
+        path: PathBuf,
+        /// The I/O failure.
+        #[source]
+        source: std::io::Error,
+    },
     /// redb could not open the file (I/O error, not a redb file, needs an upgrade, ...).
     #[error("journal database could not be opened")]
     Database(#[source] redb::DatabaseError),

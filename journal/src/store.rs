@@ -47,6 +47,8 @@ const PENDING: TableDefinition<[u8; 16], ()> = TableDefinition::new("pending");
 const META_FORMAT_VERSION: &str = "format_version";
 /// Meta key: the bound OpenCode database id, an encoded `String`.
 const META_DATABASE_ID: &str = "database_id";
+/// Meta key of the last place the bound database was seen at (an opaque string, e.g. a path).
+const META_DATABASE_LOCATION: &str = "database_location";
 /// Meta key (tombstone of retention): the highest seq removed from the log, an encoded `u64`.
 const META_TRIMMED_THROUGH: &str = "trimmed_through";
 

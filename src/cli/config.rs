@@ -19,6 +19,9 @@ pub enum ConfigError {
     /// No database could be located.
     #[error(transparent)]
     Path(#[from] pruning_adapters::opencode::PathError),
+    /// The journal path names the database or one of SQLite's files beside it.
+    #[error("--journal {0} is the database or one of its SQLite files (-wal, -shm, -journal); the journal needs a file of its own")]
+    JournalIsDatabase(String),
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),
@@ -115,6 +118,11 @@ impl Config {
             (_, None) => Environment::from_process().database_path(&cli.global.channel)?,
         };
         let journal = cli.global.journal.unwrap_or_else(|| default_journal(&db));
+        if !matches!(action, Action::Demo { .. }) && is_database_file(&db, &journal) {
+            return Err(ConfigError::JournalIsDatabase(
+                journal.display().to_string(),
+            ));
+        }
         Ok(Self {
             db,
             journal,
@@ -136,6 +144,29 @@ fn prune_action(args: PruneArgs) -> Result<Action, ConfigError> {
     Ok(Action::Prune {
         request,
         dry_run: args.dry_run,
+    })
+}
+
+/// Whether `journal` is `db` or SQLite's `-wal`, `-shm` or `-journal` file of it (compared after
+/// resolving symbolic links and relative paths of their folders).
+fn is_database_file(db: &Path, journal: &Path) -> bool {
+    let resolve = |path: &Path| -> Option<PathBuf> {
+        let name = path.file_name()?;
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        Some(std::fs::canonicalize(parent).ok()?.join(name))
+    };
+    let (Some(db), Some(journal)) = (resolve(db), resolve(journal)) else {
+        return false;
+    };
+    let db = std::fs::canonicalize(&db).unwrap_or(db);
+    let journal = std::fs::canonicalize(&journal).unwrap_or(journal);
+    ["", "-wal", "-shm", "-journal"].iter().any(|suffix| {
+        let mut sibling = db.clone().into_os_string();
+        sibling.push(suffix);
+        sibling == journal.as_os_str()
     })
 }
 

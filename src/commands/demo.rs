@@ -52,7 +52,7 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
             s.messages,
             output::bytes(s.total_bytes),
             output::bytes(s.prunable_bytes),
-            s.title
+            output::printable(&s.title)
         ));
     }
     text.push_str(&format!(

@@ -34,6 +34,16 @@ pub fn require_v1(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether `error` is the journal being held by another process past the open's retry window.
+pub fn journal_busy(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<pruning_journal::OpenError>(),
+            Some(pruning_journal::OpenError::Locked { .. })
+        )
+    })
+}
+
 /// Opens the database named by the configuration.
 pub fn open_store(config: &Config) -> anyhow::Result<V1Store> {
     let options = V1Options {

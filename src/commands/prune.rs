@@ -2,7 +2,7 @@
 //! journal, apply and announce one prune; `--dry-run` runs every check a prune runs (the session
 //! fence, the receipt lookup, the planner) in a read transaction and writes nothing.
 
-use pruning_engine::{DryRun, PruneOutcome, PruneRequest, PruneResult};
+use pruning_engine::{BlockedReason, DryRun, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;
 
 use super::{open_engine, open_store, Outcome};
@@ -29,7 +29,24 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
     if dry_run {
         return plan(config, request);
     }
-    let engine = open_engine(config)?;
+    let engine = match open_engine(config) {
+        Ok(engine) => engine,
+        Err(error) if super::journal_busy(&error) => {
+            // Another prune holds the journal: nothing was journaled or written.
+            let blocked = PruneResult::Blocked {
+                reason: BlockedReason::MaintenanceRequired,
+            };
+            let detail = format!("{error:#}; another prune is running, try again shortly");
+            if config.json {
+                output::json_document(&blocked)?;
+                eprintln!("blocked: maintenance_required: {detail}");
+            } else {
+                println!("blocked: maintenance_required: {detail}");
+            }
+            return Ok(Outcome::Blocked);
+        }
+        Err(error) => return Err(error),
+    };
     let outcome = engine.prune(request)?;
     if config.json {
         output::json_document(&outcome.result)?;

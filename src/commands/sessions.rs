@@ -27,7 +27,7 @@ pub fn run(config: &Config) -> anyhow::Result<Outcome> {
             s.messages,
             output::bytes(s.total_bytes),
             output::bytes(s.prunable_bytes),
-            s.title
+            output::printable(&s.title)
         );
     }
     let total: u64 = list.iter().map(|s| s.total_bytes).sum();

@@ -145,3 +145,62 @@ pub fn receipts(fixture: &Fixture) -> Vec<Receipt> {
 pub fn now_ms() -> i64 {
     pruning_engine::now_ms()
 }
+
+/// A pending intent for `req`, as the engine journals it before applying.
+pub fn pending_intent(req: &PruneRequest) -> pruning_engine::Intent {
+    pruning_engine::Intent {
+        intent_id: uuid::Uuid::now_v7(),
+        request_key: pruning_engine::request_key(req),
+        session_id: req.session_id.clone(),
+        message_id: req.message_id.clone(),
+        revision: req.revision.clone(),
+        selection: match &req.selection {
+            pruning_engine::Selection::Indexes(i) => pruning_journal::Selection::Indexes(i.clone()),
+            pruning_engine::Selection::AllTechnical => pruning_journal::Selection::AllTechnical,
+        },
+        created_at_ms: now_ms(),
+        state: pruning_engine::IntentState::Pending,
+    }
+}
+
+/// Plays a prune of turn 5 that stopped right after journaling its intent: returns the pending
+/// intent, its request and the database identity the engine bound the journal to.
+pub fn journal_turn5_intent(fx: &Fixture) -> (pruning_engine::Intent, PruneRequest, String) {
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let database_id = engine.database_id().to_string();
+    drop(engine);
+    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
+    let intent = pending_intent(&req);
+    Journal::open(&fx.journal)
+        .unwrap()
+        .record_intent(&intent)
+        .unwrap();
+    (intent, req, database_id)
+}
+
+/// Plays a prune of turn 5 that stopped between its two steps: the intent is journaled and the
+/// prune committed in the database with its receipt, but the journal never marked it committed.
+/// Returns the intent and the receipt.
+pub fn prune_stopped_before_journal_commit(fx: &Fixture) -> (pruning_engine::Intent, Receipt) {
+    use pruning_engine::{Applied, PruneCommand, SessionStore};
+    let (intent, req, database_id) = journal_turn5_intent(fx);
+    let applied = fx
+        .store(30_000)
+        .apply(&PruneCommand {
+            request: &req,
+            intent_id: intent.intent_id,
+            request_key: intent.request_key,
+            receipt_id: uuid::Uuid::now_v7(),
+            database_id: &database_id,
+            now_ms: now_ms(),
+        })
+        .unwrap();
+    match applied {
+        Applied::Pruned {
+            receipt,
+            replayed: false,
+        } => (intent, *receipt),
+        other => panic!("{other:?}"),
+    }
+}

@@ -3,7 +3,7 @@
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::{Journal, StorageResult, META, META_DATABASE_ID};
+use super::{Journal, StorageResult, META, META_DATABASE_ID, META_DATABASE_LOCATION};
 use crate::codec;
 use crate::error::{BindError, CodecError, ReadError};
 
@@ -44,6 +44,49 @@ impl Journal {
             meta.insert(META_DATABASE_ID, value.as_slice()).storage()?;
             Ok(())
         })
+    }
+}
+
+impl Journal {
+    /// Where the bound database was last seen (an opaque string the caller chose, such as its
+    /// canonical path), or `None` if never recorded.
+    ///
+    /// Errors: [`ReadError::Codec`] for an undecodable entry; [`ReadError::Storage`].
+    pub fn database_location(&self) -> Result<Option<String>, ReadError> {
+        self.read(|txn| stored_location(&txn.open_table(META).storage()?))
+    }
+
+    /// Records where the bound database is (durably), if it differs from what is recorded.
+    ///
+    /// Errors: as [`Journal::bind`], without the mismatch.
+    pub fn record_database_location(&self, location: &str) -> Result<(), BindError> {
+        let current = {
+            let txn = self.db.begin_read().storage()?;
+            stored_location::<BindError>(&txn.open_table(META).storage()?)?
+        };
+        if current.as_deref() == Some(location) {
+            return Ok(());
+        }
+        self.write(|txn| {
+            let mut meta = txn.open_table(META).storage()?;
+            let value = codec::encode(&location)?;
+            meta.insert(META_DATABASE_LOCATION, value.as_slice())
+                .storage()?;
+            Ok(())
+        })
+    }
+}
+
+/// The `database_location` meta entry, decoded.
+fn stored_location<E>(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Option<String>, E>
+where
+    E: From<redb::Error> + From<CodecError>,
+{
+    match meta.get(META_DATABASE_LOCATION).storage()? {
+        Some(value) => Ok(Some(codec::decode(value.value())?)),
+        None => Ok(None),
     }
 }
 

@@ -42,6 +42,9 @@ impl Journal {
     /// [`Journal::open`] with a retry window of `retry` instead of [`OPEN_RETRY`] (for tests).
     #[doc(hidden)]
     pub fn open_with_retry(path: &Path, retry: Duration) -> Result<Journal, OpenError> {
+        if !path.exists() {
+            create_in_place(path)?;
+        }
         let started = Instant::now();
         loop {
             match builder().create(path) {
@@ -87,6 +90,47 @@ impl Journal {
         }
         Ok(Journal::from_parts(db))
     }
+}
+
+/// Creates a new, initialised journal at `path` without ever leaving a half-made file there: the
+/// file is built and made durable under a temporary name beside it, then linked into place
+/// (which fails, harmlessly, if another process got there first), and the folder is synced.
+/// A crash midway leaves at most the temporary file, which the next creation replaces.
+fn create_in_place(path: &Path) -> Result<(), OpenError> {
+    let create_error = |source: std::io::Error| OpenError::Create {
+        path: path.to_path_buf(),
+        source,
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| create_error(std::io::Error::other("the journal path has no file name")))?;
+    let mut temporary = std::ffi::OsString::from(".");
+    temporary.push(name);
+    temporary.push(format!(".creating-{}", std::process::id()));
+    let temporary = path.with_file_name(temporary);
+    match std::fs::remove_file(&temporary) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(create_error(e)),
+    }
+    {
+        let db = builder().create(&temporary).map_err(OpenError::Database)?;
+        initialise(&db)?;
+    }
+    let linked = std::fs::hard_link(&temporary, path);
+    let _ = std::fs::remove_file(&temporary);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(create_error(e)),
+    }
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(folder)
+        .and_then(|dir| dir.sync_all())
+        .map_err(create_error)
 }
 
 /// The redb configuration every journal handle uses.

@@ -42,14 +42,26 @@ pub fn apply(
         )));
     }
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
-        return Ok(Applied::Refused(sql_refusal(&error)));
+        return classify(&error).map(Applied::Refused);
     }
     let outcome = run(conn, command, quiet_period_ms);
-    let commit = matches!(outcome, Ok(Step::Commit(_)));
-    if commit {
+    if matches!(outcome, Ok(Step::Commit(_))) {
         if let Err(error) = conn.execute_batch("COMMIT") {
-            let _ = conn.execute_batch("ROLLBACK");
-            return Ok(Applied::Refused(sql_refusal(&error)));
+            let still_open = !conn.is_autocommit();
+            if still_open {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            // BUSY leaves the transaction open (a reader holds the file): rolled back, nothing
+            // was written. Any other failure of COMMIT (an fsync error, say) may or may not have
+            // made the transaction durable: only the database, read again, can tell.
+            return match classify(&error) {
+                Ok(refusal)
+                    if refusal.reason == BlockedReason::MaintenanceRequired && still_open =>
+                {
+                    Ok(Applied::Refused(refusal))
+                }
+                _ => Err(StoreError::OutcomeUnknown(error.to_string())),
+            };
         }
     } else if !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
@@ -64,7 +76,7 @@ pub fn apply(
             replayed: true,
         }),
         Ok(Step::Refuse(refusal)) => Ok(Applied::Refused(refusal)),
-        Err(Failure::Sql(error)) => Ok(Applied::Refused(sql_refusal(&error))),
+        Err(Failure::Sql(error)) => classify(&error).map(Applied::Refused),
         Err(Failure::Store(error)) => Err(error),
     }
 }
@@ -115,6 +127,12 @@ pub(super) fn prepare(
         return Ok(Prepared::Refuse(Refusal::new(
             BlockedReason::UnsupportedStorage,
             "the database has no V1 session/message/part tables: not an OpenCode 1.2 to 1.18 database",
+        )));
+    }
+    if schema.has("event") != schema.has("event_sequence") {
+        return Ok(Prepared::Refuse(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "the database has only one of the event and event_sequence tables",
         )));
     }
     let input = FenceInput {
@@ -231,6 +249,23 @@ fn run(
     };
     receipts::insert(conn, &receipt, STORAGE)?;
     Ok(Step::Commit(receipt))
+}
+
+/// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the database:
+/// `maintenance_required`. A read-only file, a full disk or an I/O error is a storage failure
+/// (an error, not a refusal). Anything else (a missing column, a failed constraint) means the
+/// storage is not what the engine expects: `unsupported_storage`.
+pub fn classify(error: &rusqlite::Error) -> Result<Refusal, StoreError> {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly)
+        | Some(ErrorCode::DiskFull)
+        | Some(ErrorCode::SystemIoFailure)
+        | Some(ErrorCode::CannotOpen)
+        | Some(ErrorCode::PermissionDenied) => Err(StoreError::Storage(format!(
+            "{error}: check that the database file and its folder are writable and the disk has room"
+        ))),
+        _ => Ok(sql_refusal(error)),
+    }
 }
 
 /// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the database:

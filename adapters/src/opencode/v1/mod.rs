@@ -77,10 +77,8 @@ impl V1Store {
             StoreError::Storage(detail) => open_error(detail),
             other => other,
         })?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            ..store
-        })
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        Ok(Self { path, ..store })
     }
 
     /// Wraps a connection the caller opened (for embedding, and for tests that attach a
@@ -94,7 +92,11 @@ impl V1Store {
         .map_err(storage)?;
         super::sql_functions::register(&conn).map_err(storage)?;
         Schema::read(&conn).map_err(storage)?;
-        let path = conn.path().map(PathBuf::from).unwrap_or_default();
+        let path = conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
+            .unwrap_or_default();
         Ok(Self {
             conn: Mutex::new(conn),
             path,
@@ -124,6 +126,11 @@ fn storage(error: rusqlite::Error) -> StoreError {
 }
 
 impl SessionStore for V1Store {
+    fn location(&self) -> Option<String> {
+        let path = self.path.to_str()?;
+        (!path.is_empty()).then(|| path.to_string())
+    }
+
     fn database_id(&self) -> Result<Option<String>, StoreError> {
         receipts::database_id(&self.connection()).map_err(storage)
     }
