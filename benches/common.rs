@@ -18,6 +18,14 @@ pub fn fixture_copy(dir: &Path) -> PathBuf {
     db
 }
 
+/// Deletes a message and its parts.
+pub fn delete_message(conn: &Connection, id: &str) {
+    conn.execute("DELETE FROM part WHERE message_id = ?1", [id])
+        .expect("parts");
+    conn.execute("DELETE FROM message WHERE id = ?1", [id])
+        .expect("message");
+}
+
 /// Adds an empty session `id` (a copy of the fixture session's row) and returns its id.
 pub fn add_session(conn: &Connection, id: &str) -> String {
     conn.execute(

@@ -48,27 +48,34 @@ fn durable_prune(c: &mut Criterion) {
         })
     });
     // In the fixture's largest session (1.3 MB of parts and snapshot events, all read by the
-    // fence), and in a session holding only the benchmark's own messages.
-    let small = common::add_session(&conn, "ses_bench_small_session_000000");
-    for (name, session) in [
-        (
-            "prune_one_message_in_large_session",
-            common::SESSION.to_string(),
-        ),
-        ("prune_one_message_in_small_session", small),
+    // fence) and in a new session of its own. Each sample prunes a new message; the one pruned
+    // before is deleted first, so that sessions do not grow while the benchmark runs.
+    for (name, large) in [
+        ("prune_one_message_in_large_session", true),
+        ("prune_one_message_in_small_session", false),
     ] {
+        let mut previous: Option<String> = None;
         group.bench_function(name, |b| {
             b.iter_batched(
                 || {
                     counter += 1;
+                    if let Some(old) = previous.take() {
+                        common::delete_message(&conn, &old);
+                    }
+                    let session = if large {
+                        common::SESSION.to_string()
+                    } else {
+                        common::add_session(&conn, &format!("ses_bench_{counter:020}"))
+                    };
                     let id = format!("msg_bench_{counter:08}");
                     common::insert_message(&conn, &session, &id, 1, 8 * 1024);
+                    previous = Some(id.clone());
                     let request = PreviewRequest::new(session.clone(), id.clone()).expect("req");
                     let revision = match engine.preview(&request).expect("preview") {
                         PreviewResult::Preview { revision, .. } => revision,
                         other => panic!("{other:?}"),
                     };
-                    PruneRequest::all_technical(session.clone(), id, revision).expect("req")
+                    PruneRequest::all_technical(session, id, revision).expect("req")
                 },
                 |request| {
                     let outcome = engine.prune(&request).expect("prune");
