@@ -197,13 +197,16 @@ impl<S: SessionStore> Engine<S> {
     /// Prunes parts of one message: journal the intent durably, apply it in one store
     /// transaction with its receipt, mark it committed with its event, announce the event.
     ///
-    /// An identical earlier request that committed returns the same result and receipt and
-    /// re-announces the same event (same id and seq) without writing anything. A refusal is
-    /// journaled as refused with its reason and leaves the database unchanged.
+    /// An identical earlier request that committed (per the journal, confirmed by the
+    /// database's receipt) returns the same result and receipt and re-announces the same event
+    /// (same id and seq) without writing anything; without the receipt (a database restored
+    /// from a backup) it runs as a new prune. A refusal is journaled as refused with its reason
+    /// and leaves the database unchanged.
     ///
-    /// Errors: the store failed ([`EngineError::Store`]; the intent is marked abandoned) or the
-    /// journal failed ([`EngineError::Journal`]; a committed prune is completed by recovery on the
-    /// next open).
+    /// Errors: the store failed ([`EngineError::Store`]; the intent is marked abandoned, except
+    /// for [`StoreError::OutcomeUnknown`], which leaves it pending for recovery) or the journal
+    /// failed ([`EngineError::Journal`]; a committed prune is completed by recovery on the next
+    /// open).
     pub fn prune(&self, request: &PruneRequest) -> Result<PruneOutcome, EngineError> {
         let key = request_key(request);
         let committed = self

@@ -10,7 +10,7 @@
 //!
 //! `JSON.stringify` rules followed here: only `"`, `\` and control characters below U+0020 are
 //! escaped (`\b \f \n \r \t` by name, the rest as lowercase `\u00xx`); everything else, non-ASCII
-//! included, is written raw ([`crate::escape`]). Numbers go through
+//! included, is written raw (see the private `escape` module). Numbers go through
 //! an IEEE double and JavaScript's shortest round-trip formatting (`1.0` -> `1`, `1e21` ->
 //! `1e+21`, `-0` -> `0`, via ryu-js).
 

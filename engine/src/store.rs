@@ -43,7 +43,7 @@ pub struct Receipt {
     pub receipt_id: Uuid,
     /// The journaled intent that produced it.
     pub intent_id: Uuid,
-    /// Lowercase hex SHA-256 of the canonical request (see [`crate::request_key`]).
+    /// Lowercase hex SHA-256 of the canonical request (see [`crate::request_key()`]).
     pub request_key: String,
     /// Session id.
     #[serde(rename = "sessionID")]
