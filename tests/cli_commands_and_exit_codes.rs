@@ -419,3 +419,24 @@ fn events_resolves_a_prune_that_committed_before_its_journal_mark() {
     assert_eq!(event["seq"], 1);
     assert_eq!(event["id"], receipt_id.to_string());
 }
+
+#[test]
+fn events_of_another_databases_journal_are_refused() {
+    let first = Fixture::new();
+    let second = Fixture::new();
+    for fx in [&first, &second] {
+        let revision = turn5_revision(fx);
+        assert_eq!(prune_turn5(fx, &revision, &[]).status.code(), Some(0));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&second.db)
+        .arg("--journal")
+        .arg(&first.journal)
+        .args(["--json", "events"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["status"], "error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bound to database"));
+}

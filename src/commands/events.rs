@@ -37,6 +37,7 @@ pub fn run(
             config.journal.display()
         );
     }
+    check_binding(config)?;
     let mut cursor = since;
     loop {
         match read_page(config, cursor) {
@@ -67,6 +68,21 @@ pub fn run(
         }
         std::thread::sleep(poll);
     }
+}
+
+/// Refuses to show the events of a journal bound to another database than `--db`'s.
+fn check_binding(config: &Config) -> anyhow::Result<()> {
+    if !config.journal.exists() || !config.db.is_file() {
+        return Ok(());
+    }
+    let bound = Journal::open(&config.journal)?.bound_database()?;
+    let found = pruning_engine::SessionStore::database_id(&super::open_store(config)?)?;
+    if let (Some(bound), Some(found)) = (bound, found) {
+        if bound != found {
+            return Err(pruning_engine::EngineError::JournalMismatch { bound, found }.into());
+        }
+    }
+    Ok(())
 }
 
 /// One visit: recover pending intents if any, then read a page. `None` when there is no journal.
