@@ -25,7 +25,25 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(error) => return fail(json, EXIT_BAD_INPUT, &error.to_string()),
     };
-    match run(&config) {
+    // A panic inside a dependency (redb on a damaged journal file, say) is reported like any
+    // failure: exit 1 and, with --json, one JSON document.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&config)));
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let message = format!(
+                "internal error: {what}. If the journal {} is damaged, move it aside: the receipts in the database remain the audit record",
+                config.journal.display()
+            );
+            return fail(json, EXIT_FAILURE, &message);
+        }
+    };
+    match ran {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Blocked) => ExitCode::from(EXIT_BLOCKED),
         Err(error) => {

@@ -19,6 +19,22 @@ fn cli(fx: &Fixture, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs the binary on `db` with the journal at `journal`.
+fn cli_with_journal(
+    db: &std::path::Path,
+    journal: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(db)
+        .arg("--journal")
+        .arg(journal)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
@@ -26,17 +42,22 @@ fn json(out: &Output) -> Value {
 
 /// `--json prune` of every technical part of turn 5, with `extra` flags.
 fn prune_turn5(fx: &Fixture, revision: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "--json",
+    let mut args = vec!["--json"];
+    args.extend(turn5_all_technical(revision));
+    args.extend_from_slice(extra);
+    cli(fx, &args)
+}
+
+/// `prune` of every technical part of turn 5 against `revision`.
+fn turn5_all_technical(revision: &str) -> [&str; 6] {
+    [
         "prune",
         MANY_TURNS,
         TURN5,
         "--revision",
         revision,
         "--all-technical",
-    ];
-    args.extend_from_slice(extra);
-    cli(fx, &args)
+    ]
 }
 
 /// The revision `preview --json` prints for turn 5 of the many-turns session.
@@ -364,21 +385,7 @@ fn journal_path_naming_the_database_or_its_sqlite_files_is_refused() {
     let revision = "0".repeat(64);
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let journal = format!("{}{suffix}", fx.db.display());
-        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
-            .arg("--db")
-            .arg(&fx.db)
-            .args([
-                "--journal",
-                &journal,
-                "prune",
-                MANY_TURNS,
-                TURN5,
-                "--revision",
-                &revision,
-                "--all-technical",
-            ])
-            .output()
-            .unwrap();
+        let out = cli_with_journal(&fx.db, &journal, &turn5_all_technical(&revision));
         assert_eq!(out.status.code(), Some(2), "{suffix}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("one of its SQLite files"));
     }
@@ -428,15 +435,96 @@ fn events_of_another_databases_journal_are_refused() {
         let revision = turn5_revision(fx);
         assert_eq!(prune_turn5(fx, &revision, &[]).status.code(), Some(0));
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
-        .arg("--db")
-        .arg(&second.db)
-        .arg("--journal")
-        .arg(&first.journal)
-        .args(["--json", "events"])
-        .output()
-        .unwrap();
+    let out = cli_with_journal(&second.db, &first.journal, &["--json", "events"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["status"], "error");
     assert!(String::from_utf8_lossy(&out.stderr).contains("bound to database"));
+}
+
+#[test]
+fn journal_linked_to_the_databases_wal_is_refused() {
+    let fx = Fixture::new();
+    let revision = "0".repeat(64);
+    let refused = |journal: &std::path::Path| {
+        let out = cli_with_journal(&fx.db, journal, &turn5_all_technical(&revision));
+        assert_eq!(out.status.code(), Some(2), "{}", journal.display());
+    };
+    // A symbolic link to the -wal file before SQLite creates it.
+    let dangling = fx.dir.path().join("dangling-journal");
+    std::os::unix::fs::symlink("opencode.db-wal", &dangling).unwrap();
+    assert!(!fx.db.with_extension("db-wal").exists());
+    refused(&dangling);
+    // A hard link to the -wal file while another connection keeps it open.
+    let conn = fx.sql();
+    let _: i64 = conn
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    let hard = fx.dir.path().join("hard-journal");
+    std::fs::hard_link(fx.db.with_extension("db-wal"), &hard).unwrap();
+    refused(&hard);
+    drop(conn);
+    let integrity: String = fx
+        .sql()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+}
+
+#[test]
+fn damaged_journal_is_a_failure_with_a_json_error_not_a_crash() {
+    let fx = Fixture::new();
+    let revision = turn5_revision(&fx);
+    assert_eq!(prune_turn5(&fx, &revision, &[]).status.code(), Some(0));
+    let digest = fx.file_digest();
+    let mut bytes = std::fs::read(&fx.journal).unwrap();
+    for offset in [8192usize, 16384, 20480, 40960] {
+        if offset + 8 <= bytes.len() {
+            bytes[offset..offset + 8].copy_from_slice(&[0xff; 8]);
+        }
+    }
+    std::fs::write(&fx.journal, &bytes).unwrap();
+    for args in [&["--json", "events"][..], &["--json", "receipts"][..]] {
+        let out = cli(&fx, args);
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "{args:?}: {:?}",
+            out.status
+        );
+        if out.status.code() == Some(1) {
+            assert_eq!(json(&out)["status"], "error");
+        }
+    }
+    let out = prune_turn5(&fx, &revision, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["status"], "error");
+    assert_eq!(fx.file_digest(), digest);
+}
+
+#[test]
+fn dry_run_refuses_a_journal_of_another_database() {
+    let first = Fixture::new();
+    let revision = turn5_revision(&first);
+    assert_eq!(prune_turn5(&first, &revision, &[]).status.code(), Some(0));
+    let other = Fixture::new();
+    let out = cli_with_journal(
+        &other.db,
+        &first.journal,
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            &revision,
+            "--all-technical",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds its prune history"));
 }

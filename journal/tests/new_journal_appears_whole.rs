@@ -33,3 +33,17 @@ fn journal_path_that_is_a_directory_is_refused() {
         result.err()
     );
 }
+
+#[test]
+fn temporary_files_of_dead_processes_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.prune-journal");
+    // Process ids above the kernel's maximum (4194304) are never alive.
+    let dead = dir.path().join(".j.prune-journal.creating-4294967295");
+    std::fs::write(&dead, b"partial").unwrap();
+    let unrelated = dir.path().join(".other.creating-4294967295");
+    std::fs::write(&unrelated, b"keep").unwrap();
+    Journal::open(&path).unwrap();
+    assert!(!dead.exists());
+    assert!(unrelated.exists());
+}

@@ -147,27 +147,67 @@ fn prune_action(args: PruneArgs) -> Result<Action, ConfigError> {
     })
 }
 
-/// Whether `journal` is `db` or SQLite's `-wal`, `-shm` or `-journal` file of it (compared after
-/// resolving symbolic links and relative paths of their folders).
+/// Whether `journal` is `db` or SQLite's `-wal`, `-shm` or `-journal` file of it: by path after
+/// following symbolic links (a dangling one too: SQLite may create its target later) and
+/// resolving folders, and by device and inode where both files exist (hard links).
 fn is_database_file(db: &Path, journal: &Path) -> bool {
-    let resolve = |path: &Path| -> Option<PathBuf> {
-        let name = path.file_name()?;
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        Some(std::fs::canonicalize(parent).ok()?.join(name))
+    let family: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| {
+            let mut name = resolve(db).into_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .collect();
+    let target = resolve(journal);
+    if family.contains(&target) {
+        return true;
+    }
+    same_inode_as_any(journal, &family)
+}
+
+/// `path` with every symbolic link followed (up to 40, dangling ones included) and its folder
+/// made canonical; the path itself when that fails.
+fn resolve(path: &Path) -> PathBuf {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&current) {
+            Ok(target) => {
+                current = match current.parent() {
+                    Some(parent) if target.is_relative() => parent.join(target),
+                    _ => target,
+                };
+            }
+            Err(_) => break,
+        }
+    }
+    let Some(name) = current.file_name().map(|n| n.to_os_string()) else {
+        return current;
     };
-    let (Some(db), Some(journal)) = (resolve(db), resolve(journal)) else {
+    let parent = match current.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    match std::fs::canonicalize(&parent) {
+        Ok(parent) => parent.join(name),
+        Err(_) => current,
+    }
+}
+
+#[cfg(unix)]
+fn same_inode_as_any(path: &Path, others: &[PathBuf]) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
-    let db = std::fs::canonicalize(&db).unwrap_or(db);
-    let journal = std::fs::canonicalize(&journal).unwrap_or(journal);
-    ["", "-wal", "-shm", "-journal"].iter().any(|suffix| {
-        let mut sibling = db.clone().into_os_string();
-        sibling.push(suffix);
-        sibling == journal.as_os_str()
+    others.iter().any(|other| {
+        std::fs::metadata(other).is_ok_and(|o| o.dev() == meta.dev() && o.ino() == meta.ino())
     })
+}
+
+#[cfg(not(unix))]
+fn same_inode_as_any(_path: &Path, _others: &[PathBuf]) -> bool {
+    false
 }
 
 /// Parses `0,2,5` (spaces allowed). An empty list is left for the contract to reject.

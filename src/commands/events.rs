@@ -16,6 +16,9 @@ use crate::output;
 /// Events read per journal visit.
 const PAGE: usize = 1000;
 
+/// Most polls in a row that `--follow` skips because the journal file looks unchanged.
+const MAX_SKIPPED_POLLS: u32 = 20;
+
 /// What one visit to the journal found.
 enum Page {
     /// Events after the cursor were trimmed: the reader must reload; resume after `through`.
@@ -37,16 +40,32 @@ pub fn run(
             config.journal.display()
         );
     }
-    check_binding(config)?;
+    super::check_binding(config)?;
     let mut cursor = since;
+    let mut seen: Option<(std::time::SystemTime, u64)> = None;
+    let mut skipped = 0;
     loop {
-        match read_page(config, cursor) {
+        // Opening the journal writes to it (redb marks it open): skip polls in which nobody else
+        // changed the file since this command last read all of it and closed it. A write in the
+        // same clock tick as that close would look like no change, so every
+        // `MAX_SKIPPED_POLLS`-th poll reads anyway.
+        if follow && seen.is_some() && stamp(&config.journal) == seen && skipped < MAX_SKIPPED_POLLS
+        {
+            skipped += 1;
+            std::thread::sleep(poll);
+            continue;
+        }
+        skipped = 0;
+        let page = read_page(config, cursor);
+        seen = stamp(&config.journal);
+        match page {
             Ok(Some(Page::Resync {
                 first_kept,
                 through,
             })) => {
                 print_resync(cursor, first_kept, config.json)?;
                 cursor = through;
+                seen = None;
                 continue;
             }
             Ok(Some(Page::Events(events))) => {
@@ -56,11 +75,12 @@ pub fn run(
                     cursor = event.seq;
                 }
                 if full {
+                    seen = None;
                     continue;
                 }
             }
             Ok(None) => {}
-            Err(error) if follow && super::journal_busy(&error) => {}
+            Err(error) if follow && super::journal_busy(&error) => seen = None,
             Err(error) => return Err(error),
         }
         if !follow {
@@ -70,19 +90,10 @@ pub fn run(
     }
 }
 
-/// Refuses to show the events of a journal bound to another database than `--db`'s.
-fn check_binding(config: &Config) -> anyhow::Result<()> {
-    if !config.journal.exists() || !config.db.is_file() {
-        return Ok(());
-    }
-    let bound = Journal::open(&config.journal)?.bound_database()?;
-    let found = pruning_engine::SessionStore::database_id(&super::open_store(config)?)?;
-    if let (Some(bound), Some(found)) = (bound, found) {
-        if bound != found {
-            return Err(pruning_engine::EngineError::JournalMismatch { bound, found }.into());
-        }
-    }
-    Ok(())
+/// Modification time and length of the journal file, if it exists.
+fn stamp(path: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
 }
 
 /// One visit: recover pending intents if any, then read a page. `None` when there is no journal.
@@ -133,8 +144,8 @@ fn print_event(event: &PrunedEvent, json: bool) -> anyhow::Result<()> {
         event.seq,
         output::time(event.committed_at_ms),
         event.event_type,
-        event.data.session_id,
-        event.data.message_id,
+        output::printable(&event.data.session_id),
+        output::printable(&event.data.message_id),
         event.data.revision,
         event.removed_count,
         event.id

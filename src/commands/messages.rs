@@ -33,8 +33,8 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
         };
         println!(
             "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}",
-            m.message_id,
-            m.role,
+            output::printable(&m.message_id),
+            output::printable(&m.role),
             state,
             m.parts,
             m.technical_parts,

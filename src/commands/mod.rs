@@ -34,6 +34,25 @@ pub fn require_v1(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses a journal bound to another database than `--db`'s, as opening the engine would, for
+/// commands that read without opening it (`events`, `prune --dry-run`). Nothing is written.
+pub fn check_binding(config: &Config) -> anyhow::Result<()> {
+    if !config.journal.exists() || !config.db.is_file() {
+        return Ok(());
+    }
+    let journal = Journal::open(&config.journal)?;
+    let found = pruning_engine::SessionStore::database_id(&open_store(config)?)?;
+    match (journal.bound_database()?, found) {
+        (Some(bound), Some(found)) if bound != found => {
+            Err(pruning_engine::EngineError::JournalMismatch { bound, found }.into())
+        }
+        (Some(bound), None) if journal.last_seq()? > 0 => {
+            Err(pruning_engine::EngineError::UnknownDatabase { bound }.into())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Whether `error` is the journal being held by another process past the open's retry window.
 pub fn journal_busy(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {

@@ -63,6 +63,7 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
 }
 
 fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
+    super::check_binding(config)?;
     let store = open_store(config)?;
     let plan = match pruning_engine::dry_run(&store, request)? {
         Err(refusal) => {

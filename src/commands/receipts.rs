@@ -25,8 +25,8 @@ pub fn run(config: &Config, session: Option<&str>) -> anyhow::Result<Outcome> {
             "{}  {}  {} / {}  removed {} part(s), {}  receipt {}",
             output::time(r.committed_at_ms),
             r.engine_version,
-            r.session_id,
-            r.message_id,
+            output::printable(&r.session_id),
+            output::printable(&r.message_id),
             r.removed_count,
             output::bytes(r.bytes_removed),
             r.receipt_id

@@ -108,6 +108,7 @@ fn create_in_place(path: &Path) -> Result<(), OpenError> {
     temporary.push(name);
     temporary.push(format!(".creating-{}", std::process::id()));
     let temporary = path.with_file_name(temporary);
+    remove_abandoned_creations(path);
     match std::fs::remove_file(&temporary) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -131,6 +132,38 @@ fn create_in_place(path: &Path) -> Result<(), OpenError> {
     std::fs::File::open(folder)
         .and_then(|dir| dir.sync_all())
         .map_err(create_error)
+}
+
+/// Removes `.<name>.creating-<pid>` files left beside `path` by creations whose process is gone
+/// (best-effort; only where `/proc` tells which processes are alive).
+fn remove_abandoned_creations(path: &Path) {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let prefix = format!(".{}.creating-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let alive = pid
+            .parse::<u32>()
+            .is_ok_and(|pid| Path::new("/proc").join(pid.to_string()).exists());
+        if !alive {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The redb configuration every journal handle uses.
