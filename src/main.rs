@@ -19,7 +19,27 @@ const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_BLOCKED: u8 = 3;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    quiet_on_broken_pipe();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => error.exit(), // --help, --version
+        Err(error) => {
+            if std::env::args().any(|arg| arg == "--json") {
+                let text = error.to_string();
+                let summary: Vec<&str> = text
+                    .lines()
+                    .map(str::trim)
+                    .take_while(|line| !line.is_empty())
+                    .collect();
+                let summary = summary.join(" ");
+                let summary = summary.trim_start_matches("error: ");
+                let doc = serde_json::json!({ "status": "error", "exitCode": EXIT_BAD_INPUT, "error": summary });
+                println!("{doc}");
+            }
+            let _ = error.print();
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
     let json = cli.global.json;
     let config = match Config::from_cli(cli) {
         Ok(config) => config,
@@ -30,6 +50,7 @@ fn main() -> ExitCode {
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&config)));
     let ran = match ran {
         Ok(ran) => ran,
+        Err(panic) if is_broken_pipe(panic.as_ref()) => return ExitCode::SUCCESS,
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -46,6 +67,15 @@ fn main() -> ExitCode {
     match ran {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Blocked) => ExitCode::from(EXIT_BLOCKED),
+        Err(error)
+            if error.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(error) => {
             let bad_input = error.downcast_ref::<ConfigError>().is_some()
                 || error
@@ -63,6 +93,26 @@ fn main() -> ExitCode {
             fail(json, code, &format!("{error:#}"))
         }
     }
+}
+
+/// A reader that goes away (`session-prune sessions | head`) ends output quietly: the panic
+/// that printing to a closed pipe raises is neither reported nor turned into an error.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_broken_pipe(info.payload()) {
+            default(info);
+        }
+    }));
+}
+
+fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    text.contains("Broken pipe")
 }
 
 /// Reports an error on stderr and, with `--json`, as `{"status":"error","exitCode","error"}` on

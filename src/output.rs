@@ -7,17 +7,18 @@ use serde::Serialize;
 
 /// Prints one JSON document (pretty) on stdout.
 pub fn json_document<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    std::io::stdout().lock().write_all(&text)?;
     Ok(())
 }
 
 /// Prints one JSON line on stdout and flushes it (for streams).
 pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut text = serde_json::to_vec(value)?;
+    text.push(b'\n');
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value)?;
-    writeln!(out)?;
+    out.write_all(&text)?;
     out.flush()?;
     Ok(())
 }

@@ -528,3 +528,64 @@ fn dry_run_refuses_a_journal_of_another_database() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds its prune history"));
 }
+
+#[test]
+fn usage_errors_with_json_are_one_json_document() {
+    let fx = Fixture::new();
+    let out = cli(
+        &fx,
+        &["prune", MANY_TURNS, TURN5, "--indexes", "1,2", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    assert_eq!(doc["status"], "error");
+    assert_eq!(doc["exitCode"], 2);
+    assert!(doc["error"].as_str().unwrap().contains("--revision"));
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_output_quietly() {
+    let fx = Fixture::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .args(["--json", "sessions"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+#[test]
+fn refusals_name_what_is_wrong_with_the_ids() {
+    let fx = Fixture::new();
+    let other_session = cli(&fx, &["preview", "ses_dd992d334ffeb4iZc8W2NskkWu", TURN5]);
+    assert_eq!(other_session.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&other_session.stdout).trim(),
+        format!("blocked: not_deletable: message {TURN5} belongs to session {MANY_TURNS}, not ses_dd992d334ffeb4iZc8W2NskkWu")
+    );
+    let missing = cli(&fx, &["messages", "ses_missing"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("there is no session ses_missing"));
+}
+
+#[test]
+fn dry_run_reports_a_locked_database_as_a_prune_would() {
+    let fx = Fixture::new();
+    let revision = turn5_revision(&fx);
+    let writer = fx.sql();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let out = prune_turn5(&fx, &revision, &["--dry-run"]);
+    writer.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"status": "blocked", "reason": "maintenance_required"})
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked by another writer"));
+}

@@ -140,8 +140,8 @@ pub trait SessionStore: Send + Sync {
     /// unchanged. A receipt already stored under the same request key is returned unchanged.
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError>;
 
-    /// Runs everything a prune runs before it writes (fence, receipt lookup, read, planner) in
-    /// a read transaction, and writes nothing. `now_ms` is ms since the Unix epoch.
+    /// Runs everything a prune runs before it writes (write lock, fence, receipt lookup, read,
+    /// planner), then rolls back: nothing is written. `now_ms` is ms since the Unix epoch.
     fn dry_run(
         &self,
         request: &PruneRequest,

@@ -25,7 +25,8 @@ pub struct GlobalArgs {
     /// Journal file (default: beside the database, `<database>.prune-journal`).
     #[arg(long, global = true, value_name = "PATH")]
     pub journal: Option<PathBuf>,
-    /// OpenCode channel whose database to find when --db is not given (latest, beta, local, ...).
+    /// OpenCode channel whose database to find when --db is not given: latest, beta and prod use
+    /// opencode.db, any other NAME opencode-NAME.db (dev builds: local).
     #[arg(long, global = true, default_value = "latest", value_name = "NAME")]
     pub channel: String,
     /// Print one JSON document (or JSON lines for streams) instead of text.
@@ -73,7 +74,8 @@ pub enum Command {
         #[arg(long, default_value_t = 500, value_name = "MS", requires = "follow")]
         poll_ms: u64,
     },
-    /// Run the whole flow on a copy of a small database made by real OpenCode.
+    /// Run the whole flow on a copy of a small database made by real OpenCode (ignores --db and
+    /// --journal: it makes its own in a temporary folder).
     Demo {
         /// Keep the demo's temporary folder and print its path.
         #[arg(long)]

@@ -22,6 +22,11 @@ pub enum ConfigError {
     /// The journal path names the database or one of SQLite's files beside it.
     #[error("--journal {0} is the database or one of its SQLite files (-wal, -shm, -journal); the journal needs a file of its own")]
     JournalIsDatabase(String),
+    /// The journal's folder does not exist.
+    #[error(
+        "the folder of the journal, {0}, does not exist (create it, or pass another --journal)"
+    )]
+    JournalFolder(String),
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),
@@ -117,11 +122,21 @@ impl Config {
             (Action::Demo { .. }, None) => PathBuf::new(),
             (_, None) => Environment::from_process().database_path(&cli.global.channel)?,
         };
+        let explicit_journal = cli.global.journal.is_some();
         let journal = cli.global.journal.unwrap_or_else(|| default_journal(&db));
-        if !matches!(action, Action::Demo { .. }) && is_database_file(&db, &journal) {
-            return Err(ConfigError::JournalIsDatabase(
-                journal.display().to_string(),
-            ));
+        if !matches!(action, Action::Demo { .. }) {
+            if is_database_file(&db, &journal) {
+                return Err(ConfigError::JournalIsDatabase(
+                    journal.display().to_string(),
+                ));
+            }
+            let folder = match journal.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if explicit_journal && !folder.is_dir() {
+                return Err(ConfigError::JournalFolder(folder.display().to_string()));
+            }
         }
         Ok(Self {
             db,

@@ -35,10 +35,11 @@ pub fn run(
     poll: std::time::Duration,
 ) -> anyhow::Result<Outcome> {
     if !config.journal.exists() && !follow {
-        anyhow::bail!(
+        eprintln!(
             "no journal at {}: nothing has been pruned with it yet (or pass --journal PATH)",
             config.journal.display()
         );
+        return Ok(Outcome::Done);
     }
     super::check_binding(config)?;
     let mut cursor = since;

@@ -13,12 +13,25 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     let conn = store.connection();
     super::require_v1(&Schema::read(&conn)?, &config.db)?;
-    let list = sessions::messages(&conn, session)?;
-    if list.is_empty() {
-        bail!("session {session} has no messages here (see `session-prune sessions` for the session ids)");
+    let exists: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM session WHERE id = ?1",
+        [session],
+        |r| r.get(0),
+    )?;
+    if !exists {
+        bail!(
+            "there is no session {session} in this database (`session-prune sessions` lists them)"
+        );
     }
+    let list = sessions::messages(&conn, session)?;
     if config.json {
         output::json_document(&list)?;
+        return Ok(Outcome::Done);
+    }
+    if list.is_empty() {
+        println!(
+            "session {session} has no V1 messages (a V2 session keeps its history in session_message rows, which this version does not prune yet)"
+        );
         return Ok(Outcome::Done);
     }
     println!(

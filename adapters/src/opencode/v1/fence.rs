@@ -83,10 +83,10 @@ pub fn check(
         .saturating_sub(input.now_ms);
     if quiet_left > 0 {
         return Ok(Some(busy(format!(
-            "the session was updated {} ms ago, within the {} ms quiet period; try again in {} ms",
-            input.now_ms.saturating_sub(updated),
-            input.quiet_period_ms,
-            quiet_left
+            "the session was updated {} ago, within the {} quiet period (OpenCode may still be writing it); try again in {}",
+            seconds(input.now_ms.saturating_sub(updated)),
+            seconds(input.quiet_period_ms),
+            seconds(quiet_left)
         ))));
     }
 
@@ -100,7 +100,7 @@ pub fn check(
     )?;
     if incomplete > 0 {
         return Ok(Some(busy(format!(
-            "{incomplete} assistant message(s) of the session are not complete (a run is active or was killed)"
+            "{incomplete} assistant message(s) of the session are not complete: a run is active, or was killed (then the session stays refused: OpenCode never completes a killed run's message)"
         ))));
     }
     // Substring test first: a part whose text never spells `pending` or `running` cannot hold
@@ -136,6 +136,11 @@ pub fn check(
         }
     }
     Ok(None)
+}
+
+/// `1500` -> `1.5 s`.
+fn seconds(ms: i64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
 }
 
 fn busy(detail: impl Into<String>) -> Refusal {

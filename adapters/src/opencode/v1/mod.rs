@@ -174,8 +174,11 @@ impl SessionStore for V1Store {
     ) -> Result<Result<DryRun, Refusal>, StoreError> {
         let conn = self.connection();
         let key = hex::encode(pruning_engine::request_key(request));
-        // A read transaction: the same snapshot a prune would see, and nothing written.
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        // The write lock a prune takes, so that a busy database is reported as a prune would
+        // report it; rolled back, nothing is written.
+        if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+            return apply::classify(&error).map(Err);
+        }
         let prepared = apply::prepare(
             &conn,
             request,

@@ -84,7 +84,7 @@ pub fn read_message(
     let Some(message_data) = row else {
         return Ok(Err(Refusal::new(
             BlockedReason::NotDeletable,
-            format!("message {message_id} is not in session {session_id}"),
+            why_missing(conn, session_id, message_id)?,
         )));
     };
     let info: Value = match serde_json::from_str(&message_data) {
@@ -130,6 +130,33 @@ pub fn read_message(
         parts,
     };
     Ok(Ok(V1Message { message, rows }))
+}
+
+/// Why message `message_id` of session `session_id` was not found, in words.
+fn why_missing(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<String> {
+    let owner: Option<String> = conn
+        .query_row(
+            "SELECT session_id FROM message WHERE id = ?1",
+            [message_id],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if let Some(owner) = owner {
+        return Ok(format!(
+            "message {message_id} belongs to session {owner}, not {session_id}"
+        ));
+    }
+    let session_exists: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM session WHERE id = ?1",
+        [session_id],
+        |row| row.get(0),
+    )?;
+    let swapped = session_id.starts_with("msg_") && message_id.starts_with("ses_");
+    Ok(match (session_exists, swapped) {
+        (_, true) => format!("no message {message_id}: the session and message ids look swapped (SESSION comes first)"),
+        (true, false) => format!("session {session_id} has no message {message_id}"),
+        (false, false) => format!("there is no session {session_id} and no message {message_id} in this database"),
+    })
 }
 
 /// `{...data, id, sessionID, messageID}`: an existing key keeps its place, new keys go last.
