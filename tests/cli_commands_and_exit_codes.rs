@@ -35,6 +35,20 @@ fn cli_with_journal(
         .unwrap()
 }
 
+/// Checks that `out` exited with `code` and printed one JSON error document mentioning `words`.
+fn assert_json_error(out: &Output, code: i32, words: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(out);
+    assert_eq!(doc["status"], "error");
+    assert_eq!(doc["exitCode"], code);
+    assert!(doc["error"].as_str().unwrap().contains(words), "{doc}");
+}
+
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
@@ -351,11 +365,7 @@ fn json_errors_are_one_json_document() {
             "--all-technical",
         ],
     );
-    assert_eq!(out.status.code(), Some(2));
-    let doc = json(&out);
-    assert_eq!(doc["status"], "error");
-    assert_eq!(doc["exitCode"], 2);
-    assert!(doc["error"].as_str().unwrap().contains("64 lowercase hex"));
+    assert_json_error(&out, 2, "64 lowercase hex");
 }
 
 #[test]
@@ -536,11 +546,7 @@ fn usage_errors_with_json_are_one_json_document() {
         &fx,
         &["prune", MANY_TURNS, TURN5, "--indexes", "1,2", "--json"],
     );
-    assert_eq!(out.status.code(), Some(2));
-    let doc = json(&out);
-    assert_eq!(doc["status"], "error");
-    assert_eq!(doc["exitCode"], 2);
-    assert!(doc["error"].as_str().unwrap().contains("--revision"));
+    assert_json_error(&out, 2, "--revision");
 }
 
 #[test]

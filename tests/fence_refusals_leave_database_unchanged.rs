@@ -67,17 +67,27 @@ fn refused_after(setup: &str, reason: BlockedReason, detail: &str) {
     assert_refused(&fx, store, MANY_TURNS, TURN5, &revision, reason, detail);
 }
 
-#[test]
-fn incomplete_assistant_message_is_maintenance_required() {
+/// A refused prune of `message` in `session` on an untouched fixture (the fence runs before the
+/// revision is compared, so any well-formed revision will do).
+fn refused_as_is(session: &str, message: &str, reason: BlockedReason, detail: &str) {
     let fx = Fixture::new();
     let store = fx.store(30_000);
-    let revision = "0".repeat(64);
     assert_refused(
         &fx,
         store,
+        session,
+        message,
+        &"0".repeat(64),
+        reason,
+        detail,
+    );
+}
+
+#[test]
+fn incomplete_assistant_message_is_maintenance_required() {
+    refused_as_is(
         KILLED_MID_STREAM,
         KILLED_MID_STREAM_MSG,
-        &revision,
         BlockedReason::MaintenanceRequired,
         "not complete",
     );
@@ -85,15 +95,9 @@ fn incomplete_assistant_message_is_maintenance_required() {
 
 #[test]
 fn killed_mid_tool_session_is_maintenance_required() {
-    let fx = Fixture::new();
-    let store = fx.store(30_000);
-    let revision = "0".repeat(64);
-    assert_refused(
-        &fx,
-        store,
+    refused_as_is(
         KILLED_MID_TOOL,
         KILLED_MID_TOOL_MSG,
-        &revision,
         BlockedReason::MaintenanceRequired,
         "not complete",
     );
@@ -189,15 +193,9 @@ fn attached_database_is_unsupported_storage() {
 
 #[test]
 fn missing_session_is_not_deletable() {
-    let fx = Fixture::new();
-    let store = fx.store(30_000);
-    let revision = "0".repeat(64);
-    assert_refused(
-        &fx,
-        store,
+    refused_as_is(
         "ses_does_not_exist",
         TURN5,
-        &revision,
         BlockedReason::NotDeletable,
         "does not exist",
     );

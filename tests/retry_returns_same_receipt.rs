@@ -36,11 +36,7 @@ fn identical_retry_returns_same_result_receipt_and_event() {
 #[test]
 fn retry_after_reopen_returns_same_receipt() {
     let fx = Fixture::new();
-    let engine = fx.engine();
-    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
-    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
-    let first = engine.prune(&req).unwrap();
-    drop(engine);
+    let (req, first) = prune_turn5_once(&fx);
 
     let engine = fx.engine();
     let retry = engine.prune(&req).unwrap();
@@ -55,11 +51,7 @@ fn retry_after_reopen_returns_same_receipt() {
 #[test]
 fn retry_with_a_new_journal_finds_the_receipt_in_the_database() {
     let fx = Fixture::new();
-    let engine = fx.engine();
-    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
-    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
-    let first = engine.prune(&req).unwrap();
-    drop(engine);
+    let (req, first) = prune_turn5_once(&fx);
     std::fs::remove_file(&fx.journal).unwrap();
 
     // The database's receipt is the authority: the retry gets it back, nothing is pruned again.

@@ -204,3 +204,13 @@ pub fn prune_stopped_before_journal_commit(fx: &Fixture) -> (pruning_engine::Int
         other => panic!("{other:?}"),
     }
 }
+
+/// Prunes turn 5 (both technical parts) through `fx`'s engine, closes it, and returns the request
+/// and its outcome.
+pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOutcome) {
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
+    let outcome = engine.prune(&req).unwrap();
+    (req, outcome)
+}
