@@ -8,6 +8,7 @@ pub mod schema;
 pub mod sessions;
 pub mod sql_functions;
 pub mod v1;
+pub mod v2;
 
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use schema::Schema;

@@ -129,6 +129,12 @@ pub(super) fn prepare(
             "the database has no V1 session/message/part tables: not an OpenCode 1.2 to 1.18 database",
         )));
     }
+    if schema.has_v2() && crate::opencode::v2::is_v2_message(conn, &request.message_id)? {
+        return Ok(Prepared::Refuse(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "this is a V2 message (session_message): this version previews V2 messages but does not prune them (V2 pruning needs session_v2.time_suspended, which OpenCode 1.18 does not have)",
+        )));
+    }
     if schema.has("event") != schema.has("event_sequence") {
         return Ok(Prepared::Refuse(Refusal::new(
             BlockedReason::UnsupportedStorage,

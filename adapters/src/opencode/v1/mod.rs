@@ -1,4 +1,5 @@
 //! The V1 store: OpenCode 1.2 to 1.18 histories in `message` + `part`, with the `event` table.
+//! It also previews V2 messages (`session_message`) read-only; pruning them is refused.
 //!
 //! A prune deletes the selected part rows, deletes the `message.part.updated.1` snapshots that
 //! carry them, appends one `message.part.removed.1` event per removed part, and inserts the
@@ -21,6 +22,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::receipts;
 use super::schema::Schema;
+use super::v2;
 
 /// Default quiet period: a session updated within the last 30 s is refused.
 pub const DEFAULT_QUIET_PERIOD: Duration = Duration::from_secs(30);
@@ -121,6 +123,26 @@ impl V1Store {
     }
 }
 
+/// Reads a message from whichever generation holds it: V1 when the `message` table has it, else
+/// V2 when `session_message` has it.
+fn read_any(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    if schema.has_v2() && v2::is_v2_message(conn, message_id)? {
+        return v2::read_message(conn, session_id, message_id);
+    }
+    if !schema.has_v1() {
+        return Ok(Err(Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("there is no message {message_id} in this database"),
+        )));
+    }
+    Ok(read::read_message(conn, session_id, message_id, read::Texts::Skip)?.map(|m| m.message))
+}
+
 fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(error.to_string())
 }
@@ -142,25 +164,28 @@ impl SessionStore for V1Store {
     ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
         let conn = self.connection();
         let schema = Schema::read(&conn).map_err(storage)?;
-        if !schema.has_v1() {
+        if !schema.is_supported() {
             return Ok(Err(Refusal::new(
                 BlockedReason::UnsupportedStorage,
-                "the database has no V1 session/message/part tables",
+                "the database has neither V1 (message, part) nor V2 (session_message) tables",
             )));
         }
         // One read transaction, so the message and its parts are one snapshot.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let read = read::read_message(&conn, session_id, message_id, read::Texts::Skip);
+        let read = read_any(&conn, &schema, session_id, message_id);
         let _ = conn.execute_batch("COMMIT");
         match read {
-            Ok(Ok(loaded)) => Ok(Ok(loaded.message)),
-            Ok(Err(refusal)) => Ok(Err(refusal)),
+            Ok(result) => Ok(result),
             Err(error) => Ok(Err(apply::sql_refusal(&error))),
         }
     }
 
-    fn live_mutation(&self, _session_id: &str, _message_id: &str) -> bool {
-        true
+    /// V1 messages can be pruned here; V2 messages are previewed read-only (`false`).
+    fn live_mutation(&self, _session_id: &str, message_id: &str) -> bool {
+        let conn = self.connection();
+        let v2 = Schema::read(&conn).is_ok_and(|schema| schema.has_v2())
+            && v2::is_v2_message(&conn, message_id).unwrap_or(true);
+        !v2
     }
 
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {

@@ -1,0 +1,85 @@
+//! Reading V2 messages (`session_message`, OpenCode's next storage generation) as the planner
+//! sees them. This version previews them read-only; their write path (CodeNomad's V2 fence on
+//! `session_v2.time_suspended`) is not built yet, so a prune of a V2 message is refused.
+//!
+//! Source: opencode-storage.md §6 and codenomad-pruning.md §1, §4. A row's `data` is the message
+//! without `id` and `type`; its `content` array holds `text`, `reasoning` and `tool` parts, and
+//! that array, in stored order, is the content the revision is computed over. Rows larger than
+//! 16 MiB (`length(CAST(data AS BLOB))`) are not read.
+
+use pruning_engine::contract::MAX_MESSAGE_BYTES;
+use pruning_engine::planner::completed_at;
+use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
+use rusqlite::{Connection, OptionalExtension};
+use serde_json::Value;
+
+/// Classifies a V2 content part by its `type`: `tool` and `reasoning` are prunable, `text` is
+/// kept, anything else is unknown.
+pub fn classify(part: &Value) -> PartClass {
+    match part.get("type").and_then(Value::as_str) {
+        Some("tool") => PartClass::Tool(ToolStatus::of(part)),
+        Some("reasoning") => PartClass::Reasoning,
+        Some("text") => PartClass::Kept,
+        _ => PartClass::Unknown,
+    }
+}
+
+/// Whether `message_id` is a V2 message (a `session_message` row).
+pub fn is_v2_message(conn: &Connection, message_id: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) > 0 FROM session_message WHERE id = ?1",
+        [message_id],
+        |row| row.get(0),
+    )
+}
+
+/// Reads V2 message `message_id` of session `session_id`.
+///
+/// Refusals (`not_deletable`): the message is not in that session, is over 16 MiB, or its
+/// `data` is not a JSON object with a `content` array.
+pub fn read_message(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    let row: Option<(String, Option<String>)> = conn
+        .query_row(
+            "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END \
+             FROM session_message WHERE session_id = ?1 AND id = ?2",
+            rusqlite::params![session_id, message_id, MAX_MESSAGE_BYTES as i64],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    let refuse = |detail: String| Ok(Err(Refusal::new(BlockedReason::NotDeletable, detail)));
+    let Some((kind, data)) = row else {
+        return refuse(format!(
+            "session {session_id} has no V2 message {message_id}"
+        ));
+    };
+    let Some(data) = data else {
+        return refuse(format!("V2 message {message_id} is over the 16 MiB budget"));
+    };
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&data) else {
+        return refuse(format!(
+            "V2 message {message_id} does not hold a JSON object"
+        ));
+    };
+    let completed = completed_at(&Value::Object(map.clone()));
+    let parts = match map.remove("content") {
+        Some(Value::Array(items)) => items,
+        None if kind != "assistant" => Vec::new(),
+        _ => return refuse(format!("V2 message {message_id} has no content array")),
+    };
+    let parts = parts
+        .into_iter()
+        .map(|value| StoredPart {
+            class: classify(&value),
+            value,
+        })
+        .collect();
+    Ok(Ok(StoredMessage {
+        is_assistant: kind == "assistant",
+        completed,
+        parts,
+    }))
+}
