@@ -214,3 +214,5 @@ pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOut
     let outcome = engine.prune(&req).unwrap();
     (req, outcome)
 }
+
+pub mod v2;

@@ -5,7 +5,7 @@
 //! database without them. OpenCode's migrations ignore tables they do not know. A receipt holds
 //! ids, revisions, indexes, counts and times, never pruned content.
 
-use pruning_engine::Receipt;
+use pruning_engine::{BlockedReason, Receipt, Refusal};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
@@ -118,6 +118,30 @@ pub fn by_key(conn: &Connection, request_key: &str) -> rusqlite::Result<Option<R
     }
     let sql = format!("SELECT {COLUMNS} FROM session_prune_receipt WHERE request_key = ?1");
     conn.query_row(&sql, [request_key], from_row).optional()
+}
+
+/// The receipt of an identical earlier prune of `message_id` in `session_id` (`Ok`), a refusal
+/// (`unsupported_storage`) when the receipt under `request_key` names another message, or
+/// `None` when there is none.
+pub fn replay(
+    conn: &Connection,
+    request_key: &str,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Option<Result<Receipt, Refusal>>> {
+    let Some(receipt) = by_key(conn, request_key)? else {
+        return Ok(None);
+    };
+    if receipt.message_id == message_id && receipt.session_id == session_id {
+        return Ok(Some(Ok(receipt)));
+    }
+    Ok(Some(Err(Refusal::new(
+        BlockedReason::UnsupportedStorage,
+        format!(
+            "receipt {} under this request key names another message",
+            receipt.receipt_id
+        ),
+    ))))
 }
 
 /// Every receipt, oldest commit first, optionally of one session.

@@ -19,6 +19,8 @@ use super::fence::{self, FenceInput};
 use super::read;
 use crate::opencode::receipts;
 use crate::opencode::schema::Schema;
+use crate::opencode::v2;
+use crate::opencode::v2::apply::V2Prepared;
 
 /// `storage` column of receipts written by this store.
 pub const STORAGE: &str = "v1";
@@ -104,6 +106,8 @@ pub(super) enum Prepared {
     Refuse(Refusal),
     /// An identical request already committed: this is its receipt.
     Replayed(Receipt),
+    /// Go ahead with a V2 message.
+    PlanV2(Box<v2::apply::V2Plan>),
     /// Go ahead: the message as read and the plan.
     Plan {
         schema: Schema,
@@ -123,16 +127,19 @@ pub(super) fn prepare(
     texts: read::Texts,
 ) -> rusqlite::Result<Prepared> {
     let schema = Schema::read(conn)?;
+    if schema.has_v2() && v2::is_v2_message(conn, &request.message_id)? {
+        return Ok(
+            match v2::apply::prepare(conn, &schema, request, request_key)? {
+                V2Prepared::Refuse(refusal) => Prepared::Refuse(refusal),
+                V2Prepared::Replayed(receipt) => Prepared::Replayed(receipt),
+                V2Prepared::Plan(planned) => Prepared::PlanV2(Box::new(planned)),
+            },
+        );
+    }
     if !schema.has_v1() {
         return Ok(Prepared::Refuse(Refusal::new(
             BlockedReason::UnsupportedStorage,
             "the database has no V1 session/message/part tables: not an OpenCode 1.2 to 1.18 database",
-        )));
-    }
-    if schema.has_v2() && crate::opencode::v2::is_v2_message(conn, &request.message_id)? {
-        return Ok(Prepared::Refuse(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            "this is a V2 message (session_message): this version previews V2 messages but does not prune them (V2 pruning needs session_v2.time_suspended, which OpenCode 1.18 does not have)",
         )));
     }
     if schema.has("event") != schema.has("event_sequence") {
@@ -149,17 +156,10 @@ pub(super) fn prepare(
     if let Some(refusal) = fence::check(conn, &schema, input)? {
         return Ok(Prepared::Refuse(refusal));
     }
-    if let Some(receipt) = receipts::by_key(conn, request_key)? {
-        if receipt.message_id == request.message_id && receipt.session_id == request.session_id {
-            return Ok(Prepared::Replayed(receipt));
-        }
-        return Ok(Prepared::Refuse(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            format!(
-                "receipt {} under this request key names another message",
-                receipt.receipt_id
-            ),
-        )));
+    match receipts::replay(conn, request_key, &request.session_id, &request.message_id)? {
+        Some(Ok(receipt)) => return Ok(Prepared::Replayed(receipt)),
+        Some(Err(refusal)) => return Ok(Prepared::Refuse(refusal)),
+        None => {}
     }
     let loaded = match read::read_message(conn, &request.session_id, &request.message_id, texts)? {
         Ok(loaded) => loaded,
@@ -193,6 +193,7 @@ fn run(
     let (schema, loaded, plan) = match prepared {
         Prepared::Refuse(refusal) => return Ok(Step::Refuse(refusal)),
         Prepared::Replayed(receipt) => return Ok(Step::Replayed(receipt)),
+        Prepared::PlanV2(planned) => return run_v2(conn, command, &key, &planned),
         Prepared::Plan {
             schema,
             loaded,
@@ -200,14 +201,7 @@ fn run(
         } => (schema, loaded, plan),
     };
 
-    receipts::ensure_tables(conn)?;
-    let held = receipts::claim_database_id(conn, command.database_id)?;
-    if held != command.database_id {
-        return Err(Failure::Store(StoreError::DatabaseMismatch {
-            expected: command.database_id.to_string(),
-            found: Some(held),
-        }));
-    }
+    claim_identity(conn, command)?;
 
     let mut delete =
         conn.prepare_cached("DELETE FROM part WHERE id = ?1 AND message_id = ?2 AND data = ?3")?;
@@ -254,6 +248,52 @@ fn run(
         engine_version: ENGINE_VERSION.to_string(),
     };
     receipts::insert(conn, &receipt, STORAGE)?;
+    Ok(Step::Commit(receipt))
+}
+
+/// Creates the receipt tables if needed and checks the database's identity against the
+/// journal's (recording it on the first prune).
+fn claim_identity(conn: &Connection, command: &PruneCommand<'_>) -> Result<(), Failure> {
+    receipts::ensure_tables(conn)?;
+    let held = receipts::claim_database_id(conn, command.database_id)?;
+    if held != command.database_id {
+        return Err(Failure::Store(StoreError::DatabaseMismatch {
+            expected: command.database_id.to_string(),
+            found: Some(held),
+        }));
+    }
+    Ok(())
+}
+
+/// The writes of a V2 prune: identity, compare-and-swap of the content, receipt.
+fn run_v2(
+    conn: &Connection,
+    command: &PruneCommand<'_>,
+    key: &str,
+    planned: &v2::apply::V2Plan,
+) -> Result<Step, Failure> {
+    claim_identity(conn, command)?;
+    let request = command.request;
+    let (part_ids, bytes_removed) = match v2::apply::write(conn, request, planned)? {
+        Ok(written) => written,
+        Err(refusal) => return Ok(Step::Refuse(refusal)),
+    };
+    let receipt = Receipt {
+        receipt_id: command.receipt_id,
+        intent_id: command.intent_id,
+        request_key: key.to_string(),
+        session_id: request.session_id.clone(),
+        message_id: request.message_id.clone(),
+        revision_before: planned.plan.revision_before.clone(),
+        revision_after: planned.plan.revision_after.clone(),
+        indexes: planned.plan.remove.iter().map(|&i| i as u32).collect(),
+        removed_count: part_ids.len() as u32,
+        part_ids,
+        bytes_removed,
+        committed_at_ms: command.now_ms,
+        engine_version: ENGINE_VERSION.to_string(),
+    };
+    receipts::insert(conn, &receipt, v2::apply::STORAGE)?;
     Ok(Step::Commit(receipt))
 }
 

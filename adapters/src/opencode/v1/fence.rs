@@ -34,27 +34,8 @@ pub fn check(
     schema: &Schema,
     input: FenceInput<'_>,
 ) -> rusqlite::Result<Option<Refusal>> {
-    let attached: i64 = conn.query_row(
-        "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
-        [],
-        |row| row.get(0),
-    )?;
-    if attached > 0 {
-        return Ok(Some(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            "another database is attached to the connection",
-        )));
-    }
-    let triggers: i64 = conn.query_row(
-        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
-        [],
-        |row| row.get(0),
-    )?;
-    if triggers > 0 {
-        return Ok(Some(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            format!("the database has {triggers} trigger(s); a prune could fire unknown writes"),
-        )));
+    if let Some(refusal) = storage_checks(conn)? {
+        return Ok(Some(refusal));
     }
 
     let session: Option<(Option<i64>, Option<String>, i64)> = conn
@@ -141,6 +122,34 @@ pub fn check(
 /// `1500` -> `1.5 s`.
 fn seconds(ms: i64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+/// The checks both generations share: another database attached on the connection, or any
+/// trigger in the schema, is `unsupported_storage` (CodeNomad `claim-fence.ts`).
+pub fn storage_checks(conn: &Connection) -> rusqlite::Result<Option<Refusal>> {
+    let attached: i64 = conn.query_row(
+        "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
+        [],
+        |row| row.get(0),
+    )?;
+    if attached > 0 {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "another database is attached to the connection",
+        )));
+    }
+    let triggers: i64 = conn.query_row(
+        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
+        [],
+        |row| row.get(0),
+    )?;
+    if triggers > 0 {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            format!("the database has {triggers} trigger(s); a prune could fire unknown writes"),
+        )));
+    }
+    Ok(None)
 }
 
 fn busy(detail: impl Into<String>) -> Refusal {

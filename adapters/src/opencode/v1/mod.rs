@@ -180,12 +180,13 @@ impl SessionStore for V1Store {
         }
     }
 
-    /// V1 messages can be pruned here; V2 messages are previewed read-only (`false`).
+    /// V1 messages can be pruned here; V2 messages only where `session_v2.time_suspended`
+    /// exists (see [`v2::writable`]).
     fn live_mutation(&self, _session_id: &str, message_id: &str) -> bool {
         let conn = self.connection();
         let v2 = Schema::read(&conn).is_ok_and(|schema| schema.has_v2())
             && v2::is_v2_message(&conn, message_id).unwrap_or(true);
-        !v2
+        !v2 || v2::writable(&conn).unwrap_or(false)
     }
 
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
@@ -217,6 +218,7 @@ impl SessionStore for V1Store {
             Ok(apply::Prepared::Refuse(refusal)) => Err(refusal),
             Ok(apply::Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(Box::new(receipt))),
             Ok(apply::Prepared::Plan { plan, .. }) => Ok(DryRun::Plan(plan)),
+            Ok(apply::Prepared::PlanV2(planned)) => Ok(DryRun::Plan(planned.plan)),
             Err(error) => Err(apply::sql_refusal(&error)),
         })
     }

@@ -1,11 +1,16 @@
-//! Reading V2 messages (`session_message`, OpenCode's next storage generation) as the planner
-//! sees them. This version previews them read-only; their write path (CodeNomad's V2 fence on
-//! `session_v2.time_suspended`) is not built yet, so a prune of a V2 message is refused.
+//! V2 messages (`session_message`, OpenCode's next storage generation): reading them as the
+//! planner sees them, the V2 fence ([`fence`]) and the compare-and-swap write ([`apply`]).
+//! Prunes are written only where `session_v2.time_suspended` exists (opencode2); OpenCode 1.18
+//! keeps its V2 sessions in the shared `session` table, where V2 messages are previewed
+//! read-only and a prune is refused.
 //!
 //! Source: opencode-storage.md §6 and codenomad-pruning.md §1, §4. A row's `data` is the message
 //! without `id` and `type`; its `content` array holds `text`, `reasoning` and `tool` parts, and
 //! that array, in stored order, is the content the revision is computed over. Rows larger than
 //! 16 MiB (`length(CAST(data AS BLOB))`) are not read.
+
+pub mod apply;
+pub mod fence;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::planner::completed_at;
@@ -22,6 +27,16 @@ pub fn classify(part: &Value) -> PartClass {
         Some("text") => PartClass::Kept,
         _ => PartClass::Unknown,
     }
+}
+
+/// Whether V2 prunes can be written here: a `session_v2` table with the `time_suspended` run
+/// claim the V2 fence reads (OpenCode 1.18 keeps V2 sessions in `session`, without it).
+pub fn writable(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('session_v2') WHERE name = 'time_suspended'",
+        [],
+        |row| row.get(0),
+    )
 }
 
 /// Whether `message_id` is a V2 message (a `session_message` row).
@@ -42,6 +57,15 @@ pub fn read_message(
     session_id: &str,
     message_id: &str,
 ) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    Ok(load(conn, session_id, message_id)?.map(|(message, _)| message))
+}
+
+/// [`read_message`], also returning the row's `data` exactly as stored (for compare-and-swap).
+pub fn load(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Result<(StoredMessage, String), Refusal>> {
     let row: Option<(String, Option<String>)> = conn
         .query_row(
             "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END \
@@ -77,9 +101,10 @@ pub fn read_message(
             value,
         })
         .collect();
-    Ok(Ok(StoredMessage {
+    let message = StoredMessage {
         is_assistant: kind == "assistant",
         completed,
         parts,
-    }))
+    };
+    Ok(Ok((message, data)))
 }

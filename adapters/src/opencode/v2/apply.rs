@@ -1,0 +1,126 @@
+//! The V2 side of a prune: everything before the write (fence, receipt lookup, read, planner)
+//! and the write itself, a compare-and-swap of `data.content` on the exact row text.
+//!
+//! Source: CodeNomad `transaction.ts`: `UPDATE session_message SET data = json_set(data,
+//! '$.content', json(?)) WHERE session_id = ? AND id = ? AND data = ?`; one changed row or
+//! `conflict`. Nothing else in the row changes (`seq`, ids, tokens, cost, snapshot). Runs inside
+//! the caller's `BEGIN IMMEDIATE`.
+
+use std::collections::HashSet;
+
+use pruning_engine::revision::stringify;
+use pruning_engine::{BlockedReason, Plan, PruneRequest, Receipt, Refusal, StoredMessage};
+use rusqlite::{params, Connection};
+use serde_json::Value;
+
+use super::fence;
+use crate::opencode::receipts;
+use crate::opencode::schema::Schema;
+
+/// `storage` column of receipts written for V2 messages.
+pub const STORAGE: &str = "v2";
+
+/// A planned V2 prune: the row as read and what to remove.
+#[derive(Debug, Clone)]
+pub struct V2Plan {
+    /// `session_message.data` exactly as read.
+    pub data: String,
+    /// The message as read.
+    pub message: StoredMessage,
+    /// The planner's decision.
+    pub plan: Plan,
+}
+
+/// What the checks before the write decided.
+#[derive(Debug, Clone)]
+pub enum V2Prepared {
+    /// Refuse with this.
+    Refuse(Refusal),
+    /// An identical request already committed: this is its receipt.
+    Replayed(Receipt),
+    /// Go ahead.
+    Plan(V2Plan),
+}
+
+/// Fence, receipt lookup, read and planner for a V2 message, inside the caller's transaction.
+pub fn prepare(
+    conn: &Connection,
+    schema: &Schema,
+    request: &PruneRequest,
+    request_key: &str,
+) -> rusqlite::Result<V2Prepared> {
+    if let Some(refusal) = fence::check(conn, schema, &request.session_id)? {
+        return Ok(V2Prepared::Refuse(refusal));
+    }
+    match receipts::replay(conn, request_key, &request.session_id, &request.message_id)? {
+        Some(Ok(receipt)) => return Ok(V2Prepared::Replayed(receipt)),
+        Some(Err(refusal)) => return Ok(V2Prepared::Refuse(refusal)),
+        None => {}
+    }
+    let (message, data) = match super::load(conn, &request.session_id, &request.message_id)? {
+        Ok(loaded) => loaded,
+        Err(refusal) => return Ok(V2Prepared::Refuse(refusal)),
+    };
+    match message.plan(&request.selection, &request.revision) {
+        Ok(plan) => Ok(V2Prepared::Plan(V2Plan {
+            data,
+            message,
+            plan,
+        })),
+        Err(refusal) => Ok(V2Prepared::Refuse(refusal)),
+    }
+}
+
+/// Writes the pruned content. Returns the removed parts' ids (their `id`, or `#index` when a
+/// part has none) and the bytes the row shrank by, or a `conflict` refusal when the row changed.
+pub fn write(
+    conn: &Connection,
+    request: &PruneRequest,
+    planned: &V2Plan,
+) -> rusqlite::Result<Result<(Vec<String>, u64), Refusal>> {
+    let removed: HashSet<usize> = planned.plan.remove.iter().copied().collect();
+    let kept: Vec<Value> = planned
+        .message
+        .parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !removed.contains(i))
+        .map(|(_, part)| part.value.clone())
+        .collect();
+    let content = stringify(&Value::Array(kept));
+    let changed = conn.execute(
+        "UPDATE session_message SET data = json_set(data, '$.content', json(?1)) \
+         WHERE session_id = ?2 AND id = ?3 AND data = ?4",
+        params![
+            content,
+            request.session_id,
+            request.message_id,
+            planned.data
+        ],
+    )?;
+    if changed != 1 {
+        return Ok(Err(Refusal::new(
+            BlockedReason::Conflict,
+            "the message changed while it was being pruned",
+        )));
+    }
+    let after: i64 = conn.query_row(
+        "SELECT length(CAST(data AS BLOB)) FROM session_message WHERE id = ?1",
+        [&request.message_id],
+        |row| row.get(0),
+    )?;
+    let part_ids = planned
+        .plan
+        .remove
+        .iter()
+        .map(|&i| {
+            planned.message.parts[i]
+                .value
+                .get("id")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("#{i}"), str::to_string)
+        })
+        .collect();
+    let shrunk = (planned.data.len() as u64).saturating_sub(u64::try_from(after).unwrap_or(0));
+    Ok(Ok((part_ids, shrunk)))
+}
