@@ -12,16 +12,16 @@ use std::io::Write;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult};
 
 fn durable_prune(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = common::fixture_copy(dir.path());
     let conn = rusqlite::Connection::open(&db).expect("open");
-    let store = V1Store::open(
+    let store = OpenCodeStore::open(
         &db,
-        V1Options {
+        StoreOptions {
             quiet_period: Duration::ZERO,
         },
     )

@@ -7,7 +7,7 @@
 mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{PreviewRequest, PreviewResult};
 
 const MESSAGE: &str = "msg_bench_16mib";
@@ -27,7 +27,7 @@ fn preview_16mib(c: &mut Criterion) {
         .collect::<Result<_, _>>()
         .expect("rows");
     drop(conn);
-    let store = V1Store::open(&db, V1Options::default()).expect("store");
+    let store = OpenCodeStore::open(&db, StoreOptions::default()).expect("store");
     let request = PreviewRequest::new(common::SESSION.into(), MESSAGE.into()).expect("request");
     match pruning_engine::preview(&store, &request)
         .expect("preview")

@@ -4,13 +4,13 @@
 mod common;
 
 use common::*;
-use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{BlockedReason, IntentState, Journal, PruneResult};
 
 /// Runs one refused prune on a prepared fixture and checks everything that must not change.
 fn assert_refused(
     fx: &Fixture,
-    store: V1Store,
+    store: OpenCodeStore,
     session: &str,
     message: &str,
     revision: &str,
@@ -179,7 +179,7 @@ fn attached_database_is_unsupported_storage() {
     let conn = rusqlite::Connection::open(&fx.db).unwrap();
     conn.execute("ATTACH DATABASE ?1 AS other", [other.to_str().unwrap()])
         .unwrap();
-    let store = V1Store::from_connection(conn, V1Options::default()).unwrap();
+    let store = OpenCodeStore::from_connection(conn, StoreOptions::default()).unwrap();
     assert_refused(
         &fx,
         store,

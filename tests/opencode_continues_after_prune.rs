@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use opencode_real::{http, query_value, MockModel, OpenCode, RequestKind, REPLY_TEXT};
-use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     Engine, Journal, PartKind, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
 };
@@ -141,7 +141,7 @@ fn tool_results_paired(request: &Value) -> usize {
 }
 
 fn prune_turn(db: &Path, journal: &Path, session: &str, message: &str) {
-    let store = V1Store::open(db, V1Options::default()).expect("open the V1 store");
+    let store = OpenCodeStore::open(db, StoreOptions::default()).expect("open the store");
     let engine = Engine::open(store, Journal::open(journal).expect("open the journal"))
         .expect("open the engine");
     let preview = engine

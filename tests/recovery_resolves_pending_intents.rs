@@ -68,7 +68,7 @@ fn intent_applied_but_not_committed_is_completed_on_open_and_replayable() {
 
 /// A store whose commit reports a failure after the transaction did commit (as an fsync error
 /// on COMMIT can): the outcome is unknown to the engine.
-struct CommitReportsFailure(pruning_adapters::opencode::V1Store);
+struct CommitReportsFailure(pruning_adapters::opencode::OpenCodeStore);
 
 impl SessionStore for CommitReportsFailure {
     fn database_id(&self) -> Result<Option<String>, pruning_engine::StoreError> {

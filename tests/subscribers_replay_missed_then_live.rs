@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use pruning_adapters::opencode::sessions;
-use pruning_adapters::opencode::V1Store;
+use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::JournalReplay;
 use pruning_engine::{Delivery, Engine, PruneRequest, PrunedEvent, Subscription};
 
@@ -20,7 +20,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// The prunable messages of the many-turns session, oldest first.
-fn targets(engine: &Engine<V1Store>) -> Vec<String> {
+fn targets(engine: &Engine<OpenCodeStore>) -> Vec<String> {
     let conn = engine.store().connection();
     sessions::candidates(&conn, MANY_TURNS)
         .unwrap()
@@ -29,7 +29,10 @@ fn targets(engine: &Engine<V1Store>) -> Vec<String> {
         .collect()
 }
 
-fn prune_all_technical(engine: &Engine<V1Store>, message: &str) -> (PruneRequest, PrunedEvent) {
+fn prune_all_technical(
+    engine: &Engine<OpenCodeStore>,
+    message: &str,
+) -> (PruneRequest, PrunedEvent) {
     let (revision, _) = preview(engine, MANY_TURNS, message);
     let request = PruneRequest::all_technical(MANY_TURNS.into(), message.into(), revision).unwrap();
     let outcome = engine.prune(&request).unwrap();

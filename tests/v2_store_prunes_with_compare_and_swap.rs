@@ -5,7 +5,7 @@
 mod common;
 
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
-use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     BlockedReason, Engine, IntentState, Journal, PreviewRequest, PreviewResult, PruneRequest,
     PruneResult,
@@ -13,15 +13,15 @@ use pruning_engine::{
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-fn open_engine(fx: &V2Fixture) -> Engine<V1Store> {
+fn open_engine(fx: &V2Fixture) -> Engine<OpenCodeStore> {
     Engine::open(
-        V1Store::open(&fx.db, V1Options::default()).unwrap(),
+        OpenCodeStore::open(&fx.db, StoreOptions::default()).unwrap(),
         Journal::open(&fx.journal).unwrap(),
     )
     .unwrap()
 }
 
-fn revision(engine: &Engine<V1Store>) -> String {
+fn revision(engine: &Engine<OpenCodeStore>) -> String {
     let request = PreviewRequest::new(V2_SESSION.into(), V2_ASSISTANT.into()).unwrap();
     match engine.preview(&request).unwrap() {
         PreviewResult::Preview {

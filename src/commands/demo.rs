@@ -4,7 +4,7 @@
 //! each step is one JSON line `{"step": NAME, ...}`.
 
 use anyhow::{bail, Context};
-use pruning_adapters::opencode::{sessions, V1Options, V1Store};
+use pruning_adapters::opencode::{sessions, OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult};
 use serde_json::json;
 
@@ -40,7 +40,7 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
     )?;
 
     let engine = Engine::open(
-        V1Store::open(&db, V1Options::default())?,
+        OpenCodeStore::open(&db, StoreOptions::default())?,
         Journal::open(&journal_path)?,
     )?;
     let list = sessions::list(&engine.store().connection())?;

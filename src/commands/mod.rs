@@ -9,7 +9,7 @@ pub mod receipts;
 pub mod sessions;
 
 use anyhow::Context;
-use pruning_adapters::opencode::{Schema, V1Options, V1Store};
+use pruning_adapters::opencode::{OpenCodeStore, Schema, StoreOptions};
 use pruning_engine::{Engine, Journal};
 
 use crate::cli::config::Config;
@@ -64,15 +64,15 @@ pub fn journal_busy(error: &anyhow::Error) -> bool {
 }
 
 /// Opens the database named by the configuration.
-pub fn open_store(config: &Config) -> anyhow::Result<V1Store> {
-    let options = V1Options {
+pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
+    let options = StoreOptions {
         quiet_period: config.quiet_period,
     };
-    Ok(V1Store::open(&config.db, options)?)
+    Ok(OpenCodeStore::open(&config.db, options)?)
 }
 
 /// Opens the store and its journal, runs recovery and reports what it did on stderr.
-pub fn open_engine(config: &Config) -> anyhow::Result<Engine<V1Store>> {
+pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
     let store = open_store(config)?;
     let journal = Journal::open(&config.journal)
         .with_context(|| format!("opening journal {}", config.journal.display()))?;

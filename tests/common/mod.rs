@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pruning_adapters::opencode::{V1Options, V1Store};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult, Receipt,
 };
@@ -58,20 +58,20 @@ impl Fixture {
     }
 
     /// A store with the given quiet period in ms.
-    pub fn store(&self, quiet_ms: u64) -> V1Store {
-        let options = V1Options {
+    pub fn store(&self, quiet_ms: u64) -> OpenCodeStore {
+        let options = StoreOptions {
             quiet_period: std::time::Duration::from_millis(quiet_ms),
         };
-        V1Store::open(&self.db, options).expect("open store")
+        OpenCodeStore::open(&self.db, options).expect("open store")
     }
 
     /// An engine with the default 30 s quiet period.
-    pub fn engine(&self) -> Engine<V1Store> {
+    pub fn engine(&self) -> Engine<OpenCodeStore> {
         self.engine_with(self.store(30_000))
     }
 
     /// An engine over a given store.
-    pub fn engine_with(&self, store: V1Store) -> Engine<V1Store> {
+    pub fn engine_with(&self, store: OpenCodeStore) -> Engine<OpenCodeStore> {
         Engine::open(store, Journal::open(&self.journal).expect("open journal")).expect("engine")
     }
 
@@ -108,7 +108,7 @@ impl Fixture {
 }
 
 /// Previews and returns the revision and the indexes of the technical parts.
-pub fn preview(engine: &Engine<V1Store>, session: &str, message: &str) -> (String, Vec<i64>) {
+pub fn preview(engine: &Engine<OpenCodeStore>, session: &str, message: &str) -> (String, Vec<i64>) {
     let request = PreviewRequest::new(session.into(), message.into()).unwrap();
     match engine.preview(&request).unwrap() {
         PreviewResult::Preview {

@@ -1,4 +1,4 @@
-//! OpenCode ascending ids, as OpenCode mints them for the `event` rows the V1 store appends.
+//! OpenCode ascending ids, as OpenCode mints them for the `event` rows a V1 prune appends.
 //!
 //! Source: OpenCode `id/id.ts` (opencode-storage.md §7), checked against OpenCode 1.18.34's own
 //! `message.part.removed.1` rows: `<prefix>_` + 12 lowercase hex digits of the low 48 bits of

@@ -1,5 +1,6 @@
-//! OpenCode's SQLite storage: where the database is, which generations it holds, the V1 store,
-//! the session list, and the engine's own receipt tables inside it.
+//! OpenCode's SQLite storage: where the database is, which generations it holds, the store over
+//! both generations (V1 `message` + `part`, V2 `session_message`), the session list, and the
+//! engine's own receipt tables inside it.
 
 pub mod ids;
 pub mod paths;
@@ -7,10 +8,11 @@ pub mod receipts;
 pub mod schema;
 pub mod sessions;
 pub mod sql_functions;
+pub mod store;
 pub mod v1;
 pub mod v2;
 
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use schema::Schema;
 pub use sessions::{MessageSummary, SessionSummary};
-pub use v1::{V1Options, V1Store};
+pub use store::{OpenCodeStore, StoreOptions, DEFAULT_QUIET_PERIOD};

@@ -101,7 +101,7 @@ impl From<rusqlite::Error> for Failure {
 }
 
 /// What the checks before any write decided.
-pub(super) enum Prepared {
+pub(crate) enum Prepared {
     /// Refuse with this.
     Refuse(Refusal),
     /// An identical request already committed: this is its receipt.
@@ -118,7 +118,7 @@ pub(super) enum Prepared {
 
 /// Everything before the first write: schema, fence, receipt lookup, read, planner. Runs inside
 /// the caller's transaction (a write transaction for a prune, a read one for a dry run).
-pub(super) fn prepare(
+pub(crate) fn prepare(
     conn: &Connection,
     request: &PruneRequest,
     request_key: &str,

@@ -1,0 +1,227 @@
+//! The OpenCode store: one connection to an OpenCode database, implementing the engine's
+//! [`SessionStore`] for both storage generations. A message id is looked up in V2's
+//! `session_message` first, then in V1's `message`; V1 prunes go through [`super::v1`], V2
+//! prunes through [`super::v2`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use pruning_engine::{
+    Applied, BlockedReason, DryRun, PruneCommand, PruneRequest, Receipt, Refusal, SessionStore,
+    StoreError, StoredMessage,
+};
+use rusqlite::{Connection, OpenFlags};
+
+use super::receipts;
+use super::schema::Schema;
+use super::v1::{apply, read};
+use super::v2;
+
+/// Default quiet period: a session updated within the last 30 s is refused.
+pub const DEFAULT_QUIET_PERIOD: Duration = Duration::from_secs(30);
+
+/// Options of a [`OpenCodeStore`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Sessions updated more recently than this are refused (`maintenance_required`).
+    pub quiet_period: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            quiet_period: DEFAULT_QUIET_PERIOD,
+        }
+    }
+}
+
+/// A V1 OpenCode database opened for pruning.
+///
+/// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL`,
+/// `foreign_keys = ON` and `cache_size = -64000`; the file's `journal_mode` is never changed.
+pub struct OpenCodeStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    options: StoreOptions,
+}
+
+impl OpenCodeStore {
+    /// Opens an existing database file (never creates one).
+    ///
+    /// Errors: [`StoreError::Open`] when the file is missing, unreadable or not SQLite.
+    pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
+        let open_error = |detail: String| StoreError::Open {
+            path: path.display().to_string(),
+            detail,
+        };
+        if path.is_dir() {
+            return Err(open_error(
+                "it is a directory; pass the database file".into(),
+            ));
+        }
+        if !path.is_file() {
+            return Err(open_error(
+                "no such file (is OpenCode's data elsewhere? pass --db PATH or --channel NAME)"
+                    .into(),
+            ));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(|e| open_error(e.to_string()))?;
+        let store = Self::from_connection(conn, options).map_err(|e| match e {
+            StoreError::Storage(detail) => open_error(detail),
+            other => other,
+        })?;
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        Ok(Self { path, ..store })
+    }
+
+    /// Wraps a connection the caller opened (for embedding, and for tests that attach a
+    /// database to it). Applies the connection settings; checks that the file is SQLite.
+    pub fn from_connection(conn: Connection, options: StoreOptions) -> Result<Self, StoreError> {
+        conn.busy_timeout(Duration::ZERO).map_err(storage)?;
+        // OpenCode's own cache size (64 MB): a 16 MiB message stays cached between reads.
+        conn.execute_batch(
+            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -64000;",
+        )
+        .map_err(storage)?;
+        super::sql_functions::register(&conn).map_err(storage)?;
+        Schema::read(&conn).map_err(storage)?;
+        let path = conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)))
+            .unwrap_or_default();
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path,
+            options,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Locks the connection (a poisoned lock is taken over: the connection holds no Rust state).
+    pub fn connection(&self) -> MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn quiet_period_ms(&self) -> i64 {
+        i64::try_from(self.options.quiet_period.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// Reads a message from whichever generation holds it: V1 when the `message` table has it, else
+/// V2 when `session_message` has it.
+fn read_any(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    if schema.has_v2() && v2::is_v2_message(conn, message_id)? {
+        return v2::read_message(conn, session_id, message_id);
+    }
+    if !schema.has_v1() {
+        return Ok(Err(Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("there is no message {message_id} in this database"),
+        )));
+    }
+    Ok(read::read_message(conn, session_id, message_id, read::Texts::Skip)?.map(|m| m.message))
+}
+
+fn storage(error: rusqlite::Error) -> StoreError {
+    StoreError::Storage(error.to_string())
+}
+
+impl SessionStore for OpenCodeStore {
+    fn location(&self) -> Option<String> {
+        let path = self.path.to_str()?;
+        (!path.is_empty()).then(|| path.to_string())
+    }
+
+    fn database_id(&self) -> Result<Option<String>, StoreError> {
+        receipts::database_id(&self.connection()).map_err(storage)
+    }
+
+    fn read_message(
+        &self,
+        session_id: &str,
+        message_id: &str,
+    ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
+        let conn = self.connection();
+        let schema = Schema::read(&conn).map_err(storage)?;
+        if !schema.is_supported() {
+            return Ok(Err(Refusal::new(
+                BlockedReason::UnsupportedStorage,
+                "the database has neither V1 (message, part) nor V2 (session_message) tables",
+            )));
+        }
+        // One read transaction, so the message and its parts are one snapshot.
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let read = read_any(&conn, &schema, session_id, message_id);
+        let _ = conn.execute_batch("COMMIT");
+        match read {
+            Ok(result) => Ok(result),
+            Err(error) => Ok(Err(apply::sql_refusal(&error))),
+        }
+    }
+
+    /// V1 messages can be pruned here; V2 messages only where `session_v2.time_suspended`
+    /// exists (see [`v2::writable`]).
+    fn live_mutation(&self, _session_id: &str, message_id: &str) -> bool {
+        let conn = self.connection();
+        let v2 = Schema::read(&conn).is_ok_and(|schema| schema.has_v2())
+            && v2::is_v2_message(&conn, message_id).unwrap_or(true);
+        !v2 || v2::writable(&conn).unwrap_or(false)
+    }
+
+    fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
+        apply::apply(&self.connection(), command, self.quiet_period_ms())
+    }
+
+    fn dry_run(
+        &self,
+        request: &PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<DryRun, Refusal>, StoreError> {
+        let conn = self.connection();
+        let key = hex::encode(pruning_engine::request_key(request));
+        // The write lock a prune takes, so that a busy database is reported as a prune would
+        // report it; rolled back, nothing is written.
+        if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+            return apply::classify(&error).map(Err);
+        }
+        let prepared = apply::prepare(
+            &conn,
+            request,
+            &key,
+            now_ms,
+            self.quiet_period_ms(),
+            read::Texts::Skip,
+        );
+        let _ = conn.execute_batch("ROLLBACK");
+        Ok(match prepared {
+            Ok(apply::Prepared::Refuse(refusal)) => Err(refusal),
+            Ok(apply::Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(Box::new(receipt))),
+            Ok(apply::Prepared::Plan { plan, .. }) => Ok(DryRun::Plan(plan)),
+            Ok(apply::Prepared::PlanV2(planned)) => Ok(DryRun::Plan(planned.plan)),
+            Err(error) => Err(apply::sql_refusal(&error)),
+        })
+    }
+
+    fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError> {
+        receipts::by_key(&self.connection(), &hex::encode(request_key)).map_err(storage)
+    }
+
+    fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError> {
+        receipts::list(&self.connection(), session_id).map_err(storage)
+    }
+}
