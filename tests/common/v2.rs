@@ -135,3 +135,43 @@ fn real_assistant_data() -> String {
         )
         .unwrap()
 }
+
+impl V2Fixture {
+    /// Inserts a V2 row into `session` with the given `type`, `seq` and `data`.
+    pub fn insert_message(&self, session: &str, id: &str, kind: &str, seq: i64, data: &str) {
+        self.sql()
+            .execute(
+                "INSERT INTO session_message VALUES (?1, ?2, ?3, ?4, ?4, ?4, ?5)",
+                rusqlite::params![id, session, kind, seq, data],
+            )
+            .unwrap();
+    }
+
+    /// Adds a session (a fork, say) with its own event_sequence row.
+    pub fn add_session(&self, id: &str) {
+        self.exec(&format!(
+            "INSERT INTO session_v2 (id, project_id, slug, directory, title, version, time_created, time_updated, fork_session_id)
+               VALUES ('{id}', 'prj', 'fork', '/work', 'fork', '2.0.0', 3, 3, '{V2_SESSION}');
+             INSERT INTO event_sequence VALUES ('{id}', 0, NULL);"
+        ));
+    }
+
+    /// The `data` of one `session_message` row.
+    pub fn row(&self, id: &str) -> String {
+        self.rows()
+            .into_iter()
+            .find(|(row, _)| row == id)
+            .unwrap()
+            .1
+    }
+
+    /// Every `session_message` row as `(id, data)`, by id.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        let conn = self.sql();
+        let mut stmt = conn
+            .prepare("SELECT id, data FROM session_message ORDER BY id")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    }
+}
