@@ -23,8 +23,15 @@ pub enum Outcome {
     Blocked,
 }
 
-/// Refuses a database without OpenCode's V1 tables, with a message that names the file.
+/// Refuses a database without OpenCode's V1 tables (the listings read them), with a message that
+/// names the file and says what to do with a V2-only one.
 pub fn require_v1(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
+    if !schema.has_v1() && schema.has_v2() {
+        anyhow::bail!(
+            "{} keeps its history in V2 session_message rows only: this listing covers V1 histories for now (preview and prune V2 messages by id)",
+            db.display()
+        );
+    }
     if !schema.has_v1() {
         anyhow::bail!(
             "{} is not an OpenCode database (no session, message and part tables)",
