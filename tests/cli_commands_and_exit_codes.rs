@@ -35,6 +35,16 @@ fn cli_with_journal(
         .unwrap()
 }
 
+/// Checks the exit code, showing stderr when it is not `code`.
+fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Checks that `out` exited with `code` and printed one JSON error document mentioning `words`.
 fn assert_json_error(out: &Output, code: i32, words: &str) {
     assert_eq!(
@@ -213,12 +223,7 @@ fn database_is_found_under_xdg_data_home() {
         .args(["--json", "sessions"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let sessions = json(&out);
     assert_eq!(sessions.as_array().unwrap().len(), 10);
     assert_eq!(sessions[0]["sessionID"], MANY_TURNS, "largest first");
@@ -230,12 +235,7 @@ fn demo_runs_the_whole_flow() {
         .args(["--json", "demo"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let steps: Vec<Value> = out
         .stdout
         .split(|b| *b == b'\n')
@@ -278,12 +278,7 @@ fn events_follow_prints_prunes_made_by_another_process() {
     });
     let revision = turn5_revision(&fx);
     let out = prune_turn5(&fx, &revision, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let deadline = Instant::now() + Duration::from_secs(10);
     let line = rx
         .recv_timeout(deadline - Instant::now())
@@ -425,12 +420,7 @@ fn events_resolves_a_prune_that_committed_before_its_journal_mark() {
     let receipt_id = receipt.receipt_id;
 
     let out = cli(&fx, &["--json", "events"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let event: Value =
         serde_json::from_slice(out.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
     assert_eq!(event["seq"], 1);
@@ -505,12 +495,7 @@ fn damaged_journal_is_a_failure_with_a_json_error_not_a_crash() {
         }
     }
     let out = prune_turn5(&fx, &revision, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 1);
     assert_eq!(json(&out)["status"], "error");
     assert_eq!(fx.file_digest(), digest);
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use pruning_engine::{BlockedReason, IntentState, Journal, PruneResult};
+use pruning_engine::{BlockedReason, PruneResult};
 
 fn assert_planner_refusal(indexes: &[i64], stale: bool, reason: BlockedReason) {
     let fx = Fixture::new();
@@ -31,14 +31,7 @@ fn assert_planner_refusal(indexes: &[i64], stale: bool, reason: BlockedReason) {
     drop(engine);
     assert_eq!(fx.file_digest(), digest);
     assert!(!fx.has_table("session_prune_receipt"));
-    let intents = Journal::open(&fx.journal).unwrap().intents().unwrap();
-    assert_eq!(intents.len(), 1);
-    assert_eq!(
-        intents[0].state,
-        IntentState::Refused {
-            reason: reason.as_str().into()
-        }
-    );
+    assert_one_refused_intent(&fx.journal, reason);
 }
 
 #[test]

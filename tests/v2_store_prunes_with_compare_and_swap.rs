@@ -4,11 +4,11 @@
 
 mod common;
 
+use common::assert_one_refused_intent;
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
-    BlockedReason, Engine, IntentState, Journal, PreviewRequest, PreviewResult, PruneRequest,
-    PruneResult,
+    BlockedReason, Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -147,14 +147,7 @@ fn assert_refused(fx: &V2Fixture, reason: BlockedReason, detail: &str) {
         )
         .unwrap();
     assert_eq!(tables, 0);
-    let intents = Journal::open(&fx.journal).unwrap().intents().unwrap();
-    assert_eq!(intents.len(), 1);
-    assert_eq!(
-        intents[0].state,
-        IntentState::Refused {
-            reason: reason.as_str().into()
-        }
-    );
+    assert_one_refused_intent(&fx.journal, reason);
 }
 
 fn refused_after(setup: &str, reason: BlockedReason, detail: &str) {

@@ -216,3 +216,15 @@ pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOut
 }
 
 pub mod v2;
+
+/// Checks that the journal at `path` holds exactly one intent, refused with `reason`.
+pub fn assert_one_refused_intent(path: &Path, reason: pruning_engine::BlockedReason) {
+    let intents = Journal::open(path).unwrap().intents().unwrap();
+    assert_eq!(intents.len(), 1);
+    assert_eq!(
+        intents[0].state,
+        pruning_engine::IntentState::Refused {
+            reason: reason.as_str().into()
+        }
+    );
+}
