@@ -132,6 +132,10 @@ fn run(config: &Config) -> anyhow::Result<Outcome> {
         Action::Messages { session } => commands::messages::run(config, session),
         Action::Preview(request) => commands::preview::run(config, request),
         Action::Prune { request, dry_run } => commands::prune::run(config, request, *dry_run),
+        Action::History { request, all } => commands::history::run(config, request, *all),
+        Action::PruneBatch { batches, dry_run } => {
+            commands::prune_batch::run(config, batches, *dry_run)
+        }
         Action::Receipts { session } => commands::receipts::run(config, session.as_deref()),
         Action::Events {
             since,

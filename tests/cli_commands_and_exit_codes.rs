@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cli::{assert_exit, assert_json_error, json};
 use common::*;
 use serde_json::Value;
 
@@ -33,35 +34,6 @@ fn cli_with_journal(
         .args(args)
         .output()
         .unwrap()
-}
-
-/// Checks the exit code, showing stderr when it is not `code`.
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Checks that `out` exited with `code` and printed one JSON error document mentioning `words`.
-fn assert_json_error(out: &Output, code: i32, words: &str) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = json(out);
-    assert_eq!(doc["status"], "error");
-    assert_eq!(doc["exitCode"], code);
-    assert!(doc["error"].as_str().unwrap().contains(words), "{doc}");
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// `--json prune` of every technical part of turn 5, with `extra` flags.

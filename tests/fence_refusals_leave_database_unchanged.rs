@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
-use pruning_engine::{BlockedReason, IntentState, Journal, PruneResult};
+use pruning_engine::{BlockedReason, IntentState, Journal, PruneRequest, PruneResult, Scope};
 
 /// Runs one refused prune on a prepared fixture and checks everything that must not change.
 fn assert_refused(
@@ -17,11 +17,22 @@ fn assert_refused(
     reason: BlockedReason,
     detail: &str,
 ) {
+    let request = request(session, message, revision, &[1, 2]);
+    assert_request_refused(fx, store, &request, reason, detail);
+}
+
+/// [`assert_refused`] for a prepared request.
+fn assert_request_refused(
+    fx: &Fixture,
+    store: OpenCodeStore,
+    request: &PruneRequest,
+    reason: BlockedReason,
+    detail: &str,
+) {
+    let session = request.session_id.as_str();
     let digest = fx.file_digest();
     let engine = fx.engine_with(store);
-    let outcome = engine
-        .prune(&request(session, message, revision, &[1, 2]))
-        .unwrap();
+    let outcome = engine.prune(request).unwrap();
     assert_eq!(outcome.result, PruneResult::Blocked { reason });
     let refusal = outcome.refusal.expect("refusal detail");
     assert!(
@@ -208,4 +219,87 @@ fn event_table_without_event_sequence_is_unsupported_storage() {
         BlockedReason::UnsupportedStorage,
         "event and event_sequence",
     );
+}
+
+/// The scope the fixture's sessions were created in: their directory and project.
+fn fixture_scope(fx: &Fixture) -> Scope {
+    let conn = fx.sql();
+    let (directory, project): (String, String) = conn
+        .query_row(
+            "SELECT directory, project_id FROM session WHERE id = ?1",
+            [MANY_TURNS],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    Scope {
+        directory: Some(directory),
+        project_id: Some(project),
+        workspace_id: None,
+    }
+}
+
+/// The fixture with the many-turns session in workspace `wrk_1`, the scope it was authorized
+/// in, and the turn-5 revision.
+fn fixture_in_workspace() -> (Fixture, Scope, String) {
+    let fx = Fixture::new();
+    fx.exec(&format!(
+        "UPDATE session SET workspace_id = 'wrk_1' WHERE id = '{MANY_TURNS}'"
+    ));
+    let revision = turn5_revision(&fx);
+    let scope = Scope {
+        workspace_id: Some("wrk_1".into()),
+        ..fixture_scope(&fx)
+    };
+    (fx, scope, revision)
+}
+
+fn refused_in_scope_after(setup: &str, detail: &str) {
+    let (fx, scope, revision) = fixture_in_workspace();
+    fx.exec(setup);
+    let request = request(MANY_TURNS, TURN5, &revision, &[1, 2]).within(scope);
+    assert_request_refused(
+        &fx,
+        fx.store(30_000),
+        &request,
+        BlockedReason::NotDeletable,
+        detail,
+    );
+}
+
+#[test]
+fn moved_session_is_not_deletable() {
+    refused_in_scope_after(
+        &format!("UPDATE session SET directory = '/elsewhere' WHERE id = '{MANY_TURNS}'"),
+        "directory /elsewhere is outside",
+    );
+}
+
+#[test]
+fn changed_project_is_not_deletable() {
+    refused_in_scope_after(
+        &format!(
+            "INSERT INTO project (id, worktree, time_created, time_updated, sandboxes)
+               VALUES ('prj_other', '/', 1, 1, '[]');
+             UPDATE session SET project_id = 'prj_other' WHERE id = '{MANY_TURNS}'"
+        ),
+        "project prj_other",
+    );
+}
+
+#[test]
+fn changed_workspace_is_not_deletable() {
+    refused_in_scope_after(
+        &format!("UPDATE session SET workspace_id = 'wrk_2' WHERE id = '{MANY_TURNS}'"),
+        "workspace wrk_2, not wrk_1",
+    );
+}
+
+#[test]
+fn a_session_still_in_its_scope_is_pruned() {
+    let (fx, scope, revision) = fixture_in_workspace();
+    let engine = fx.engine_with(fx.store(30_000));
+    let outcome = engine
+        .prune(&request(MANY_TURNS, TURN5, &revision, &[1, 2]).within(scope))
+        .unwrap();
+    assert_eq!(pruned(&outcome.result).2, 2);
 }

@@ -76,13 +76,12 @@ impl SessionStore for CommitReportsFailure {
     }
     fn read_message(
         &self,
-        session_id: &str,
-        message_id: &str,
+        request: &pruning_engine::PreviewRequest,
     ) -> Result<
         Result<pruning_engine::StoredMessage, pruning_engine::Refusal>,
         pruning_engine::StoreError,
     > {
-        self.0.read_message(session_id, message_id)
+        self.0.read_message(request)
     }
     fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
         self.0.live_mutation(session_id, message_id)

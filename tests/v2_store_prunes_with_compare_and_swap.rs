@@ -8,10 +8,9 @@ use common::assert_one_refused_intent;
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
-    BlockedReason, Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
+    BlockedReason, Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult, Scope,
 };
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 fn open_engine(fx: &V2Fixture) -> Engine<OpenCodeStore> {
     Engine::open(
@@ -38,15 +37,6 @@ fn revision(engine: &Engine<OpenCodeStore>) -> String {
         }
         other => panic!("{other:?}"),
     }
-}
-
-fn digest(fx: &V2Fixture) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(std::fs::read(&fx.db).unwrap());
-    if let Ok(wal) = std::fs::read(fx.db.with_extension("db-wal")) {
-        hasher.update(wal);
-    }
-    hex::encode(hasher.finalize())
 }
 
 #[test]
@@ -115,6 +105,10 @@ fn prune_rewrites_only_the_content_and_retry_returns_the_same_receipt() {
 }
 
 fn assert_refused(fx: &V2Fixture, reason: BlockedReason, detail: &str) {
+    assert_refused_in(fx, Scope::default(), reason, detail);
+}
+
+fn assert_refused_in(fx: &V2Fixture, scope: Scope, reason: BlockedReason, detail: &str) {
     let rev = {
         let engine = open_engine(fx);
         // Preview reads only; it needs no fence.
@@ -125,9 +119,11 @@ fn assert_refused(fx: &V2Fixture, reason: BlockedReason, detail: &str) {
         }
     };
     std::fs::remove_file(&fx.journal).unwrap();
-    let before = digest(fx);
+    let before = fx.file_digest();
     let engine = open_engine(fx);
-    let request = PruneRequest::all_technical(V2_SESSION.into(), V2_ASSISTANT.into(), rev).unwrap();
+    let request = PruneRequest::all_technical(V2_SESSION.into(), V2_ASSISTANT.into(), rev)
+        .unwrap()
+        .within(scope);
     let outcome = engine.prune(&request).unwrap();
     assert_eq!(outcome.result, PruneResult::Blocked { reason });
     let refusal = outcome.refusal.unwrap();
@@ -137,7 +133,7 @@ fn assert_refused(fx: &V2Fixture, reason: BlockedReason, detail: &str) {
         refusal.detail
     );
     drop(engine);
-    assert_eq!(digest(fx), before, "database file changed");
+    assert_eq!(fx.file_digest(), before, "database file changed");
     let tables: i64 = fx
         .sql()
         .query_row(
@@ -180,6 +176,86 @@ fn staged_revert_is_maintenance_required() {
         &format!("UPDATE session_v2 SET revert = '{{}}' WHERE id = '{V2_SESSION}'"),
         BlockedReason::MaintenanceRequired,
         "revert",
+    );
+}
+
+/// The scope the request was authorized for: the session's ownership when it was previewed.
+fn workspace_scope() -> Scope {
+    Scope {
+        directory: Some("/work".into()),
+        project_id: Some("prj".into()),
+        workspace_id: Some("wrk_1".into()),
+    }
+}
+
+fn refused_in_scope_after(setup: &str, detail: &str) {
+    let fx = V2Fixture::new();
+    fx.exec(&format!(
+        "UPDATE session_v2 SET workspace_id = 'wrk_1' WHERE id = '{V2_SESSION}'"
+    ));
+    fx.exec(setup);
+    assert_refused_in(&fx, workspace_scope(), BlockedReason::NotDeletable, detail);
+}
+
+#[test]
+fn moved_session_is_not_deletable() {
+    refused_in_scope_after(
+        &format!("UPDATE session_v2 SET directory = '/work-other' WHERE id = '{V2_SESSION}'"),
+        "directory /work-other is outside /work",
+    );
+}
+
+#[test]
+fn changed_project_is_not_deletable() {
+    refused_in_scope_after(
+        &format!(
+            "INSERT INTO project VALUES ('prj2', '/work', 1, 1, '[]');
+             UPDATE session_v2 SET project_id = 'prj2' WHERE id = '{V2_SESSION}'"
+        ),
+        "project prj2, not prj",
+    );
+}
+
+#[test]
+fn changed_workspace_is_not_deletable() {
+    refused_in_scope_after(
+        &format!("UPDATE session_v2 SET workspace_id = 'wrk_2' WHERE id = '{V2_SESSION}'"),
+        "workspace wrk_2, not wrk_1",
+    );
+}
+
+#[test]
+fn missing_session_is_not_deletable() {
+    // The message row stays (no cascade with foreign keys off); its session is gone.
+    refused_after(
+        &format!("PRAGMA foreign_keys = OFF; DELETE FROM session_v2 WHERE id = '{V2_SESSION}'"),
+        BlockedReason::NotDeletable,
+        "does not exist",
+    );
+}
+
+#[test]
+fn a_session_inside_the_scope_is_pruned() {
+    let fx = V2Fixture::new();
+    fx.exec(&format!(
+        "UPDATE session_v2 SET workspace_id = 'wrk_1', directory = '/work/sub' WHERE id = '{V2_SESSION}'"
+    ));
+    let engine = open_engine(&fx);
+    let rev = revision(&engine);
+    let request = PruneRequest::all_technical(V2_SESSION.into(), V2_ASSISTANT.into(), rev)
+        .unwrap()
+        .within(workspace_scope());
+    let outcome = engine.prune(&request).unwrap();
+    assert!(
+        matches!(
+            outcome.result,
+            PruneResult::Pruned {
+                removed_count: 2,
+                ..
+            }
+        ),
+        "{:?}",
+        outcome
     );
 }
 
@@ -238,7 +314,7 @@ fn stale_revision_is_conflict() {
     fx.exec(&format!(
         "UPDATE session_message SET data = json_set(data, '$.content[0].text', 'edited') WHERE id = '{V2_ASSISTANT}'"
     ));
-    let before = digest(&fx);
+    let before = fx.file_digest();
     let engine = open_engine(&fx);
     let request = PruneRequest::all_technical(V2_SESSION.into(), V2_ASSISTANT.into(), rev).unwrap();
     assert_eq!(
@@ -248,5 +324,5 @@ fn stale_revision_is_conflict() {
         }
     );
     drop(engine);
-    assert_eq!(digest(&fx), before);
+    assert_eq!(fx.file_digest(), before);
 }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ContractError;
+use crate::scope::Scope;
 
 /// Largest accepted request body, in bytes (CodeNomad's HTTP `bodyLimit`, 1 MiB).
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
@@ -31,6 +32,9 @@ pub struct PreviewRequest {
     /// OpenCode message id (`msg_...`), 1 to 256 characters.
     #[serde(rename = "messageID")]
     pub message_id: String,
+    /// The sessions the caller may read; not part of the body (see [`Scope`]).
+    #[serde(skip)]
+    pub scope: Scope,
 }
 
 /// Which technical parts a prune removes.
@@ -53,6 +57,9 @@ pub struct PruneRequest {
     pub revision: String,
     /// The parts to remove.
     pub selection: Selection,
+    /// The sessions the caller may prune in; not part of the body nor of the request key, and
+    /// checked by the fence inside the write transaction (see [`Scope`]).
+    pub scope: Scope,
 }
 
 /// The raw preview body: unknown keys are rejected by serde.
@@ -95,7 +102,13 @@ impl PreviewRequest {
         Ok(Self {
             session_id,
             message_id,
+            scope: Scope::default(),
         })
+    }
+
+    /// The same request, limited to `scope`.
+    pub fn within(self, scope: Scope) -> Self {
+        Self { scope, ..self }
     }
 }
 
@@ -145,11 +158,17 @@ impl PruneRequest {
             message_id,
             revision,
             selection,
+            scope: Scope::default(),
         })
+    }
+
+    /// The same request, limited to `scope`.
+    pub fn within(self, scope: Scope) -> Self {
+        Self { scope, ..self }
     }
 }
 
-fn check_body_size(body: &str) -> Result<(), ContractError> {
+pub(crate) fn check_body_size(body: &str) -> Result<(), ContractError> {
     if body.len() > MAX_REQUEST_BYTES {
         return Err(ContractError::BodyTooLarge {
             bytes: body.len(),
@@ -159,7 +178,7 @@ fn check_body_size(body: &str) -> Result<(), ContractError> {
     Ok(())
 }
 
-fn check_id(field: &'static str, id: &str) -> Result<(), ContractError> {
+pub(crate) fn check_id(field: &'static str, id: &str) -> Result<(), ContractError> {
     let len = id.encode_utf16().count();
     if len == 0 || len > MAX_ID_LEN {
         return Err(ContractError::IdLength {
@@ -171,7 +190,7 @@ fn check_id(field: &'static str, id: &str) -> Result<(), ContractError> {
     Ok(())
 }
 
-fn check_revision(revision: &str) -> Result<(), ContractError> {
+pub(crate) fn check_revision(revision: &str) -> Result<(), ContractError> {
     let ok = revision.len() == 64
         && revision
             .bytes()

@@ -347,21 +347,19 @@ pub fn preview<S: SessionStore>(
     store: &S,
     request: &PreviewRequest,
 ) -> Result<PreviewOutcome, EngineError> {
-    Ok(
-        match store.read_message(&request.session_id, &request.message_id)? {
-            Err(refusal) => PreviewOutcome {
-                result: PreviewResult::Blocked {
-                    reason: refusal.reason,
-                },
-                refusal: Some(refusal),
+    Ok(match store.read_message(request)? {
+        Err(refusal) => PreviewOutcome {
+            result: PreviewResult::Blocked {
+                reason: refusal.reason,
             },
-            Ok(message) => {
-                let live = store.live_mutation(&request.session_id, &request.message_id);
-                let (result, refusal) = message.preview(live);
-                PreviewOutcome { result, refusal }
-            }
+            refusal: Some(refusal),
         },
-    )
+        Ok(message) => {
+            let live = store.live_mutation(&request.session_id, &request.message_id);
+            let (result, refusal) = message.preview(live);
+            PreviewOutcome { result, refusal }
+        }
+    })
 }
 
 /// Checks a prune without writing anything: the fence, the receipt lookup and the planner run

@@ -4,7 +4,7 @@
 use thiserror::Error;
 
 /// A request that breaks the contract. Nothing is journaled or written for it.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ContractError {
     /// The body is larger than 1 MiB.
@@ -67,6 +67,39 @@ pub enum ContractError {
     DuplicateIndex {
         /// The repeated index.
         index: u32,
+    },
+    /// A text field is longer than the contract allows.
+    #[error("{field} must be at most {max} characters long, got {len}")]
+    TooLong {
+        /// `query` or `cursor`.
+        field: &'static str,
+        /// Its length in UTF-16 code units.
+        len: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// A history request with `purpose: "prune"` names no session.
+    #[error("purpose \"prune\" needs a sessionID: a batch prune works on one session")]
+    PruneNeedsSession,
+    /// A history cursor is damaged or was made for another request.
+    #[error("cursor: {detail}")]
+    Cursor {
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A batch has no candidates, or more than 16.
+    #[error("a batch takes 1 to {max} candidates, got {count}")]
+    CandidateCount {
+        /// How many were given.
+        count: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// The same message twice in a batch.
+    #[error("message {message_id} is given twice in the batch")]
+    DuplicateCandidate {
+        /// The repeated message id.
+        message_id: String,
     },
 }
 

@@ -6,16 +6,20 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod contract;
 pub mod engine;
 pub mod error;
 mod escape;
 pub mod event;
+pub mod history;
 pub mod planner;
 pub mod request_key;
 pub mod revision;
+pub mod scope;
 pub mod store;
 
+pub use batch::{BatchItem, BatchOutcome, BatchResult, PruneBatchRequest, MAX_BATCH};
 pub use contract::{
     BlockedReason, PartKind, PreviewPart, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
     PrunedEventData, Selection, PRUNED_EVENT_TYPE,
@@ -25,8 +29,10 @@ pub use engine::{
 };
 pub use error::{ContractError, EngineError, StoreError};
 pub use event::{JournalReplay, PrunedEvent};
+pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpose};
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus};
 pub use request_key::request_key;
+pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
 pub use store::{Applied, DryRun, PruneCommand, Receipt, Refusal, SessionStore};
 
 pub use pruning_events::{Delivery, RecvError, Subscription};

@@ -5,11 +5,14 @@
 //! prune in one transaction: fence, receipt lookup, read, plan, revision compare, write, receipt
 //! insert (DESIGN.md "The write path of one prune", step 4).
 
+use std::ops::ControlFlow;
+
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::contract::{BlockedReason, PruneRequest};
+use crate::contract::{BlockedReason, PreviewRequest, PruneRequest};
 use crate::error::StoreError;
+use crate::history::{HistoryScan, ScanEnd, ScannedMessage};
 use crate::planner::{Plan, StoredMessage};
 
 /// A refusal with a human-readable explanation. `reason` is the contract's value; `detail` says
@@ -125,12 +128,12 @@ pub trait SessionStore: Send + Sync {
     fn database_id(&self) -> Result<Option<String>, StoreError>;
 
     /// Reads a message for preview, read-only. `Ok(Err(refusal))` when the message cannot be read
-    /// as prunable content (missing: `not_deletable`; over 16 MiB or unknown storage:
-    /// `unsupported_storage` or `not_deletable` as the store documents).
+    /// as prunable content (missing, or its session outside `request.scope`: `not_deletable`;
+    /// over 16 MiB or unknown storage: `unsupported_storage` or `not_deletable` as the store
+    /// documents).
     fn read_message(
         &self,
-        session_id: &str,
-        message_id: &str,
+        request: &PreviewRequest,
     ) -> Result<Result<StoredMessage, Refusal>, StoreError>;
 
     /// Whether prunes of this message can be written here (the preview's `liveMutation`).
@@ -153,4 +156,20 @@ pub trait SessionStore: Send + Sync {
 
     /// All receipts, oldest commit first, optionally of one session (read-only).
     fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError>;
+
+    /// Visits the rows of `scan` in [`crate::history::Position`] order, read-only and from one
+    /// snapshot, calling `visit` for each until it breaks or `scan.limit` rows were visited.
+    /// Refusals: the named session is missing or outside `scan.scope` (`not_deletable`); the
+    /// store keeps no history it can scan (`unsupported_storage`, the default).
+    fn scan_history(
+        &self,
+        scan: &HistoryScan<'_>,
+        visit: &mut dyn FnMut(ScannedMessage) -> ControlFlow<()>,
+    ) -> Result<Result<ScanEnd, Refusal>, StoreError> {
+        let _ = (scan, visit);
+        Ok(Err(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "this store cannot scan history",
+        )))
+    }
 }

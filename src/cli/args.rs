@@ -35,6 +35,24 @@ pub struct GlobalArgs {
     /// Refuse sessions updated within this many seconds (OpenCode may still be writing them).
     #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
     pub quiet_period: u64,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+}
+
+/// The sessions `preview`, `prune`, `history` and `prune-batch` may touch; a session outside is
+/// refused (not_deletable). By default every session of the database.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Scope")]
+pub struct ScopeArgs {
+    /// Only sessions in this directory or below it (the session's `directory`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub directory: Option<String>,
+    /// Only sessions of this project (OpenCode's `global` project is always admitted).
+    #[arg(long, global = true, value_name = "ID")]
+    pub project: Option<String>,
+    /// Only sessions of this workspace.
+    #[arg(long, global = true, value_name = "ID")]
+    pub workspace: Option<String>,
 }
 
 /// The commands.
@@ -56,6 +74,12 @@ pub enum Command {
     },
     /// Remove technical parts of a completed assistant message. Exit 0 pruned, 3 blocked, 2 bad input.
     Prune(PruneArgs),
+    /// Page through history (read-only): find text, count tool and reasoning parts, or list the
+    /// messages of a session a batch prune could take (--purpose prune).
+    History(HistoryArgs),
+    /// Prune every tool and reasoning part of several messages of one session, each message in
+    /// its own transaction with its own receipt. Exit 0 all pruned, 3 any blocked.
+    PruneBatch(PruneBatchArgs),
     /// List the receipts of committed prunes (the audit trail).
     Receipts {
         /// Only receipts of this session.
@@ -101,6 +125,54 @@ pub struct PruneArgs {
     #[arg(long)]
     pub all_technical: bool,
     /// Check the request against the message now and print what would be removed; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// What a history page is for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PurposeArg {
+    /// Find the query in text (and in tool and reasoning parts unless --no-technical).
+    Search,
+    /// Count tool and reasoning parts only.
+    Stats,
+    /// List prunable messages with their revisions (needs SESSION).
+    Prune,
+}
+
+/// `history` arguments.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Session id (ses_...); all sessions in scope when left out.
+    pub session: Option<String>,
+    /// Text to find, case-insensitive (at most 200 characters).
+    #[arg(long, short, default_value = "", value_name = "TEXT")]
+    pub query: String,
+    /// Search text parts only, not tool and reasoning parts.
+    #[arg(long)]
+    pub no_technical: bool,
+    /// What the page is for.
+    #[arg(long, value_enum, default_value = "search")]
+    pub purpose: PurposeArg,
+    /// Continue a scan where the page that printed this cursor stopped.
+    #[arg(long, value_name = "CURSOR", conflicts_with = "all")]
+    pub cursor: Option<String>,
+    /// Print every page to the end of the scan (with --json: one page per line).
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `prune-batch` arguments.
+#[derive(Debug, Args)]
+pub struct PruneBatchArgs {
+    /// Session id (ses_...).
+    pub session: String,
+    /// JSON file of candidates (`-` for stdin): the output of `history SESSION --purpose prune
+    /// --json`, a batch body `{sessionID, candidates}`, or a bare array of
+    /// `{messageID, revision, toolCount, reasoningCount}`. Taken 16 at a time.
+    #[arg(long, value_name = "FILE")]
+    pub candidates: PathBuf,
+    /// Check each candidate as a prune would and print what would be removed; write nothing.
     #[arg(long)]
     pub dry_run: bool,
 }

@@ -5,10 +5,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pruning_adapters::opencode::Environment;
-use pruning_engine::{ContractError, PreviewRequest, PruneRequest};
+use pruning_engine::history::HistoryCandidate;
+use pruning_engine::{
+    ContractError, HistoryRequest, PreviewRequest, PruneBatchRequest, PruneRequest, Purpose, Scope,
+    MAX_BATCH,
+};
 use thiserror::Error;
 
-use super::args::{Cli, Command, PruneArgs};
+use super::args::{Cli, Command, HistoryArgs, PruneArgs, PruneBatchArgs, PurposeArg, ScopeArgs};
 
 /// A command line that cannot be run. Exit code 2.
 #[derive(Debug, Error)]
@@ -30,6 +34,14 @@ pub enum ConfigError {
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),
+    /// The candidates file cannot be read or holds no candidates.
+    #[error("--candidates {path}: {detail}")]
+    Candidates {
+        /// The file (`-` for stdin).
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 /// What to do.
@@ -44,6 +56,20 @@ pub enum Action {
     },
     /// Preview one message.
     Preview(PreviewRequest),
+    /// Scan history.
+    History {
+        /// The validated request.
+        request: HistoryRequest,
+        /// Follow the cursor to the end.
+        all: bool,
+    },
+    /// Prune every technical part of several messages, in batches of at most 16.
+    PruneBatch {
+        /// The batches, in order.
+        batches: Vec<PruneBatchRequest>,
+        /// Plan only.
+        dry_run: bool,
+    },
     /// Prune (or, dry, plan) one message.
     Prune {
         /// The validated request.
@@ -97,13 +123,16 @@ pub fn default_journal(db: &Path) -> PathBuf {
 impl Config {
     /// Validates the raw command line. Errors: [`ConfigError`].
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
+        let scope = scope(cli.global.scope);
         let action = match cli.command {
             Command::Sessions => Action::Sessions,
             Command::Messages { session } => Action::Messages { session },
             Command::Preview { session, message } => {
-                Action::Preview(PreviewRequest::new(session, message)?)
+                Action::Preview(PreviewRequest::new(session, message)?.within(scope))
             }
-            Command::Prune(args) => prune_action(args)?,
+            Command::Prune(args) => prune_action(args, scope)?,
+            Command::History(args) => history_action(args, scope)?,
+            Command::PruneBatch(args) => batch_action(args, scope)?,
             Command::Receipts { session } => Action::Receipts { session },
             Command::Events {
                 since,
@@ -148,7 +177,86 @@ impl Config {
     }
 }
 
-fn prune_action(args: PruneArgs) -> Result<Action, ConfigError> {
+fn scope(args: ScopeArgs) -> Scope {
+    Scope {
+        directory: args.directory,
+        project_id: args.project,
+        workspace_id: args.workspace,
+    }
+}
+
+fn history_action(args: HistoryArgs, scope: Scope) -> Result<Action, ConfigError> {
+    let purpose = match args.purpose {
+        PurposeArg::Search => Purpose::Search,
+        PurposeArg::Stats => Purpose::Stats,
+        PurposeArg::Prune => Purpose::Prune,
+    };
+    let request = HistoryRequest::new(
+        args.session,
+        args.query,
+        !args.no_technical,
+        purpose,
+        args.cursor,
+    )?;
+    Ok(Action::History {
+        request: request.within(scope),
+        all: args.all,
+    })
+}
+
+fn batch_action(args: PruneBatchArgs, scope: Scope) -> Result<Action, ConfigError> {
+    let path = args.candidates.display().to_string();
+    let bad = |detail: String| ConfigError::Candidates {
+        path: path.clone(),
+        detail,
+    };
+    let text = if path == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| bad(e.to_string()))?
+    } else {
+        std::fs::read_to_string(&args.candidates).map_err(|e| bad(e.to_string()))?
+    };
+    let candidates = parse_candidates(&text, &args.session).map_err(bad)?;
+    let batches = candidates
+        .chunks(MAX_BATCH)
+        .map(|chunk| {
+            PruneBatchRequest::new(args.session.clone(), chunk.to_vec())
+                .map(|batch| batch.within(scope.clone()))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Action::PruneBatch {
+        batches,
+        dry_run: args.dry_run,
+    })
+}
+
+/// Candidates from a history page, a batch body or a bare array. A batch body for another
+/// session is refused.
+fn parse_candidates(text: &str, session: &str) -> Result<Vec<HistoryCandidate>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if let Some(other) = value.get("sessionID").and_then(|v| v.as_str()) {
+        if other != session {
+            return Err(format!(
+                "the candidates are for session {other}, not {session}"
+            ));
+        }
+    }
+    let list = match value {
+        serde_json::Value::Array(_) => value,
+        serde_json::Value::Object(mut map) => map.remove("candidates").ok_or(
+            "no `candidates` key (expected the output of `history SESSION --purpose prune --json`)",
+        )?,
+        _ => return Err("expected a JSON object or array".into()),
+    };
+    let candidates: Vec<HistoryCandidate> =
+        serde_json::from_value(list).map_err(|e| format!("bad candidate: {e}"))?;
+    if candidates.is_empty() {
+        return Err("no candidates: nothing to prune".into());
+    }
+    Ok(candidates)
+}
+
+fn prune_action(args: PruneArgs, scope: Scope) -> Result<Action, ConfigError> {
     let request = match args.indexes {
         Some(list) => {
             let indexes = parse_indexes(&list)?;
@@ -157,7 +265,7 @@ fn prune_action(args: PruneArgs) -> Result<Action, ConfigError> {
         None => PruneRequest::all_technical(args.session, args.message, args.revision)?,
     };
     Ok(Action::Prune {
-        request,
+        request: request.within(scope),
         dry_run: args.dry_run,
     })
 }

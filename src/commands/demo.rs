@@ -68,6 +68,14 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
     let mut target = None;
     for s in &by_prunable {
         let mut candidates = sessions::candidates(&engine.store().connection(), &s.session_id)?;
+        // Only messages this storage accepts prunes of (OpenCode 1.18's V2 rows are read-only).
+        candidates.retain(|c| {
+            pruning_engine::SessionStore::live_mutation(
+                engine.store(),
+                &s.session_id,
+                &c.message_id,
+            )
+        });
         candidates.sort_by_key(|c| std::cmp::Reverse(c.technical_bytes));
         if let Some(c) = candidates.into_iter().next() {
             target = Some((s.session_id.clone(), c.message_id));

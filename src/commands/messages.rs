@@ -12,13 +12,8 @@ use crate::output;
 pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     let conn = store.connection();
-    super::require_v1(&Schema::read(&conn)?, &config.db)?;
-    let exists: bool = conn.query_row(
-        "SELECT count(*) > 0 FROM session WHERE id = ?1",
-        [session],
-        |r| r.get(0),
-    )?;
-    if !exists {
+    super::require_opencode(&Schema::read(&conn)?, &config.db)?;
+    if !sessions::exists(&conn, session)? {
         bail!(
             "there is no session {session} in this database (`session-prune sessions` lists them)"
         );
@@ -29,13 +24,11 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Done);
     }
     if list.is_empty() {
-        println!(
-            "session {session} has no V1 messages (a V2 session keeps its history in session_message rows, which this version does not prune yet)"
-        );
+        println!("session {session} has no messages");
         return Ok(Outcome::Done);
     }
     println!(
-        "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}",
+        "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}  storage",
         "message", "role", "state", "parts", "technical", "bytes"
     );
     for m in &list {
@@ -45,13 +38,14 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
             _ => "",
         };
         println!(
-            "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}",
+            "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}  {}",
             output::printable(&m.message_id),
             output::printable(&m.role),
             state,
             m.parts,
             m.technical_parts,
-            output::bytes(m.technical_bytes)
+            output::bytes(m.technical_bytes),
+            m.storage
         );
     }
     let prunable = list

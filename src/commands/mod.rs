@@ -2,9 +2,11 @@
 
 pub mod demo;
 pub mod events;
+pub mod history;
 pub mod messages;
 pub mod preview;
 pub mod prune;
+pub mod prune_batch;
 pub mod receipts;
 pub mod sessions;
 
@@ -23,18 +25,11 @@ pub enum Outcome {
     Blocked,
 }
 
-/// Refuses a database without OpenCode's V1 tables (the listings read them), with a message that
-/// names the file and says what to do with a V2-only one.
-pub fn require_v1(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
-    if !schema.has_v1() && schema.has_v2() {
+/// Refuses a file that holds neither OpenCode generation, naming it.
+pub fn require_opencode(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
+    if !schema.is_supported() {
         anyhow::bail!(
-            "{} keeps its history in V2 session_message rows only: this listing covers V1 histories for now (preview and prune V2 messages by id)",
-            db.display()
-        );
-    }
-    if !schema.has_v1() {
-        anyhow::bail!(
-            "{} is not an OpenCode database (no session, message and part tables)",
+            "{} is not an OpenCode database (neither V1 session, message and part tables nor V2 session_message)",
             db.display()
         );
     }

@@ -10,7 +10,7 @@ use crate::output;
 pub fn run(config: &Config) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     let conn = store.connection();
-    super::require_v1(&Schema::read(&conn)?, &config.db)?;
+    super::require_opencode(&Schema::read(&conn)?, &config.db)?;
     let list = sessions::list(&conn)?;
     if config.json {
         output::json_document(&list)?;

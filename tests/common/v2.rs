@@ -106,6 +106,17 @@ impl V2Fixture {
         self.sql().execute_batch(sql).unwrap();
     }
 
+    /// SHA-256 of the database file and its WAL: equal digests mean nothing was written.
+    pub fn file_digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(std::fs::read(&self.db).unwrap());
+        if let Ok(wal) = std::fs::read(self.db.with_extension("db-wal")) {
+            hasher.update(wal);
+        }
+        hex::encode(hasher.finalize())
+    }
+
     /// The assistant row's `data`, parsed.
     pub fn assistant_data(&self) -> Value {
         let data: String = self

@@ -2,7 +2,9 @@
 //! both generations (V1 `message` + `part`, V2 `session_message`), the session list, and the
 //! engine's own receipt tables inside it.
 
+pub mod history;
 pub mod ids;
+pub mod ownership;
 pub mod paths;
 pub mod receipts;
 pub mod schema;

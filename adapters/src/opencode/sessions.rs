@@ -1,80 +1,131 @@
-//! The session list with sizes: where the bytes of a V1 database are.
+//! The session and message listings with sizes, over both generations: where the bytes are.
 //!
-//! Sizes are bytes of the `data` columns (UTF-8 text as stored): `message` rows, `part` rows and
-//! the session's `event` rows (`aggregate_id` is the session id). Prunable bytes are the tool and
-//! reasoning `part` rows plus the `message.part.updated.1` snapshots of tool and reasoning parts,
-//! which is what pruning every completed message would free.
+//! Sessions come from `session` (V1, and OpenCode 1.18's V2 sessions) and `session_v2`
+//! (opencode2). Sizes are bytes of the `data` columns as stored: V1 `message` and `part` rows,
+//! V2 `session_message` rows, and the session's `event` rows (`aggregate_id` is the session id).
+//! Prunable bytes are what pruning every technical part would free: V1 tool and reasoning
+//! `part` rows and their `message.part.updated.1` snapshots, and the tool and reasoning entries
+//! of V2 `content` arrays (measured as SQLite's minified JSON of each entry).
 
 use rusqlite::Connection;
 use serde::Serialize;
 
+use super::ownership::SessionTable;
 use super::schema::Schema;
 
 /// One session and its sizes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionSummary {
-    /// `session.id`.
+    /// The session id.
     #[serde(rename = "sessionID")]
     pub session_id: String,
-    /// `session.title`.
+    /// Its title (empty when NULL).
     pub title: String,
-    /// `session.directory`.
+    /// Its directory.
     pub directory: String,
-    /// Number of V1 `message` rows.
+    /// Number of messages: V1 `message` rows plus V2 `session_message` rows.
     pub messages: u64,
-    /// Bytes of message, part and event data of the session.
+    /// Bytes of message, part, session_message and event data of the session.
     #[serde(rename = "totalBytes")]
     pub total_bytes: u64,
-    /// Bytes of tool and reasoning parts and of their snapshot events.
+    /// Bytes of tool and reasoning content and of V1 snapshot events of it.
     #[serde(rename = "prunableBytes")]
     pub prunable_bytes: u64,
-    /// `session.time_updated`, ms since the Unix epoch.
+    /// `time_updated`, ms since the Unix epoch.
     #[serde(rename = "timeUpdated")]
     pub time_updated: i64,
 }
 
-/// Every session, largest total first (ties: most recently updated first).
+/// `data` of a V2 row when it is valid JSON, else `{}`: `json_each` fails on malformed text, and
+/// one malformed row must not hide the rest.
+const V2_DATA: &str = "CASE WHEN json_valid(sm.data) THEN sm.data ELSE '{}' END";
+
+/// Every session of both tables, largest total first (ties: most recently updated first).
 pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
     let schema = Schema::read(conn)?;
+    let zero = "0".to_string();
+    let v1 = schema.has("message") && schema.has("part");
+    let pick = |present: bool, sql: String| if present { sql } else { zero.clone() };
+    let v1_messages = pick(
+        v1,
+        "(SELECT count(*) FROM message m WHERE m.session_id = s.id)".into(),
+    );
+    let v1_bytes = pick(
+        v1,
+        "(SELECT coalesce(sum(length(CAST(m.data AS BLOB))), 0) FROM message m WHERE m.session_id = s.id) \
+         + (SELECT coalesce(sum(length(CAST(p.data AS BLOB))), 0) FROM part p WHERE p.session_id = s.id)"
+            .into(),
+    );
+    let v1_prunable = pick(
+        v1,
+        "(SELECT coalesce(sum(length(CAST(p.data AS BLOB))), 0) FROM part p WHERE p.session_id = s.id \
+           AND json_extract(p.data, '$.type') IN ('tool', 'reasoning'))"
+            .into(),
+    );
     let events = schema.has_events();
-    let event_total = if events {
+    let event_bytes = pick(
+        events,
         "(SELECT coalesce(sum(length(CAST(e.data AS BLOB))), 0) FROM event e WHERE e.aggregate_id = s.id)"
-    } else {
-        "0"
-    };
-    let event_prunable = if events {
+            .into(),
+    );
+    let event_prunable = pick(
+        events,
         "(SELECT coalesce(sum(length(CAST(e.data AS BLOB))), 0) FROM event e \
            WHERE e.aggregate_id = s.id AND e.type = 'message.part.updated.1' \
              AND json_extract(e.data, '$.part.type') IN ('tool', 'reasoning'))"
-    } else {
-        "0"
-    };
-    let sql = format!(
-        "SELECT s.id, s.title, s.directory, s.time_updated,
-           (SELECT count(*) FROM message m WHERE m.session_id = s.id),
-           (SELECT coalesce(sum(length(CAST(m.data AS BLOB))), 0) FROM message m WHERE m.session_id = s.id),
-           (SELECT coalesce(sum(length(CAST(p.data AS BLOB))), 0) FROM part p WHERE p.session_id = s.id),
-           (SELECT coalesce(sum(length(CAST(p.data AS BLOB))), 0) FROM part p WHERE p.session_id = s.id
-              AND json_extract(p.data, '$.type') IN ('tool', 'reasoning')),
-           {event_total}, {event_prunable}
-         FROM session s"
+            .into(),
     );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([], |row| {
-        let n = |i: usize| -> rusqlite::Result<u64> {
-            Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
-        };
-        Ok(SessionSummary {
-            session_id: row.get(0)?,
-            title: row.get(1)?,
-            directory: row.get(2)?,
-            time_updated: row.get(3)?,
-            messages: n(4)?,
-            total_bytes: n(5)? + n(6)? + n(8)?,
-            prunable_bytes: n(7)? + n(9)?,
-        })
-    })?;
-    let mut sessions: Vec<SessionSummary> = rows.collect::<Result<_, _>>()?;
+    let v2 = schema.has_v2();
+    let v2_messages = pick(
+        v2,
+        "(SELECT count(*) FROM session_message sm WHERE sm.session_id = s.id)".into(),
+    );
+    let v2_bytes = pick(
+        v2,
+        "(SELECT coalesce(sum(length(CAST(sm.data AS BLOB))), 0) FROM session_message sm WHERE sm.session_id = s.id)"
+            .into(),
+    );
+    let v2_prunable = pick(
+        v2,
+        format!(
+            "(SELECT coalesce(sum(length(CAST(j.value AS BLOB))), 0) \
+               FROM session_message sm, json_each({V2_DATA}, '$.content') j \
+              WHERE sm.session_id = s.id AND j.type = 'object' \
+                AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))"
+        ),
+    );
+    let mut sessions = Vec::new();
+    for table in [SessionTable::Shared, SessionTable::V2] {
+        if !schema.has(table.name()) {
+            continue;
+        }
+        let sql = format!(
+            "SELECT s.id, coalesce(s.title, ''), s.directory, s.time_updated,
+               {v1_messages} + {v2_messages},
+               {v1_bytes} + {v2_bytes} + {event_bytes},
+               {v1_prunable} + {v2_prunable} + {event_prunable}
+             FROM {} s",
+            table.name()
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map([], |row| {
+            let n = |i: usize| -> rusqlite::Result<u64> {
+                Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
+            };
+            Ok(SessionSummary {
+                session_id: row.get(0)?,
+                title: row.get(1)?,
+                directory: row.get(2)?,
+                time_updated: row.get(3)?,
+                messages: n(4)?,
+                total_bytes: n(5)?,
+                prunable_bytes: n(6)?,
+            })
+        })?;
+        for row in rows {
+            sessions.push(row?);
+        }
+    }
     sessions.sort_by(|a, b| {
         b.total_bytes
             .cmp(&a.total_bytes)
@@ -83,47 +134,98 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
     Ok(sessions)
 }
 
+/// Whether a session exists in either table.
+pub fn exists(conn: &Connection, session_id: &str) -> rusqlite::Result<bool> {
+    let schema = Schema::read(conn)?;
+    for table in [SessionTable::Shared, SessionTable::V2] {
+        if schema.has(table.name()) {
+            let sql = format!("SELECT count(*) > 0 FROM {} WHERE id = ?1", table.name());
+            if conn.query_row(&sql, [session_id], |row| row.get::<_, bool>(0))? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// One message of a session, with its technical parts counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MessageSummary {
-    /// `message.id`.
+    /// The message id.
     #[serde(rename = "messageID")]
     pub message_id: String,
-    /// `role` of `message.data`: `user` or `assistant`.
+    /// V1 `role` of `message.data` (`user`, `assistant`), or the V2 row `type`.
     pub role: String,
     /// Whether `time.completed` is a number > 0 (assistant messages; user messages are never
     /// complete in this sense).
     pub completed: bool,
-    /// `message.time_created`, ms since the Unix epoch.
+    /// `time_created`, ms since the Unix epoch.
     #[serde(rename = "timeCreated")]
     pub time_created: i64,
-    /// Number of parts.
+    /// Number of parts (V2: entries of `content`).
     pub parts: u64,
     /// Number of tool and reasoning parts.
     #[serde(rename = "technicalParts")]
     pub technical_parts: u64,
-    /// Bytes of their `part.data`.
+    /// Their bytes (V1 `part.data`; V2 each entry's minified JSON).
     #[serde(rename = "technicalBytes")]
     pub technical_bytes: u64,
+    /// `v1` (`message` + `part`) or `v2` (`session_message`).
+    pub storage: &'static str,
 }
 
-/// Every message of a session, oldest first (by `time_created`, then id: ids wrapped on
-/// 2026-08-14 and do not sort by time).
+const COMPLETED: &str = "coalesce(json_type(DATA, '$.time.completed') IN ('integer', 'real') \
+                         AND json_extract(DATA, '$.time.completed') > 0, 0)";
+
+/// Every message of a session in both generations, oldest first (by `time_created`, then id:
+/// ids wrapped on 2026-08-14 and do not sort by time).
 pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<MessageSummary>> {
-    let mut stmt = conn.prepare(
-        "SELECT m.id, coalesce(json_extract(m.data, '$.role'), ''),
-                coalesce(json_type(m.data, '$.time.completed') IN ('integer', 'real')
-                         AND json_extract(m.data, '$.time.completed') > 0, 0),
+    let schema = Schema::read(conn)?;
+    let mut list = Vec::new();
+    if schema.has("message") && schema.has("part") {
+        let sql = format!(
+            "SELECT m.id,
+                CASE WHEN json_valid(m.data) THEN coalesce(json_extract(m.data, '$.role'), '') ELSE '' END,
+                CASE WHEN json_valid(m.data) THEN {} ELSE 0 END,
                 m.time_created,
                 count(p.id),
-                coalesce(sum(json_extract(p.data, '$.type') IN ('tool', 'reasoning')), 0),
-                coalesce(sum(CASE WHEN json_extract(p.data, '$.type') IN ('tool', 'reasoning')
+                coalesce(sum(json_valid(p.data) AND json_extract(p.data, '$.type') IN ('tool', 'reasoning')), 0),
+                coalesce(sum(CASE WHEN json_valid(p.data) AND json_extract(p.data, '$.type') IN ('tool', 'reasoning')
                              THEN length(CAST(p.data AS BLOB)) ELSE 0 END), 0)
-         FROM message m LEFT JOIN part p ON p.message_id = m.id
-         WHERE m.session_id = ?1
-         GROUP BY m.id
-         ORDER BY m.time_created, m.id",
-    )?;
+             FROM message m LEFT JOIN part p ON p.message_id = m.id
+             WHERE m.session_id = ?1
+             GROUP BY m.id",
+            COMPLETED.replace("DATA", "m.data")
+        );
+        collect(conn, &sql, session_id, "v1", &mut list)?;
+    }
+    if schema.has_v2() {
+        let sql = format!(
+            "SELECT sm.id, sm.type, {}, coalesce(sm.time_created, 0),
+                (SELECT count(*) FROM json_each({V2_DATA}, '$.content')),
+                (SELECT count(*) FROM json_each({V2_DATA}, '$.content') j
+                  WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')),
+                (SELECT coalesce(sum(length(CAST(j.value AS BLOB))), 0) FROM json_each({V2_DATA}, '$.content') j
+                  WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))
+             FROM session_message sm WHERE sm.session_id = ?1",
+            COMPLETED.replace("DATA", V2_DATA)
+        );
+        collect(conn, &sql, session_id, "v2", &mut list)?;
+    }
+    list.sort_by(|a, b| {
+        (a.time_created, a.storage, &a.message_id).cmp(&(b.time_created, b.storage, &b.message_id))
+    });
+    Ok(list)
+}
+
+fn collect(
+    conn: &Connection,
+    sql: &str,
+    session_id: &str,
+    storage: &'static str,
+    list: &mut Vec<MessageSummary>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare(sql)?;
     let rows = stmt.query_map([session_id], |row| {
         let n = |i: usize| -> rusqlite::Result<u64> {
             Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
@@ -136,9 +238,13 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
             parts: n(4)?,
             technical_parts: n(5)?,
             technical_bytes: n(6)?,
+            storage,
         })
     })?;
-    rows.collect()
+    for row in rows {
+        list.push(row?);
+    }
+    Ok(())
 }
 
 /// The completed assistant messages of a session that have tool or reasoning parts: what a

@@ -3,16 +3,20 @@
 //! `session_message` first, then in V1's `message`; V1 prunes go through [`super::v1`], V2
 //! prunes through [`super::v2`].
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
-    Applied, BlockedReason, DryRun, PruneCommand, PruneRequest, Receipt, Refusal, SessionStore,
-    StoreError, StoredMessage,
+    Applied, BlockedReason, DryRun, PreviewRequest, PruneCommand, PruneRequest, Receipt, Refusal,
+    SessionStore, StoreError, StoredMessage,
 };
 use rusqlite::{Connection, OpenFlags};
 
+use super::history;
+use super::ownership::{self, SessionTable};
 use super::receipts;
 use super::schema::Schema;
 use super::v1::{apply, read};
@@ -122,10 +126,18 @@ impl OpenCodeStore {
 fn read_any(
     conn: &Connection,
     schema: &Schema,
-    session_id: &str,
-    message_id: &str,
+    request: &PreviewRequest,
 ) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    let (session_id, message_id) = (request.session_id.as_str(), request.message_id.as_str());
     if schema.has_v2() && v2::is_v2_message(conn, message_id)? {
+        let table = if schema.has("session_v2") {
+            SessionTable::V2
+        } else {
+            SessionTable::Shared
+        };
+        if let Some(refusal) = ownership::check(conn, table, session_id, &request.scope)? {
+            return Ok(Err(refusal));
+        }
         return v2::read_message(conn, session_id, message_id);
     }
     if !schema.has_v1() {
@@ -133,6 +145,10 @@ fn read_any(
             BlockedReason::NotDeletable,
             format!("there is no message {message_id} in this database"),
         )));
+    }
+    if let Some(refusal) = ownership::check(conn, SessionTable::Shared, session_id, &request.scope)?
+    {
+        return Ok(Err(refusal));
     }
     Ok(read::read_message(conn, session_id, message_id, read::Texts::Skip)?.map(|m| m.message))
 }
@@ -153,8 +169,7 @@ impl SessionStore for OpenCodeStore {
 
     fn read_message(
         &self,
-        session_id: &str,
-        message_id: &str,
+        request: &PreviewRequest,
     ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
         let conn = self.connection();
         let schema = Schema::read(&conn).map_err(storage)?;
@@ -166,7 +181,7 @@ impl SessionStore for OpenCodeStore {
         }
         // One read transaction, so the message and its parts are one snapshot.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let read = read_any(&conn, &schema, session_id, message_id);
+        let read = read_any(&conn, &schema, request);
         let _ = conn.execute_batch("COMMIT");
         match read {
             Ok(result) => Ok(result),
@@ -223,5 +238,16 @@ impl SessionStore for OpenCodeStore {
 
     fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError> {
         receipts::list(&self.connection(), session_id).map_err(storage)
+    }
+
+    fn scan_history(
+        &self,
+        scan: &HistoryScan<'_>,
+        visit: &mut dyn FnMut(ScannedMessage) -> ControlFlow<()>,
+    ) -> Result<Result<ScanEnd, Refusal>, StoreError> {
+        match history::scan(&self.connection(), scan, visit) {
+            Ok(result) => Ok(result),
+            Err(error) => Ok(Err(apply::sql_refusal(&error))),
+        }
     }
 }

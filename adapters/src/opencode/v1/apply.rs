@@ -150,6 +150,7 @@ pub(crate) fn prepare(
     }
     let input = FenceInput {
         session_id: &request.session_id,
+        scope: &request.scope,
         now_ms,
         quiet_period_ms,
     };

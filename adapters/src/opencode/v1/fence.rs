@@ -4,16 +4,17 @@
 //! Source: DESIGN.md "Fence" (V1 rules) and CodeNomad `claim-fence.ts` (attached databases,
 //! triggers, remote event owners). In order:
 //! - another database attached on the connection, or any trigger: `unsupported_storage`;
-//! - the session missing: `not_deletable`;
+//! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;
 //! - `session.time_compacting` or `session.revert` set: `maintenance_required`;
 //! - the session updated within the quiet period: `maintenance_required`;
 //! - any assistant message of the session not complete, or any tool part pending or running:
 //!   `maintenance_required`;
 //! - `event_sequence.owner_id` set for the session (events owned by a remote): `unsupported_storage`.
 
-use pruning_engine::{BlockedReason, Refusal};
+use pruning_engine::{BlockedReason, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
+use crate::opencode::ownership::{self, SessionTable};
 use crate::opencode::schema::Schema;
 
 /// What the fence needs besides the connection.
@@ -21,6 +22,8 @@ use crate::opencode::schema::Schema;
 pub struct FenceInput<'a> {
     /// The session to prune in.
     pub session_id: &'a str,
+    /// The sessions the request may touch.
+    pub scope: &'a Scope,
     /// Now, ms since the Unix epoch.
     pub now_ms: i64,
     /// Quiet period, ms: a session updated more recently than this is refused.
@@ -51,6 +54,11 @@ pub fn check(
             format!("session {} does not exist", input.session_id),
         )));
     };
+    if let Some(refusal) =
+        ownership::check(conn, SessionTable::Shared, input.session_id, input.scope)?
+    {
+        return Ok(Some(refusal));
+    }
     if compacting.is_some() {
         return Ok(Some(busy("a compaction of the session is in progress")));
     }

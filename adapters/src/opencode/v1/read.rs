@@ -50,6 +50,8 @@ pub enum Texts {
 pub struct V1Message {
     /// What the planner sees.
     pub message: StoredMessage,
+    /// `role` of `message.data` (`user`, `assistant`), empty when missing.
+    pub role: String,
     /// The part rows, in content order.
     pub rows: Vec<PartRow>,
 }
@@ -124,12 +126,17 @@ pub fn read_message(
         };
         rows.push(PartRow { id, data, len });
     }
+    let role = info.get("role").and_then(Value::as_str).unwrap_or_default();
     let message = StoredMessage {
-        is_assistant: info.get("role").and_then(Value::as_str) == Some("assistant"),
+        is_assistant: role == "assistant",
         completed: completed_at(&info),
         parts,
     };
-    Ok(Ok(V1Message { message, rows }))
+    Ok(Ok(V1Message {
+        message,
+        role: role.to_string(),
+        rows,
+    }))
 }
 
 /// Why message `message_id` of session `session_id` was not found, in words.

@@ -49,7 +49,7 @@ pub fn prepare(
     request: &PruneRequest,
     request_key: &str,
 ) -> rusqlite::Result<V2Prepared> {
-    if let Some(refusal) = fence::check(conn, schema, &request.session_id)? {
+    if let Some(refusal) = fence::check(conn, schema, &request.session_id, &request.scope)? {
         return Ok(V2Prepared::Refuse(refusal));
     }
     match receipts::replay(conn, request_key, &request.session_id, &request.message_id)? {

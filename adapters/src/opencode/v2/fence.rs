@@ -6,15 +6,16 @@
 //! Source: DESIGN.md "Fence" (V2 rules) and CodeNomad `claim-fence.ts`, in order:
 //! - another database attached, or any trigger: `unsupported_storage` (shared with V1);
 //! - no `session_v2` table, or one without `time_suspended`: `unsupported_storage`;
-//! - the session missing: `not_deletable`;
+//! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;
 //! - `time_suspended`, `time_compacting` or `revert` set: `maintenance_required`;
 //! - no `event_sequence` row for the session, `owner_id` set, or any `event` row retained for the
 //!   session: `unsupported_storage` (rewriting V2 events waits until a real opencode2 build shows
 //!   how it replays them).
 
-use pruning_engine::{BlockedReason, Refusal};
+use pruning_engine::{BlockedReason, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
+use crate::opencode::ownership::{self, SessionTable};
 use crate::opencode::schema::Schema;
 
 /// Runs the V2 fence for `session_id`. `Ok(Some(refusal))` refuses; SQL errors are returned for
@@ -23,6 +24,7 @@ pub fn check(
     conn: &Connection,
     schema: &Schema,
     session_id: &str,
+    scope: &Scope,
 ) -> rusqlite::Result<Option<Refusal>> {
     let unsupported = |detail: String| {
         Ok(Some(Refusal::new(
@@ -62,6 +64,9 @@ pub fn check(
             format!("session {session_id} does not exist"),
         )));
     };
+    if let Some(refusal) = ownership::check(conn, SessionTable::V2, session_id, scope)? {
+        return Ok(Some(refusal));
+    }
     let busy = |detail: &str| {
         Ok(Some(Refusal::new(
             BlockedReason::MaintenanceRequired,

@@ -66,33 +66,62 @@ pub fn load(
     session_id: &str,
     message_id: &str,
 ) -> rusqlite::Result<Result<(StoredMessage, String), Refusal>> {
-    let row: Option<(String, Option<String>)> = conn
-        .query_row(
-            "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END \
-             FROM session_message WHERE session_id = ?1 AND id = ?2",
-            rusqlite::params![session_id, message_id, MAX_MESSAGE_BYTES as i64],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .optional()?;
-    let refuse = |detail: String| Ok(Err(Refusal::new(BlockedReason::NotDeletable, detail)));
-    let Some((kind, data)) = row else {
-        return refuse(format!(
-            "session {session_id} has no V2 message {message_id}"
-        ));
+    let Some((kind, data)) = load_row(conn, session_id, message_id)? else {
+        return Ok(Err(Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("session {session_id} has no V2 message {message_id}"),
+        )));
     };
+    let refuse = |detail: String| Ok(Err(Refusal::new(BlockedReason::NotDeletable, detail)));
     let Some(data) = data else {
         return refuse(format!("V2 message {message_id} is over the 16 MiB budget"));
     };
-    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&data) else {
-        return refuse(format!(
-            "V2 message {message_id} does not hold a JSON object"
-        ));
+    match parse(&kind, &data) {
+        Ok(parsed) => Ok(Ok((parsed.message, data))),
+        Err(why) => refuse(format!("V2 message {message_id} {why}")),
+    }
+}
+
+/// The row's `type` and its `data`, `None` for data over the 16 MiB budget (not read).
+/// `Ok(None)`: no such message in that session.
+pub fn load_row(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Option<(String, Option<String>)>> {
+    conn.query_row(
+        "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END \
+         FROM session_message WHERE session_id = ?1 AND id = ?2",
+        rusqlite::params![session_id, message_id, MAX_MESSAGE_BYTES as i64],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+    .optional()
+}
+
+/// A parsed V2 row.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    /// The message as the planner sees it.
+    pub message: StoredMessage,
+    /// The message's own `text` (user and synthetic messages keep theirs outside `content`).
+    pub body_text: Option<String>,
+}
+
+/// Parses a row of type `kind` with `data`. `Err` says what is wrong, as a phrase that follows
+/// the message's name ("does not hold a JSON object", "has no content array").
+pub fn parse(kind: &str, data: &str) -> Result<Parsed, &'static str> {
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(data) else {
+        return Err("does not hold a JSON object");
     };
     let completed = completed_at(&Value::Object(map.clone()));
+    let body_text = match map.get("text") {
+        Some(Value::String(text)) => Some(text.clone()),
+        _ => None,
+    };
     let parts = match map.remove("content") {
         Some(Value::Array(items)) => items,
         None if kind != "assistant" => Vec::new(),
-        _ => return refuse(format!("V2 message {message_id} has no content array")),
+        _ => return Err("has no content array"),
     };
     let parts = parts
         .into_iter()
@@ -101,10 +130,12 @@ pub fn load(
             value,
         })
         .collect();
-    let message = StoredMessage {
-        is_assistant: kind == "assistant",
-        completed,
-        parts,
-    };
-    Ok(Ok((message, data)))
+    Ok(Parsed {
+        message: StoredMessage {
+            is_assistant: kind == "assistant",
+            completed,
+            parts,
+        },
+        body_text,
+    })
 }

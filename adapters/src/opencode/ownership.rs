@@ -1,0 +1,103 @@
+//! Session ownership: reading a session's `directory`, `project_id` and `workspace_id`, and
+//! refusing a session outside the request's [`Scope`] (moved ownership, `not_deletable`).
+//!
+//! Source: codenomad-pruning.md §4 (the claim fence compares all three). `workspace_id` came
+//! with OpenCode migration `20260227213759_add_session_workspace_id`; older databases have no
+//! such column and their sessions have no workspace.
+
+use pruning_engine::{BlockedReason, Ownership, Refusal, Scope};
+use rusqlite::{Connection, OptionalExtension};
+
+/// The table that holds a generation's sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionTable {
+    /// `session`: V1, and OpenCode 1.18's V2 sessions.
+    Shared,
+    /// `session_v2`: opencode2.
+    V2,
+}
+
+impl SessionTable {
+    /// The table name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Shared => "session",
+            Self::V2 => "session_v2",
+        }
+    }
+}
+
+/// A session's ownership as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// `directory`.
+    pub directory: String,
+    /// `project_id`.
+    pub project_id: String,
+    /// `workspace_id`, `None` when NULL or when the table has no such column.
+    pub workspace_id: Option<String>,
+}
+
+impl Owner {
+    /// The engine's view of it.
+    pub fn as_ownership(&self) -> Ownership<'_> {
+        Ownership {
+            directory: &self.directory,
+            project_id: &self.project_id,
+            workspace_id: self.workspace_id.as_deref(),
+        }
+    }
+}
+
+/// The SQL expression for `workspace_id` in `table`: the column, or NULL where it is missing.
+pub fn workspace_column(conn: &Connection, table: SessionTable) -> rusqlite::Result<&'static str> {
+    let has: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = 'workspace_id'",
+        [table.name()],
+        |row| row.get(0),
+    )?;
+    Ok(if has { "workspace_id" } else { "NULL" })
+}
+
+/// Reads the owner of session `session_id`; `None` when the session does not exist.
+pub fn read(
+    conn: &Connection,
+    table: SessionTable,
+    session_id: &str,
+) -> rusqlite::Result<Option<Owner>> {
+    let workspace = workspace_column(conn, table)?;
+    let sql = format!(
+        "SELECT directory, project_id, {workspace} FROM {} WHERE id = ?1",
+        table.name()
+    );
+    conn.query_row(&sql, [session_id], |row| {
+        Ok(Owner {
+            directory: row.get(0)?,
+            project_id: row.get(1)?,
+            workspace_id: row.get(2)?,
+        })
+    })
+    .optional()
+}
+
+/// Refuses (`not_deletable`) a session outside `scope`. An unscoped request reads nothing.
+/// A missing session is left to the caller, which refuses it with its own words.
+pub fn check(
+    conn: &Connection,
+    table: SessionTable,
+    session_id: &str,
+    scope: &Scope,
+) -> rusqlite::Result<Option<Refusal>> {
+    if scope.is_unscoped() {
+        return Ok(None);
+    }
+    let Some(owner) = read(conn, table, session_id)? else {
+        return Ok(None);
+    };
+    Ok(scope.admits(&owner.as_ownership()).err().map(|why| {
+        Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("session {session_id} is outside the request's scope: {why}"),
+        )
+    }))
+}

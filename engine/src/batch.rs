@@ -1,0 +1,212 @@
+//! `pruneBatch`: up to 16 history candidates of one session, each pruned of all its technical
+//! parts in its own transaction, with one result per candidate.
+//!
+//! Source: codenomad-pruning.md §2 (`pruneBatch`): in `{sessionID, candidates:[1..16]}` with
+//! unique `messageID`s, out `{results:[{messageID, result}]}`; each candidate runs as an
+//! all-technical prune bound to the candidate's revision; an error becomes
+//! `blocked/unavailable` for that candidate; there is no all-or-nothing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::{
+    check_body_size, check_id, check_revision, BlockedReason, PruneRequest, PruneResult,
+};
+use crate::engine::{Engine, PruneOutcome};
+use crate::error::{ContractError, EngineError};
+use crate::history::HistoryCandidate;
+use crate::scope::Scope;
+use crate::store::SessionStore;
+
+/// Most candidates in one batch.
+pub const MAX_BATCH: usize = 16;
+
+/// A validated batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneBatchRequest {
+    /// The session every candidate belongs to.
+    pub session_id: String,
+    /// The candidates, as a `history` page with `purpose: "prune"` listed them; 1 to 16, unique
+    /// by message id. `toolCount` and `reasoningCount` are informational: the revision binds the
+    /// prune to the content.
+    pub candidates: Vec<HistoryCandidate>,
+    /// The sessions the caller may prune in (see [`Scope`]).
+    pub scope: Scope,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBatch {
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    candidates: Vec<HistoryCandidate>,
+}
+
+impl PruneBatchRequest {
+    /// Parses and validates a JSON batch body `{sessionID, candidates}`.
+    ///
+    /// Errors: [`ContractError`] for a body over 1 MiB, malformed JSON, an unknown key (in the
+    /// body or a candidate), a bad id or revision, no candidates or more than 16, or one message
+    /// twice.
+    pub fn from_json(body: &str) -> Result<Self, ContractError> {
+        check_body_size(body)?;
+        let raw: RawBatch = serde_json::from_str(body).map_err(ContractError::from_json)?;
+        Self::new(raw.session_id, raw.candidates)
+    }
+
+    /// Builds a validated batch. Same errors as [`Self::from_json`].
+    pub fn new(
+        session_id: String,
+        candidates: Vec<HistoryCandidate>,
+    ) -> Result<Self, ContractError> {
+        check_id("sessionID", &session_id)?;
+        if candidates.is_empty() || candidates.len() > MAX_BATCH {
+            return Err(ContractError::CandidateCount {
+                count: candidates.len(),
+                max: MAX_BATCH,
+            });
+        }
+        for (i, candidate) in candidates.iter().enumerate() {
+            check_id("messageID", &candidate.message_id)?;
+            check_revision(&candidate.revision)?;
+            if candidates[..i]
+                .iter()
+                .any(|earlier| earlier.message_id == candidate.message_id)
+            {
+                return Err(ContractError::DuplicateCandidate {
+                    message_id: candidate.message_id.clone(),
+                });
+            }
+        }
+        Ok(Self {
+            session_id,
+            candidates,
+            scope: Scope::default(),
+        })
+    }
+
+    /// The same batch, limited to `scope`.
+    pub fn within(self, scope: Scope) -> Self {
+        Self { scope, ..self }
+    }
+}
+
+/// The batch answer: `{results:[{messageID, result}]}`, in candidate order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchResult {
+    /// One entry per candidate.
+    pub results: Vec<BatchItem>,
+}
+
+/// One candidate's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchItem {
+    /// The candidate.
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    /// Its prune result.
+    pub result: PruneResult,
+}
+
+/// What [`Engine::prune_batch`] did with each candidate, in candidate order.
+#[derive(Debug)]
+pub struct BatchOutcome {
+    /// Each candidate's message id and what its prune did, or the error it raised.
+    pub items: Vec<(String, Result<PruneOutcome, EngineError>)>,
+}
+
+impl BatchOutcome {
+    /// The contract answer: an error is `blocked/unavailable`.
+    pub fn result(&self) -> BatchResult {
+        BatchResult {
+            results: self
+                .items
+                .iter()
+                .map(|(message_id, outcome)| BatchItem {
+                    message_id: message_id.clone(),
+                    result: match outcome {
+                        Ok(outcome) => outcome.result.clone(),
+                        Err(_) => PruneResult::Blocked {
+                            reason: BlockedReason::Unavailable,
+                        },
+                    },
+                })
+                .collect(),
+        }
+    }
+}
+
+impl<S: SessionStore> Engine<S> {
+    /// Prunes every technical part of each candidate, one [`Engine::prune`] per candidate (each
+    /// journaled, applied in its own transaction and announced on its own), in order. A refusal
+    /// or an error of one candidate does not stop the others.
+    pub fn prune_batch(&self, batch: &PruneBatchRequest) -> BatchOutcome {
+        let items = batch
+            .candidates
+            .iter()
+            .map(|candidate| {
+                let outcome = PruneRequest::all_technical(
+                    batch.session_id.clone(),
+                    candidate.message_id.clone(),
+                    candidate.revision.clone(),
+                )
+                .map_err(EngineError::from)
+                .and_then(|request| self.prune(&request.within(batch.scope.clone())));
+                (candidate.message_id.clone(), outcome)
+            })
+            .collect();
+        BatchOutcome { items }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: &str) -> String {
+        format!(
+            r#"{{"messageID":"{id}","revision":"{}","toolCount":1,"reasoningCount":0}}"#,
+            "a".repeat(64)
+        )
+    }
+
+    #[test]
+    fn a_batch_takes_one_to_sixteen_unique_candidates() {
+        let body = |ids: &[String]| {
+            let list: Vec<String> = ids.iter().map(|id| candidate(id)).collect();
+            format!(
+                r#"{{"sessionID":"ses_1","candidates":[{}]}}"#,
+                list.join(",")
+            )
+        };
+        let ids: Vec<String> = (0..17).map(|i| format!("msg_{i}")).collect();
+        assert_eq!(
+            PruneBatchRequest::from_json(&body(&ids[..16]))
+                .unwrap()
+                .candidates
+                .len(),
+            16
+        );
+        assert_eq!(
+            PruneBatchRequest::from_json(&body(&ids)),
+            Err(ContractError::CandidateCount { count: 17, max: 16 })
+        );
+        assert_eq!(
+            PruneBatchRequest::from_json(&body(&[])),
+            Err(ContractError::CandidateCount { count: 0, max: 16 })
+        );
+        assert_eq!(
+            PruneBatchRequest::from_json(&body(&["msg_1".into(), "msg_1".into()])),
+            Err(ContractError::DuplicateCandidate {
+                message_id: "msg_1".into()
+            })
+        );
+        assert_eq!(
+            PruneBatchRequest::from_json(
+                r#"{"sessionID":"s","candidates":[{"messageID":"m","revision":"x","toolCount":1,"reasoningCount":0,"content":[]}]}"#
+            ),
+            Err(ContractError::UnknownKey {
+                key: "content".into()
+            })
+        );
+    }
+}

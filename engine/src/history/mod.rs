@@ -1,0 +1,205 @@
+//! `history`: paged scans of session history for search, statistics and batch pruning.
+//!
+//! Source: codenomad-pruning.md §2 and §8. A page scans at most 32 rows (messages) in
+//! [`Position`] order, oldest first, and stops early after about 40 ms; its cursor resumes the
+//! same scan (same scope, session, query and purpose) up to the horizon the first page fixed.
+//! Rows that cannot be read (malformed, over 16 MiB) and incomplete assistant messages count as
+//! `skipped`. Reads only; nothing is journaled.
+
+pub mod cursor;
+pub mod page;
+pub mod request;
+pub mod scan;
+pub mod search;
+
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+pub use cursor::{Cursor, Position};
+pub use page::{HistoryCandidate, HistoryHit, HistoryPage, HistoryResult, PAGE_ROWS};
+pub use request::{HistoryRequest, Purpose};
+pub use scan::{HistoryScan, ScanEnd, ScannedContent, ScannedMessage};
+pub use search::{Matcher, SearchKind};
+
+use crate::error::EngineError;
+use crate::planner::PartClass;
+use crate::store::{Refusal, SessionStore};
+
+/// How much one page may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLimits {
+    /// Most rows scanned (at most [`PAGE_ROWS`]).
+    pub rows: usize,
+    /// After this long the page ends at the row being scanned (at least one row is scanned).
+    pub time_budget: Duration,
+}
+
+impl Default for PageLimits {
+    /// 32 rows, 40 ms (CodeNomad's page).
+    fn default() -> Self {
+        Self {
+            rows: PAGE_ROWS,
+            time_budget: Duration::from_millis(40),
+        }
+    }
+}
+
+/// What [`history`] answers: the contract result and, when blocked, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryOutcome {
+    /// The contract answer.
+    pub result: HistoryResult,
+    /// The refusal with its explanation, when blocked.
+    pub refusal: Option<Refusal>,
+}
+
+/// Scans one page of history through `store` with the default [`PageLimits`].
+///
+/// Errors: [`EngineError::Contract`] for a cursor that is damaged or was made for another
+/// request; [`EngineError::Store`] when the store fails.
+pub fn history<S: SessionStore + ?Sized>(
+    store: &S,
+    request: &HistoryRequest,
+) -> Result<HistoryOutcome, EngineError> {
+    history_with(store, request, PageLimits::default())
+}
+
+/// [`history`] with explicit limits.
+pub fn history_with<S: SessionStore + ?Sized>(
+    store: &S,
+    request: &HistoryRequest,
+    limits: PageLimits,
+) -> Result<HistoryOutcome, EngineError> {
+    let cursor = match &request.cursor {
+        Some(text) => Some(Cursor::decode(text, request)?),
+        None => None,
+    };
+    let scan = HistoryScan {
+        session_id: request.session_id.as_deref(),
+        scope: &request.scope,
+        after: cursor.as_ref().map(|c| &c.after),
+        horizon: cursor.as_ref().map(|c| &c.horizon),
+        limit: limits.rows.clamp(1, PAGE_ROWS),
+    };
+    let matcher = match request.purpose {
+        Purpose::Search => Matcher::new(&request.query),
+        Purpose::Stats | Purpose::Prune => None,
+    };
+    let started = Instant::now();
+    let mut page = HistoryPage::default();
+    let mut last = None;
+    let mut visit = |row: ScannedMessage| {
+        page.scanned += 1;
+        take_row(&mut page, &row, matcher.as_ref(), request);
+        last = Some(row.position);
+        if page.scanned as usize >= scan.limit || started.elapsed() >= limits.time_budget {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let end = match store.scan_history(&scan, &mut visit)? {
+        Ok(end) => end,
+        Err(refusal) => {
+            return Ok(HistoryOutcome {
+                result: HistoryResult::Blocked {
+                    reason: refusal.reason,
+                },
+                refusal: Some(refusal),
+            })
+        }
+    };
+    page.cursor = match (end.exhausted, end.horizon, last) {
+        (false, Some(horizon), Some(after)) => Some(Cursor { horizon, after }.encode(request)),
+        _ => None,
+    };
+    Ok(HistoryOutcome {
+        result: HistoryResult::Page(page),
+        refusal: None,
+    })
+}
+
+/// Adds what one row holds to the page.
+fn take_row(
+    page: &mut HistoryPage,
+    row: &ScannedMessage,
+    matcher: Option<&Matcher>,
+    request: &HistoryRequest,
+) {
+    let content = match &row.read {
+        Ok(content) if !content.message.is_assistant || content.message.completed => content,
+        // Unreadable, or an assistant message a run may still be writing.
+        _ => {
+            page.skipped += 1;
+            return;
+        }
+    };
+    let message = &content.message;
+    let count = |wanted: fn(&PartClass) -> bool| {
+        message.parts.iter().filter(|p| wanted(&p.class)).count() as u32
+    };
+    let tools = count(|class| matches!(class, PartClass::Tool(_)));
+    let reasoning = count(|class| matches!(class, PartClass::Reasoning));
+    page.tools += tools;
+    page.reasoning += reasoning;
+
+    if let Some(matcher) = matcher {
+        if let Some((part_index, kind, excerpt)) = first_match(content, matcher, request) {
+            page.hits.push(HistoryHit {
+                session_id: row.session_id.clone(),
+                message_id: row.position.message_id.clone(),
+                role: row.role.chars().take(page::MAX_ROLE_LEN).collect(),
+                part_index,
+                kind,
+                excerpt,
+            });
+        }
+    }
+    if request.purpose == Purpose::Prune
+        && tools + reasoning > 0
+        && message.check_prunable().is_ok()
+    {
+        page.candidates.push(HistoryCandidate {
+            message_id: row.position.message_id.clone(),
+            revision: message.revision(),
+            tool_count: tools,
+            reasoning_count: reasoning,
+        });
+    }
+}
+
+/// The first part (in content order) whose searchable text holds the query.
+fn first_match(
+    content: &ScannedContent,
+    matcher: &Matcher,
+    request: &HistoryRequest,
+) -> Option<(u32, SearchKind, String)> {
+    if let Some(excerpt) = content
+        .body_text
+        .as_deref()
+        .and_then(|t| matcher.excerpt(t))
+    {
+        return Some((0, SearchKind::Text, excerpt));
+    }
+    content
+        .message
+        .parts
+        .iter()
+        .enumerate()
+        .find_map(|(index, part)| {
+            let kind = match part.class {
+                PartClass::Kept
+                    if part.value.get("type").and_then(|t| t.as_str()) == Some("text") =>
+                {
+                    SearchKind::Text
+                }
+                PartClass::Tool(_) if request.include_technical => SearchKind::Tool,
+                PartClass::Reasoning if request.include_technical => SearchKind::Reasoning,
+                _ => return None,
+            };
+            search::part_texts(&part.value, kind)
+                .into_iter()
+                .find_map(|text| matcher.excerpt(text))
+                .map(|excerpt| (index as u32, kind, excerpt))
+        })
+}

@@ -1,0 +1,113 @@
+//! `session-prune history [SESSION] [--query TEXT] [--purpose search|stats|prune]`: pages of the
+//! CodeNomad-compatible history scan (read-only; no journal is opened). `--json` prints the
+//! contract page; `--all` follows the cursor to the end (with `--json`, one page per line).
+
+use pruning_engine::{HistoryRequest, HistoryResult};
+
+use super::{open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+
+/// Prints one page, or every page with `all`.
+pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let mut request = request.clone();
+    let mut totals = Totals::default();
+    loop {
+        let outcome = pruning_engine::history(&store, &request)?;
+        let page = match &outcome.result {
+            HistoryResult::Page(page) => page,
+            HistoryResult::Blocked { reason } => {
+                let detail = outcome.refusal.as_ref().map_or("", |r| r.detail.as_str());
+                if config.json {
+                    output::json_document(&outcome.result)?;
+                    eprintln!("blocked: {reason}: {detail}");
+                } else {
+                    println!("blocked: {reason}: {detail}");
+                }
+                return Ok(Outcome::Blocked);
+            }
+        };
+        if config.json && all {
+            output::json_line(&outcome.result)?;
+        } else if config.json {
+            output::json_document(&outcome.result)?;
+        } else {
+            print_page(page);
+        }
+        totals.add(page);
+        match (&page.cursor, all) {
+            (Some(cursor), true) => request.cursor = Some(cursor.clone()),
+            (Some(cursor), false) => {
+                if !config.json {
+                    println!("more: add --cursor {cursor} (or run with --all)");
+                }
+                break;
+            }
+            (None, _) => {
+                if !config.json {
+                    println!("end of history");
+                }
+                break;
+            }
+        }
+    }
+    if all && !config.json {
+        println!(
+            "in all: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s), {} hit(s), {} candidate(s)",
+            totals.scanned, totals.skipped, totals.tools, totals.reasoning, totals.hits, totals.candidates
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+#[derive(Debug, Default)]
+struct Totals {
+    scanned: u64,
+    skipped: u64,
+    tools: u64,
+    reasoning: u64,
+    hits: u64,
+    candidates: u64,
+}
+
+impl Totals {
+    fn add(&mut self, page: &pruning_engine::history::HistoryPage) {
+        self.scanned += u64::from(page.scanned);
+        self.skipped += u64::from(page.skipped);
+        self.tools += u64::from(page.tools);
+        self.reasoning += u64::from(page.reasoning);
+        self.hits += page.hits.len() as u64;
+        self.candidates += page.candidates.len() as u64;
+    }
+}
+
+fn print_page(page: &pruning_engine::history::HistoryPage) {
+    for hit in &page.hits {
+        let kind = serde_json::to_value(hit.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        println!(
+            "{} {} {} part {} ({kind}): {}",
+            hit.session_id,
+            hit.message_id,
+            output::printable(&hit.role),
+            hit.part_index,
+            output::printable(&hit.excerpt)
+        );
+    }
+    for candidate in &page.candidates {
+        println!(
+            "candidate {} revision {} ({} tool, {} reasoning)",
+            candidate.message_id,
+            candidate.revision,
+            candidate.tool_count,
+            candidate.reasoning_count
+        );
+    }
+    println!(
+        "page: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s)",
+        page.scanned, page.skipped, page.tools, page.reasoning
+    );
+}

@@ -1,0 +1,323 @@
+//! `session-prune history` and `prune-batch` end to end, the scope flags, and the listings over
+//! a V2-only database: exact JSON shapes, exit codes (0 done, 2 bad input, 3 blocked), nothing
+//! written by a dry run or a refusal.
+
+mod common;
+
+use common::cli::{assert_exit, assert_json_error, json, run, run_with_stdin};
+use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
+use common::*;
+use serde_json::Value;
+
+fn keys(value: &Value) -> Vec<&str> {
+    value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+#[test]
+fn history_prints_the_contract_page_and_follows_its_cursor() {
+    let fx = Fixture::new();
+    let first = run(&fx.db, &["--json", "history", "--query", "tool_canary_t05"]);
+    assert_exit(&first, 0);
+    let page = json(&first);
+    assert_eq!(
+        keys(&page),
+        vec![
+            "status",
+            "scanned",
+            "tools",
+            "reasoning",
+            "skipped",
+            "hits",
+            "candidates",
+            "cursor"
+        ]
+    );
+    assert_eq!(page["status"], "page");
+    assert_eq!(page["scanned"], 32);
+    let all = run(
+        &fx.db,
+        &["--json", "history", "--query", "tool_canary_t05", "--all"],
+    );
+    assert_exit(&all, 0);
+    let pages: Vec<Value> = String::from_utf8(all.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(pages.len(), 3);
+    assert_eq!(pages[0], page);
+    assert_eq!(pages[2]["cursor"], Value::Null);
+    let hits: Vec<&Value> = pages
+        .iter()
+        .flat_map(|p| p["hits"].as_array().unwrap())
+        .collect();
+    // Turn 5's tool part holds the canary; the user's prompt asked for it by name.
+    let found: Vec<(&str, &str)> = hits
+        .iter()
+        .map(|h| {
+            (
+                h["messageID"].as_str().unwrap(),
+                h["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert!(found.contains(&(TURN5, "tool")), "{found:?}");
+    for hit in &hits {
+        assert_eq!(
+            keys(hit),
+            vec![
+                "sessionID",
+                "messageID",
+                "role",
+                "partIndex",
+                "kind",
+                "excerpt"
+            ]
+        );
+        assert!(hit["excerpt"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("tool_canary_t05"));
+    }
+    let next = run(
+        &fx.db,
+        &[
+            "--json",
+            "history",
+            "--query",
+            "tool_canary_t05",
+            "--cursor",
+            page["cursor"].as_str().unwrap(),
+        ],
+    );
+    assert_eq!(json(&next), pages[1]);
+}
+
+#[test]
+fn history_bad_input_exits_2() {
+    let fx = Fixture::new();
+    let foreign = json(&run(&fx.db, &["--json", "history", "--query", "a"]))["cursor"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_json_error(
+        &run(
+            &fx.db,
+            &["--json", "history", "--query", "b", "--cursor", &foreign],
+        ),
+        2,
+        "another query or scope",
+    );
+    assert_json_error(
+        &run(&fx.db, &["--json", "history", "--purpose", "prune"]),
+        2,
+        "needs a sessionID",
+    );
+    let long = "q".repeat(201);
+    assert_json_error(
+        &run(&fx.db, &["--json", "history", "--query", &long]),
+        2,
+        "query must be at most 200",
+    );
+}
+
+#[test]
+fn prune_batch_takes_the_candidates_history_lists_and_a_retry_prints_the_same_bytes() {
+    let fx = Fixture::new();
+    let listed = run(
+        &fx.db,
+        &[
+            "--json",
+            "history",
+            MANY_TURNS,
+            "--purpose",
+            "prune",
+            "--all",
+        ],
+    );
+    assert_exit(&listed, 0);
+    let page: Value =
+        serde_json::from_slice(listed.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    let candidates = page["candidates"].as_array().unwrap().clone();
+    assert_eq!(candidates.len(), 10, "one per completed turn with tools");
+    let body = serde_json::to_vec(&page).unwrap();
+
+    let before = fx.file_digest();
+    let dry = run_with_stdin(
+        &fx.db,
+        &[
+            "--json",
+            "prune-batch",
+            MANY_TURNS,
+            "--candidates",
+            "-",
+            "--dry-run",
+        ],
+        &body,
+    );
+    assert_exit(&dry, 0);
+    assert_eq!(json(&dry)["results"].as_array().unwrap().len(), 10);
+    assert_eq!(fx.file_digest(), before, "a dry run writes nothing");
+    assert!(!fx.journal.exists());
+
+    let args = ["--json", "prune-batch", MANY_TURNS, "--candidates", "-"];
+    let first = run_with_stdin(&fx.db, &args, &body);
+    assert_exit(&first, 0);
+    let results = json(&first);
+    assert_eq!(keys(&results), vec!["results"]);
+    for (item, candidate) in results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(&candidates)
+    {
+        assert_eq!(item["messageID"], candidate["messageID"]);
+        assert_eq!(item["result"]["status"], "pruned", "{item}");
+        assert_eq!(
+            keys(&item["result"]),
+            vec!["status", "messageID", "revision", "removedCount"]
+        );
+    }
+    assert_eq!(fx.scalar("SELECT count(*) FROM session_prune_receipt"), 10);
+    assert_eq!(fx.rows_containing("part", "TOOL_CANARY_T05"), 0);
+    let again = run_with_stdin(&fx.db, &args, &body);
+    assert_exit(&again, 0);
+    assert_eq!(again.stdout, first.stdout);
+    assert_eq!(fx.scalar("SELECT count(*) FROM session_prune_receipt"), 10);
+}
+
+#[test]
+fn prune_batch_with_a_stale_candidate_exits_3_and_prunes_the_rest() {
+    let fx = Fixture::new();
+    let page = json(&run(
+        &fx.db,
+        &["--json", "history", MANY_TURNS, "--purpose", "prune"],
+    ));
+    let mut candidates = page["candidates"].as_array().unwrap()[..2].to_vec();
+    candidates[1]["revision"] = Value::String("0".repeat(64));
+    let body = serde_json::to_vec(&candidates).unwrap();
+    let out = run_with_stdin(
+        &fx.db,
+        &["--json", "prune-batch", MANY_TURNS, "--candidates", "-"],
+        &body,
+    );
+    assert_exit(&out, 3);
+    let results = json(&out)["results"].clone();
+    assert_eq!(results[0]["result"]["status"], "pruned");
+    assert_eq!(
+        results[1]["result"],
+        serde_json::json!({"status": "blocked", "reason": "conflict"})
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("revision does not match"));
+}
+
+#[test]
+fn prune_batch_bad_candidates_exit_2_and_write_nothing() {
+    let fx = Fixture::new();
+    let before = fx.file_digest();
+    let cases: [(&str, &str); 4] = [
+        ("[]", "no candidates"),
+        (
+            "{\"sessionID\":\"ses_other\",\"candidates\":[]}",
+            "for session ses_other",
+        ),
+        (
+            "[{\"messageID\":\"m\",\"revision\":\"x\",\"toolCount\":1,\"reasoningCount\":0}]",
+            "revision must be 64",
+        ),
+        ("[{\"messageID\":\"m\"}]", "bad candidate"),
+    ];
+    for (body, words) in cases {
+        let out = run_with_stdin(
+            &fx.db,
+            &["--json", "prune-batch", MANY_TURNS, "--candidates", "-"],
+            body.as_bytes(),
+        );
+        assert_json_error(&out, 2, words);
+    }
+    assert_eq!(fx.file_digest(), before);
+    assert!(!fx.journal.exists());
+}
+
+#[test]
+fn scope_flags_refuse_a_session_elsewhere() {
+    let fx = Fixture::new();
+    let out = run(
+        &fx.db,
+        &[
+            "--json",
+            "--directory",
+            "/elsewhere",
+            "preview",
+            MANY_TURNS,
+            TURN5,
+        ],
+    );
+    assert_exit(&out, 3);
+    assert_eq!(
+        json(&out),
+        serde_json::json!({"status": "blocked", "reason": "not_deletable"})
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("outside the request's scope"));
+    let revision = json(&run(&fx.db, &["--json", "preview", MANY_TURNS, TURN5]))["revision"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = fx.file_digest();
+    let prune = run(
+        &fx.db,
+        &[
+            "--json",
+            "--project",
+            "prj_elsewhere",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            &revision,
+            "--all-technical",
+        ],
+    );
+    assert_exit(&prune, 3);
+    assert_eq!(fx.file_digest(), before);
+    assert_one_refused_intent(&fx.journal, pruning_engine::BlockedReason::NotDeletable);
+}
+
+#[test]
+fn listings_cover_a_v2_only_database() {
+    let fx = V2Fixture::new();
+    let sessions = run(&fx.db, &["--json", "sessions"]);
+    assert_exit(&sessions, 0);
+    let list = json(&sessions);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["sessionID"], V2_SESSION);
+    assert_eq!(list[0]["messages"], 2);
+    assert!(list[0]["prunableBytes"].as_u64().unwrap() > 0);
+    let messages = json(&run(&fx.db, &["--json", "messages", V2_SESSION]));
+    let rows: Vec<(&str, &str, u64, &str)> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["messageID"].as_str().unwrap(),
+                m["role"].as_str().unwrap(),
+                m["technicalParts"].as_u64().unwrap(),
+                m["storage"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("msg_v2_fixture_user_000000001", "user", 0, "v2"),
+            (V2_ASSISTANT, "assistant", 2, "v2"),
+        ]
+    );
+}

@@ -1,0 +1,58 @@
+//! Running the `session-prune` binary in tests, and checking what it printed.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// Runs the binary on `db` with `args`.
+pub fn run(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs the binary on `db` with `args`, writing `stdin` to its standard input.
+pub fn run_with_stdin(db: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Checks the exit code, showing stderr when it is not `code`.
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Checks that `out` exited with `code` and printed one JSON error document mentioning `words`.
+pub fn assert_json_error(out: &Output, code: i32, words: &str) {
+    assert_exit(out, code);
+    let doc = json(out);
+    assert_eq!(doc["status"], "error");
+    assert_eq!(doc["exitCode"], code);
+    assert!(doc["error"].as_str().unwrap().contains(words), "{doc}");
+}
+
+/// Stdout parsed as one JSON document.
+pub fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
