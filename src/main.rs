@@ -78,6 +78,7 @@ fn main() -> ExitCode {
         }
         Err(error) => {
             let bad_input = error.downcast_ref::<ConfigError>().is_some()
+                || error.downcast_ref::<commands::UnknownSession>().is_some()
                 || error
                     .downcast_ref::<pruning_engine::ContractError>()
                     .is_some()

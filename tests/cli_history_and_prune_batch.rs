@@ -18,6 +18,22 @@ fn keys(value: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// Every page of `history --json ARGS --all`, one per line.
+fn all_pages(fx: &Fixture, args: &[&str]) -> Vec<Value> {
+    let mut full = vec!["--json", "history"];
+    full.extend_from_slice(args);
+    full.push("--all");
+    let out = run(&fx.db, &full);
+    assert_exit(&out, 0);
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// A page ends after 32 rows or about 40 ms, whichever comes first, so these tests check what
+/// the pages add up to, never where one ends.
 #[test]
 fn history_prints_the_contract_page_and_follows_its_cursor() {
     let fx = Fixture::new();
@@ -38,25 +54,43 @@ fn history_prints_the_contract_page_and_follows_its_cursor() {
         ]
     );
     assert_eq!(page["status"], "page");
-    assert_eq!(page["scanned"], 32);
-    let all = run(
-        &fx.db,
-        &["--json", "history", "--query", "tool_canary_t05", "--all"],
-    );
-    assert_exit(&all, 0);
-    let pages: Vec<Value> = String::from_utf8(all.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    assert_eq!(pages.len(), 3);
-    assert_eq!(pages[0], page);
-    assert_eq!(pages[2]["cursor"], Value::Null);
-    let hits: Vec<&Value> = pages
-        .iter()
-        .flat_map(|p| p["hits"].as_array().unwrap())
-        .collect();
-    // Turn 5's tool part holds the canary; the user's prompt asked for it by name.
+    let scanned = page["scanned"].as_u64().unwrap();
+    assert!((1..=32).contains(&scanned), "{scanned}");
+
+    // Following the cursor by hand reaches the same rows as --all: 68 V1 + 8 V2 messages.
+    let mut by_hand = vec![page];
+    while let Some(cursor) = by_hand.last().unwrap()["cursor"]
+        .as_str()
+        .map(str::to_string)
+    {
+        let next = run(
+            &fx.db,
+            &[
+                "--json",
+                "history",
+                "--query",
+                "tool_canary_t05",
+                "--cursor",
+                &cursor,
+            ],
+        );
+        assert_exit(&next, 0);
+        by_hand.push(json(&next));
+    }
+    let all = all_pages(&fx, &["--query", "tool_canary_t05"]);
+    let total =
+        |pages: &[Value]| -> u64 { pages.iter().map(|p| p["scanned"].as_u64().unwrap()).sum() };
+    assert_eq!(total(&by_hand), 76);
+    assert_eq!(total(&all), 76);
+    let hits = |pages: &[Value]| -> Vec<Value> {
+        pages
+            .iter()
+            .flat_map(|p| p["hits"].as_array().unwrap().clone())
+            .collect()
+    };
+    assert_eq!(hits(&by_hand), hits(&all));
+    let hits = hits(&all);
+    // Turn 5's tool part holds the canary (the user's prompt names it too).
     let found: Vec<(&str, &str)> = hits
         .iter()
         .map(|h| {
@@ -85,18 +119,6 @@ fn history_prints_the_contract_page_and_follows_its_cursor() {
             .to_lowercase()
             .contains("tool_canary_t05"));
     }
-    let next = run(
-        &fx.db,
-        &[
-            "--json",
-            "history",
-            "--query",
-            "tool_canary_t05",
-            "--cursor",
-            page["cursor"].as_str().unwrap(),
-        ],
-    );
-    assert_eq!(json(&next), pages[1]);
 }
 
 #[test]
@@ -130,23 +152,21 @@ fn history_bad_input_exits_2() {
 #[test]
 fn prune_batch_takes_the_candidates_history_lists_and_a_retry_prints_the_same_bytes() {
     let fx = Fixture::new();
-    let listed = run(
-        &fx.db,
-        &[
-            "--json",
-            "history",
-            MANY_TURNS,
-            "--purpose",
-            "prune",
-            "--all",
-        ],
-    );
-    assert_exit(&listed, 0);
-    let page: Value =
-        serde_json::from_slice(listed.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
-    let candidates = page["candidates"].as_array().unwrap().clone();
+    let pages = all_pages(&fx, &[MANY_TURNS, "--purpose", "prune"]);
+    let candidates: Vec<Value> = pages
+        .iter()
+        .flat_map(|p| p["candidates"].as_array().unwrap().clone())
+        .collect();
     assert_eq!(candidates.len(), 10, "one per completed turn with tools");
-    let body = serde_json::to_vec(&page).unwrap();
+    // The pages as `history --all --json` printed them: JSON lines.
+    let body: Vec<u8> = pages
+        .iter()
+        .flat_map(|p| {
+            let mut line = serde_json::to_vec(p).unwrap();
+            line.push(b'\n');
+            line
+        })
+        .collect();
 
     let before = fx.file_digest();
     let dry = run_with_stdin(
@@ -162,7 +182,23 @@ fn prune_batch_takes_the_candidates_history_lists_and_a_retry_prints_the_same_by
         &body,
     );
     assert_exit(&dry, 0);
-    assert_eq!(json(&dry)["results"].as_array().unwrap().len(), 10);
+    let planned = json(&dry)["results"].as_array().unwrap().clone();
+    assert_eq!(planned.len(), 10);
+    for item in &planned {
+        assert_eq!(item["result"]["status"], "dry-run", "{item}");
+        assert_eq!(
+            keys(&item["result"]),
+            vec![
+                "status",
+                "messageID",
+                "revision",
+                "revisionAfter",
+                "indexes",
+                "removedCount",
+                "bytes"
+            ]
+        );
+    }
     assert_eq!(fx.file_digest(), before, "a dry run writes nothing");
     assert!(!fx.journal.exists());
 
@@ -195,11 +231,12 @@ fn prune_batch_takes_the_candidates_history_lists_and_a_retry_prints_the_same_by
 #[test]
 fn prune_batch_with_a_stale_candidate_exits_3_and_prunes_the_rest() {
     let fx = Fixture::new();
-    let page = json(&run(
-        &fx.db,
-        &["--json", "history", MANY_TURNS, "--purpose", "prune"],
-    ));
-    let mut candidates = page["candidates"].as_array().unwrap()[..2].to_vec();
+    let pages = all_pages(&fx, &[MANY_TURNS, "--purpose", "prune"]);
+    let mut candidates: Vec<Value> = pages
+        .iter()
+        .flat_map(|p| p["candidates"].as_array().unwrap().clone())
+        .take(2)
+        .collect();
     candidates[1]["revision"] = Value::String("0".repeat(64));
     let body = serde_json::to_vec(&candidates).unwrap();
     let out = run_with_stdin(
@@ -222,7 +259,10 @@ fn prune_batch_bad_candidates_exit_2_and_write_nothing() {
     let fx = Fixture::new();
     let before = fx.file_digest();
     let cases: [(&str, &str); 4] = [
-        ("[]", "no candidates"),
+        (
+            "{\"status\":\"blocked\",\"reason\":\"not_deletable\"}",
+            "blocked history answer",
+        ),
         (
             "{\"sessionID\":\"ses_other\",\"candidates\":[]}",
             "for session ses_other",
@@ -243,6 +283,15 @@ fn prune_batch_bad_candidates_exit_2_and_write_nothing() {
     }
     assert_eq!(fx.file_digest(), before);
     assert!(!fx.journal.exists());
+    // No candidates at all: nothing to do, and that is no error.
+    let empty = run_with_stdin(
+        &fx.db,
+        &["--json", "prune-batch", MANY_TURNS, "--candidates", "-"],
+        b"{\"status\":\"page\",\"candidates\":[]}",
+    );
+    assert_exit(&empty, 0);
+    assert_eq!(json(&empty), serde_json::json!({"results": []}));
+    assert!(!fx.journal.exists());
 }
 
 #[test]
@@ -252,11 +301,11 @@ fn scope_flags_refuse_a_session_elsewhere() {
         &fx.db,
         &[
             "--json",
-            "--directory",
-            "/elsewhere",
             "preview",
             MANY_TURNS,
             TURN5,
+            "--directory",
+            "/elsewhere",
         ],
     );
     assert_exit(&out, 3);
@@ -274,14 +323,14 @@ fn scope_flags_refuse_a_session_elsewhere() {
         &fx.db,
         &[
             "--json",
-            "--project",
-            "prj_elsewhere",
             "prune",
             MANY_TURNS,
             TURN5,
             "--revision",
             &revision,
             "--all-technical",
+            "--project",
+            "prj_elsewhere",
         ],
     );
     assert_exit(&prune, 3);

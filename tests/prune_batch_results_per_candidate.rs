@@ -48,7 +48,15 @@ fn candidates<S: SessionStore>(store: &S) -> Vec<HistoryCandidate> {
         None,
     )
     .unwrap();
-    match pruning_engine::history(store, &request).unwrap().result {
+    // No time budget: the page holds every row (a page may otherwise end after about 40 ms).
+    let limits = pruning_engine::history::PageLimits {
+        rows: 32,
+        time_budget: std::time::Duration::from_secs(3600),
+    };
+    match pruning_engine::history::history_with(store, &request, limits)
+        .unwrap()
+        .result
+    {
         HistoryResult::Page(page) => page.candidates,
         other => panic!("{other:?}"),
     }

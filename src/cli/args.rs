@@ -35,8 +35,6 @@ pub struct GlobalArgs {
     /// Refuse sessions updated within this many seconds (OpenCode may still be writing them).
     #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
     pub quiet_period: u64,
-    #[command(flatten)]
-    pub scope: ScopeArgs,
 }
 
 /// The sessions `preview`, `prune`, `history` and `prune-batch` may touch; a session outside is
@@ -44,14 +42,16 @@ pub struct GlobalArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Scope")]
 pub struct ScopeArgs {
-    /// Only sessions in this directory or below it (the session's `directory`).
-    #[arg(long, global = true, value_name = "DIR")]
+    /// Only sessions in this absolute directory or below it (the session's `directory`, shown by
+    /// `sessions`).
+    #[arg(long, value_name = "DIR")]
     pub directory: Option<String>,
-    /// Only sessions of this project (OpenCode's `global` project is always admitted).
-    #[arg(long, global = true, value_name = "ID")]
+    /// Only sessions of this project (`sessions --json` shows each session's `projectID`;
+    /// OpenCode's `global` project is always admitted).
+    #[arg(long, value_name = "ID")]
     pub project: Option<String>,
     /// Only sessions of this workspace.
-    #[arg(long, global = true, value_name = "ID")]
+    #[arg(long, value_name = "ID")]
     pub workspace: Option<String>,
 }
 
@@ -71,6 +71,8 @@ pub enum Command {
         session: String,
         /// Message id (msg_...).
         message: String,
+        #[command(flatten)]
+        scope: ScopeArgs,
     },
     /// Remove technical parts of a completed assistant message. Exit 0 pruned, 3 blocked, 2 bad input.
     Prune(PruneArgs),
@@ -127,6 +129,8 @@ pub struct PruneArgs {
     /// Check the request against the message now and print what would be removed; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 }
 
 /// What a history page is for.
@@ -160,6 +164,8 @@ pub struct HistoryArgs {
     /// Print every page to the end of the scan (with --json: one page per line).
     #[arg(long)]
     pub all: bool,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 }
 
 /// `prune-batch` arguments.
@@ -168,11 +174,13 @@ pub struct PruneBatchArgs {
     /// Session id (ses_...).
     pub session: String,
     /// JSON file of candidates (`-` for stdin): the output of `history SESSION --purpose prune
-    /// --json`, a batch body `{sessionID, candidates}`, or a bare array of
-    /// `{messageID, revision, toolCount, reasoningCount}`. Taken 16 at a time.
+    /// --json` (with --all: one page per line), a batch body `{sessionID, candidates}`, or a
+    /// bare array of `{messageID, revision, toolCount, reasoningCount}`. Taken 16 at a time.
     #[arg(long, value_name = "FILE")]
     pub candidates: PathBuf,
     /// Check each candidate as a prune would and print what would be removed; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 }

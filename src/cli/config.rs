@@ -34,6 +34,12 @@ pub enum ConfigError {
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),
+    /// `--directory` is not an absolute path.
+    #[error("--directory {0}: give an absolute directory (OpenCode stores each session's directory as an absolute path; `sessions` lists them)")]
+    ScopeDirectory(String),
+    /// A scope id is empty.
+    #[error("{0} needs an id (it may not be empty)")]
+    EmptyScope(&'static str),
     /// The candidates file cannot be read or holds no candidates.
     #[error("--candidates {path}: {detail}")]
     Candidates {
@@ -111,6 +117,22 @@ pub struct Config {
     pub quiet_period: Duration,
     /// The command.
     pub action: Action,
+    /// How to run this binary on the same files, for the commands the output suggests:
+    /// `session-prune` plus the `--db`, `--journal` and `--channel` flags that were given.
+    pub invocation: String,
+}
+
+/// `word` quoted for a POSIX shell when it holds anything but plain path characters.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// The default journal of a database: `<database>.prune-journal` beside it.
@@ -123,16 +145,17 @@ pub fn default_journal(db: &Path) -> PathBuf {
 impl Config {
     /// Validates the raw command line. Errors: [`ConfigError`].
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
-        let scope = scope(cli.global.scope);
         let action = match cli.command {
             Command::Sessions => Action::Sessions,
             Command::Messages { session } => Action::Messages { session },
-            Command::Preview { session, message } => {
-                Action::Preview(PreviewRequest::new(session, message)?.within(scope))
-            }
-            Command::Prune(args) => prune_action(args, scope)?,
-            Command::History(args) => history_action(args, scope)?,
-            Command::PruneBatch(args) => batch_action(args, scope)?,
+            Command::Preview {
+                session,
+                message,
+                scope: flags,
+            } => Action::Preview(PreviewRequest::new(session, message)?.within(scope(flags)?)),
+            Command::Prune(args) => prune_action(args)?,
+            Command::History(args) => history_action(args)?,
+            Command::PruneBatch(args) => batch_action(args)?,
             Command::Receipts { session } => Action::Receipts { session },
             Command::Events {
                 since,
@@ -145,6 +168,7 @@ impl Config {
             },
             Command::Demo { keep } => Action::Demo { keep },
         };
+        let explicit_db = cli.global.db.is_some();
         let db = match (&action, cli.global.db) {
             (_, Some(db)) => db,
             // The demo makes its own database.
@@ -167,7 +191,20 @@ impl Config {
                 return Err(ConfigError::JournalFolder(folder.display().to_string()));
             }
         }
+        let mut invocation = String::from("session-prune");
+        if explicit_db {
+            invocation.push_str(&format!(" --db {}", shell_word(&db.display().to_string())));
+        } else if cli.global.channel != pruning_adapters::opencode::DEFAULT_CHANNEL {
+            invocation.push_str(&format!(" --channel {}", shell_word(&cli.global.channel)));
+        }
+        if explicit_journal {
+            invocation.push_str(&format!(
+                " --journal {}",
+                shell_word(&journal.display().to_string())
+            ));
+        }
         Ok(Self {
+            invocation,
             db,
             journal,
             json: cli.global.json,
@@ -177,15 +214,57 @@ impl Config {
     }
 }
 
-fn scope(args: ScopeArgs) -> Scope {
-    Scope {
-        directory: args.directory,
+/// The scope flags as a [`Scope`]: the directory must be absolute and is normalized (`.` and
+/// `..` resolved by name, as OpenCode stores directories); ids must not be empty.
+fn scope(args: ScopeArgs) -> Result<Scope, ConfigError> {
+    let directory = match args.directory {
+        None => None,
+        Some(dir) => Some(normalize_directory(&dir).ok_or(ConfigError::ScopeDirectory(dir))?),
+    };
+    for (flag, value) in [
+        ("--project", &args.project),
+        ("--workspace", &args.workspace),
+    ] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            return Err(ConfigError::EmptyScope(flag));
+        }
+    }
+    Ok(Scope {
+        directory,
         project_id: args.project,
         workspace_id: args.workspace,
-    }
+    })
 }
 
-fn history_action(args: HistoryArgs, scope: Scope) -> Result<Action, ConfigError> {
+/// `/a/./b/../c/` -> `/a/c`; `None` for a path that is not absolute.
+fn normalize_directory(dir: &str) -> Option<String> {
+    let unified = dir.replace('\\', "/");
+    let (root, rest) = if let Some(rest) = unified.strip_prefix('/') {
+        ("/", rest)
+    } else {
+        // A Windows drive: `C:/...`.
+        let bytes = unified.as_bytes();
+        if bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && &bytes[1..3] == b":/" {
+            (&unified[..3], &unified[3..])
+        } else {
+            return None;
+        }
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in rest.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            name => parts.push(name),
+        }
+    }
+    Some(format!("{root}{}", parts.join("/")))
+}
+
+fn history_action(args: HistoryArgs) -> Result<Action, ConfigError> {
+    let scope = scope(args.scope)?;
     let purpose = match args.purpose {
         PurposeArg::Search => Purpose::Search,
         PurposeArg::Stats => Purpose::Stats,
@@ -204,7 +283,8 @@ fn history_action(args: HistoryArgs, scope: Scope) -> Result<Action, ConfigError
     })
 }
 
-fn batch_action(args: PruneBatchArgs, scope: Scope) -> Result<Action, ConfigError> {
+fn batch_action(args: PruneBatchArgs) -> Result<Action, ConfigError> {
+    let scope = scope(args.scope)?;
     let path = args.candidates.display().to_string();
     let bad = |detail: String| ConfigError::Candidates {
         path: path.clone(),
@@ -229,34 +309,50 @@ fn batch_action(args: PruneBatchArgs, scope: Scope) -> Result<Action, ConfigErro
     })
 }
 
-/// Candidates from a history page, a batch body or a bare array. A batch body for another
-/// session is refused.
+/// Candidates from history pages (one document, or JSON lines from `history --all --json`), a
+/// batch body or a bare array. A batch body for another session, or a blocked page, is refused.
+/// No candidates at all is not an error: there is nothing to prune.
 fn parse_candidates(text: &str, session: &str) -> Result<Vec<HistoryCandidate>, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    if let Some(other) = value.get("sessionID").and_then(|v| v.as_str()) {
-        if other != session {
+    let documents: Vec<serde_json::Value> = match serde_json::from_str(text) {
+        Ok(value) => vec![value],
+        Err(whole) => text
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("not JSON: {whole}"))?,
+    };
+    let mut candidates = Vec::new();
+    for value in documents {
+        if let Some(other) = value.get("sessionID").and_then(|v| v.as_str()) {
+            if other != session {
+                return Err(format!(
+                    "the candidates are for session {other}, not {session}"
+                ));
+            }
+        }
+        if value.get("status").and_then(|v| v.as_str()) == Some("blocked") {
+            let reason = value.get("reason").and_then(|v| v.as_str()).unwrap_or("?");
             return Err(format!(
-                "the candidates are for session {other}, not {session}"
+                "the input is a blocked history answer ({reason}), not a page of candidates"
             ));
         }
-    }
-    let list = match value {
-        serde_json::Value::Array(_) => value,
-        serde_json::Value::Object(mut map) => map.remove("candidates").ok_or(
-            "no `candidates` key (expected the output of `history SESSION --purpose prune --json`)",
-        )?,
-        _ => return Err("expected a JSON object or array".into()),
-    };
-    let candidates: Vec<HistoryCandidate> =
-        serde_json::from_value(list).map_err(|e| format!("bad candidate: {e}"))?;
-    if candidates.is_empty() {
-        return Err("no candidates: nothing to prune".into());
+        let list = match value {
+            serde_json::Value::Array(_) => value,
+            serde_json::Value::Object(mut map) => map.remove("candidates").ok_or(
+                "no `candidates` key (expected the output of `history SESSION --purpose prune --json`)",
+            )?,
+            _ => return Err("expected a JSON object or array".into()),
+        };
+        let mut page: Vec<HistoryCandidate> =
+            serde_json::from_value(list).map_err(|e| format!("bad candidate: {e}"))?;
+        candidates.append(&mut page);
     }
     Ok(candidates)
 }
 
-fn prune_action(args: PruneArgs, scope: Scope) -> Result<Action, ConfigError> {
+fn prune_action(args: PruneArgs) -> Result<Action, ConfigError> {
+    let scope = scope(args.scope)?;
     let request = match args.indexes {
         Some(list) => {
             let indexes = parse_indexes(&list)?;
@@ -343,4 +439,22 @@ pub fn parse_indexes(list: &str) -> Result<Vec<i64>, ConfigError> {
                 .map_err(|_| ConfigError::Index(s.to_string()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_directory;
+
+    #[test]
+    fn scope_directories_are_absolute_and_normalized() {
+        assert_eq!(normalize_directory("/a/./b/../c/").as_deref(), Some("/a/c"));
+        assert_eq!(normalize_directory("/").as_deref(), Some("/"));
+        assert_eq!(normalize_directory("/..").as_deref(), Some("/"));
+        assert_eq!(
+            normalize_directory("C:\\work\\repo").as_deref(),
+            Some("C:/work/repo")
+        );
+        assert_eq!(normalize_directory("tmp/work"), None);
+        assert_eq!(normalize_directory(""), None);
+    }
 }

@@ -101,7 +101,12 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
     };
     if !json {
         println!("\n== preview");
-        preview::print_human(&preview_request, &previewed, None);
+        preview::print_human(
+            &format!("session-prune --db {}", db.display()),
+            &preview_request,
+            &previewed,
+            None,
+        );
     } else {
         step("preview", String::new(), serde_json::to_value(&previewed)?)?;
     }

@@ -2,7 +2,8 @@
 //! CodeNomad-compatible history scan (read-only; no journal is opened). `--json` prints the
 //! contract page; `--all` follows the cursor to the end (with `--json`, one page per line).
 
-use pruning_engine::{HistoryRequest, HistoryResult};
+use pruning_engine::history::HistoryPage;
+use pruning_engine::{HistoryRequest, HistoryResult, Purpose};
 
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
@@ -12,6 +13,9 @@ use crate::output;
 pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     let mut request = request.clone();
+    if request.purpose == Purpose::Search && request.query.is_empty() && !config.json {
+        println!("no --query given: nothing to find, so only counts are shown (--purpose stats says the same; --purpose prune lists prunable messages)");
+    }
     let mut totals = Totals::default();
     loop {
         let outcome = pruning_engine::history(&store, &request)?;
@@ -33,14 +37,16 @@ pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
         } else if config.json {
             output::json_document(&outcome.result)?;
         } else {
-            print_page(page);
+            print_page(page, &outcome.skipped);
         }
         totals.add(page);
         match (&page.cursor, all) {
             (Some(cursor), true) => request.cursor = Some(cursor.clone()),
             (Some(cursor), false) => {
                 if !config.json {
-                    println!("more: add --cursor {cursor} (or run with --all)");
+                    println!(
+                        "more history follows: run again with --all, or add --cursor {cursor}"
+                    );
                 }
                 break;
             }
@@ -53,9 +59,14 @@ pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
         }
     }
     if all && !config.json {
+        let found = match request.purpose {
+            Purpose::Search => format!(", {} hit(s)", totals.hits),
+            Purpose::Stats => String::new(),
+            Purpose::Prune => format!(", {} candidate(s)", totals.candidates),
+        };
         println!(
-            "in all: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s), {} hit(s), {} candidate(s)",
-            totals.scanned, totals.skipped, totals.tools, totals.reasoning, totals.hits, totals.candidates
+            "in all: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s){found}",
+            totals.scanned, totals.skipped, totals.tools, totals.reasoning
         );
     }
     Ok(Outcome::Done)
@@ -82,7 +93,7 @@ impl Totals {
     }
 }
 
-fn print_page(page: &pruning_engine::history::HistoryPage) {
+fn print_page(page: &HistoryPage, skipped: &[(String, String)]) {
     for hit in &page.hits {
         let kind = serde_json::to_value(hit.kind)
             .ok()
@@ -94,7 +105,7 @@ fn print_page(page: &pruning_engine::history::HistoryPage) {
             hit.message_id,
             output::printable(&hit.role),
             hit.part_index,
-            output::printable(&hit.excerpt)
+            output::printable(&one_line(&hit.excerpt))
         );
     }
     for candidate in &page.candidates {
@@ -106,8 +117,16 @@ fn print_page(page: &pruning_engine::history::HistoryPage) {
             candidate.reasoning_count
         );
     }
+    for (message_id, why) in skipped {
+        println!("skipped {}: {}", output::printable(message_id), why);
+    }
     println!(
         "page: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s)",
         page.scanned, page.skipped, page.tools, page.reasoning
     );
+}
+
+/// `text` on one line: every run of whitespace (newlines among it) becomes one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

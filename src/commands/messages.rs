@@ -1,7 +1,6 @@
 //! `session-prune messages SESSION`: the messages of a session with their technical parts, to
 //! find what to preview.
 
-use anyhow::bail;
 use pruning_adapters::opencode::{sessions, Schema};
 
 use super::{open_store, Outcome};
@@ -14,9 +13,7 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
     let conn = store.connection();
     super::require_opencode(&Schema::read(&conn)?, &config.db)?;
     if !sessions::exists(&conn, session)? {
-        bail!(
-            "there is no session {session} in this database (`session-prune sessions` lists them)"
-        );
+        return Err(super::UnknownSession(session.to_string()).into());
     }
     let list = sessions::messages(&conn, session)?;
     if config.json {
@@ -52,6 +49,6 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
         .iter()
         .filter(|m| m.role == "assistant" && m.completed && m.technical_parts > 0)
         .count();
-    println!("{} message(s), {prunable} with tool or reasoning parts to prune (preview one with `session-prune preview {session} MESSAGE`)", list.len());
+    println!("{} message(s), {prunable} with tool or reasoning parts to prune (preview one with `{} preview {session} MESSAGE`)", list.len(), config.invocation);
     Ok(Outcome::Done)
 }

@@ -25,6 +25,11 @@ pub enum Outcome {
     Blocked,
 }
 
+/// A session id the database does not hold, given to a listing (exit 2: bad input).
+#[derive(Debug, thiserror::Error)]
+#[error("there is no session {0} in this database (`sessions` lists them)")]
+pub struct UnknownSession(pub String);
+
 /// Refuses a file that holds neither OpenCode generation, naming it.
 pub fn require_opencode(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
     if !schema.is_supported() {

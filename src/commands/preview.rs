@@ -18,7 +18,12 @@ pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome>
             eprintln!("blocked: {}: {}", refusal.reason, refusal.detail);
         }
     } else {
-        print_human(request, &result, outcome.refusal.as_ref());
+        print_human(
+            &config.invocation,
+            request,
+            &result,
+            outcome.refusal.as_ref(),
+        );
     }
     Ok(match result {
         PreviewResult::Preview { .. } => Outcome::Done,
@@ -26,8 +31,13 @@ pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome>
     })
 }
 
-/// Prints a preview for people.
-pub fn print_human(request: &PreviewRequest, result: &PreviewResult, refusal: Option<&Refusal>) {
+/// Prints a preview for people; `invocation` starts the suggested prune command.
+pub fn print_human(
+    invocation: &str,
+    request: &PreviewRequest,
+    result: &PreviewResult,
+    refusal: Option<&Refusal>,
+) {
     match result {
         PreviewResult::Blocked { reason } => {
             let detail = refusal.map(|r| r.detail.as_str()).unwrap_or("");
@@ -65,7 +75,7 @@ pub fn print_human(request: &PreviewRequest, result: &PreviewResult, refusal: Op
             let indexes: Vec<String> = parts.iter().map(|p| p.index.to_string()).collect();
             println!("{} part(s), {} in all", parts.len(), output::bytes(total));
             println!(
-                "to prune: session-prune prune {} {} --revision {revision} --indexes {}",
+                "to prune: {invocation} prune {} {} --revision {revision} --indexes {}",
                 request.session_id,
                 request.message_id,
                 indexes.join(",")

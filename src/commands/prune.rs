@@ -2,16 +2,17 @@
 //! journal, apply and announce one prune; `--dry-run` runs every check a prune runs (the session
 //! fence, the receipt lookup, the planner) in a read transaction and writes nothing.
 
-use pruning_engine::{BlockedReason, DryRun, PruneOutcome, PruneRequest, PruneResult};
+use pruning_engine::{BlockedReason, DryRun, Plan, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;
 
 use super::{open_engine, open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 
-/// The `--dry-run --json` document.
+/// The `--dry-run --json` document: `{status:"dry-run", messageID, revision, revisionAfter,
+/// indexes, removedCount, bytes}`.
 #[derive(Debug, Serialize)]
-struct DryRunDocument<'a> {
+pub struct DryRunDocument<'a> {
     status: &'static str,
     #[serde(rename = "messageID")]
     message_id: &'a str,
@@ -22,6 +23,21 @@ struct DryRunDocument<'a> {
     #[serde(rename = "removedCount")]
     removed_count: usize,
     bytes: u64,
+}
+
+impl<'a> DryRunDocument<'a> {
+    /// What a prune of `message_id` would do, from its plan.
+    pub fn new(message_id: &'a str, plan: Plan) -> Self {
+        Self {
+            status: "dry-run",
+            message_id,
+            revision: plan.revision_before,
+            revision_after: plan.revision_after,
+            removed_count: plan.remove.len(),
+            indexes: plan.remove,
+            bytes: plan.bytes,
+        }
+    }
 }
 
 /// Prunes (or plans) one message.
@@ -98,15 +114,7 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
         }
         Ok(DryRun::Plan(plan)) => plan,
     };
-    let doc = DryRunDocument {
-        status: "dry-run",
-        message_id: &request.message_id,
-        revision: plan.revision_before,
-        revision_after: plan.revision_after,
-        removed_count: plan.remove.len(),
-        indexes: plan.remove,
-        bytes: plan.bytes,
-    };
+    let doc = DryRunDocument::new(&request.message_id, plan);
     if config.json {
         output::json_document(&doc)?;
     } else {

@@ -1,13 +1,17 @@
 //! `session-prune prune-batch SESSION --candidates FILE`: CodeNomad's `pruneBatch`. Every
 //! technical part of each candidate is pruned in its own transaction, with its own receipt and
 //! event; one candidate's refusal does not stop the others. `--json` prints
-//! `{results:[{messageID, result}]}`. `--dry-run` checks each candidate as a prune would and
-//! writes nothing.
+//! `{results:[{messageID, result}]}` with each result in the `prune` shape. `--dry-run` checks
+//! each candidate as a prune would and writes nothing; its results are in the
+//! `prune --dry-run` shape (`{status:"dry-run", ...}`), blocked, or pruned when an identical
+//! prune already committed.
 
 use pruning_engine::{
-    BatchItem, BatchResult, BlockedReason, DryRun, PruneBatchRequest, PruneRequest, PruneResult,
+    BatchResult, BlockedReason, DryRun, PruneBatchRequest, PruneRequest, PruneResult,
 };
+use serde::Serialize;
 
+use super::prune::DryRunDocument;
 use super::{open_engine, open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
@@ -18,89 +22,165 @@ pub fn run(
     batches: &[PruneBatchRequest],
     dry_run: bool,
 ) -> anyhow::Result<Outcome> {
-    let mut results = Vec::new();
+    if batches.is_empty() {
+        if config.json {
+            output::json_document(&BatchResult {
+                results: Vec::new(),
+            })?;
+        } else {
+            println!("no candidates: nothing to prune");
+        }
+        return Ok(Outcome::Done);
+    }
     if dry_run {
-        super::check_binding(config)?;
-        let store = open_store(config)?;
-        for batch in batches {
-            for candidate in &batch.candidates {
-                let request = PruneRequest::all_technical(
-                    batch.session_id.clone(),
-                    candidate.message_id.clone(),
-                    candidate.revision.clone(),
-                )?
-                .within(batch.scope.clone());
-                let (result, line) = match pruning_engine::dry_run(&store, &request)? {
-                    Err(refusal) => (
-                        PruneResult::Blocked {
-                            reason: refusal.reason,
-                        },
-                        format!("would be blocked: {}: {}", refusal.reason, refusal.detail),
-                    ),
-                    Ok(DryRun::AlreadyPruned(receipt)) => (
-                        PruneResult::Pruned {
-                            message_id: receipt.message_id.clone(),
-                            revision: receipt.revision_after.clone(),
-                            removed_count: receipt.removed_count,
-                        },
-                        format!("already pruned (receipt {})", receipt.receipt_id),
-                    ),
-                    Ok(DryRun::Plan(plan)) => (
-                        PruneResult::Pruned {
-                            message_id: candidate.message_id.clone(),
-                            revision: plan.revision_after.clone(),
-                            removed_count: plan.remove.len() as u32,
-                        },
-                        format!(
-                            "would remove {} part(s), {}",
-                            plan.remove.len(),
-                            output::bytes(plan.bytes)
-                        ),
-                    ),
-                };
-                if !config.json {
-                    println!("{} {line}", candidate.message_id);
-                }
-                results.push(BatchItem {
-                    message_id: candidate.message_id.clone(),
-                    result,
-                });
-            }
-        }
-        if !config.json {
-            println!("dry run: nothing written");
-        }
+        plan(config, batches)
     } else {
-        let engine = open_engine(config)?;
-        for batch in batches {
-            let outcome = engine.prune_batch(batch);
-            for (item, (_, detail)) in outcome.result().results.into_iter().zip(&outcome.items) {
-                let why = match detail {
-                    Ok(done) => done.refusal.as_ref().map(|r| r.detail.clone()),
-                    Err(error) => Some(format!("{error}")),
-                };
-                let line = describe(&item.result, why.as_deref());
-                if !config.json {
-                    println!("{} {line}", item.message_id);
-                } else if why.is_some() {
-                    // The JSON document carries only the contract's reason; say why on stderr.
-                    eprintln!("{} {line}", item.message_id);
+        prune(config, batches)
+    }
+}
+
+/// Prints one candidate's line: on stdout for people, on stderr beside a JSON document when it
+/// says why a candidate was refused.
+fn report(config: &Config, message_id: &str, line: &str, refused: bool) {
+    if !config.json {
+        println!("{message_id} {line}");
+    } else if refused {
+        eprintln!("{message_id} {line}");
+    }
+}
+
+fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcome> {
+    let engine = open_engine(config)?;
+    let mut results = Vec::new();
+    let (mut pruned, mut again, mut bytes) = (0, 0, 0u64);
+    for batch in batches {
+        let outcome = engine.prune_batch(batch);
+        for (item, (_, done)) in outcome.result().results.into_iter().zip(&outcome.items) {
+            let line = match done {
+                Err(error) => blocked_line(BlockedReason::Unavailable, &format!("{error}")),
+                Ok(done) if done.retried => {
+                    again += 1;
+                    "already pruned by an identical request: same receipt, event announced again"
+                        .to_string()
                 }
-                results.push(item);
-            }
+                Ok(done) => match &done.result {
+                    PruneResult::Pruned {
+                        removed_count,
+                        revision,
+                        ..
+                    } => {
+                        pruned += 1;
+                        let freed = done.receipt.as_ref().map_or(0, |r| r.bytes_removed);
+                        bytes += freed;
+                        format!(
+                            "pruned: {removed_count} part(s) removed, {} of row data freed, revision {revision}",
+                            output::bytes(freed)
+                        )
+                    }
+                    PruneResult::Blocked { reason } => {
+                        let why = done.refusal.as_ref().map_or("", |r| r.detail.as_str());
+                        blocked_line(*reason, why)
+                    }
+                },
+            };
+            let refused = matches!(item.result, PruneResult::Blocked { .. });
+            report(config, &item.message_id, &line, refused);
+            results.push(item);
         }
     }
-    let blocked = results
-        .iter()
-        .filter(|item| matches!(item.result, PruneResult::Blocked { .. }))
-        .count();
+    let blocked = results.len() - pruned - again;
     if config.json {
         output::json_document(&BatchResult { results })?;
     } else {
         println!(
-            "{} candidate(s): {} pruned, {blocked} blocked",
-            results.len(),
-            results.len() - blocked
+            "{} candidate(s): {pruned} pruned ({} of row data freed), {again} already pruned, {blocked} blocked",
+            pruned + again + blocked,
+            output::bytes(bytes)
+        );
+        if pruned > 0 {
+            println!("the file shrinks only after VACUUM (with OpenCode stopped); SQLite reuses the freed pages meanwhile");
+        }
+    }
+    Ok(if blocked == 0 {
+        Outcome::Done
+    } else {
+        Outcome::Blocked
+    })
+}
+
+/// One dry-run answer: `{messageID, result}` with the result in the `prune --dry-run` shape.
+#[derive(Debug, Serialize)]
+struct PlannedItem<'a> {
+    #[serde(rename = "messageID")]
+    message_id: &'a str,
+    result: serde_json::Value,
+}
+
+#[derive(Debug, Serialize)]
+struct PlannedBatch<'a> {
+    results: Vec<PlannedItem<'a>>,
+}
+
+fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcome> {
+    super::check_binding(config)?;
+    let store = open_store(config)?;
+    let mut results = Vec::new();
+    let (mut would, mut blocked, mut bytes) = (0, 0, 0u64);
+    for batch in batches {
+        for candidate in &batch.candidates {
+            let id = candidate.message_id.as_str();
+            let request = PruneRequest::all_technical(
+                batch.session_id.clone(),
+                candidate.message_id.clone(),
+                candidate.revision.clone(),
+            )?
+            .within(batch.scope.clone());
+            let (result, line, refused) = match pruning_engine::dry_run(&store, &request)? {
+                Err(refusal) => {
+                    blocked += 1;
+                    let result = PruneResult::Blocked {
+                        reason: refusal.reason,
+                    };
+                    (
+                        serde_json::to_value(result)?,
+                        blocked_line(refusal.reason, &refusal.detail),
+                        true,
+                    )
+                }
+                Ok(DryRun::AlreadyPruned(receipt)) => {
+                    let result = PruneResult::Pruned {
+                        message_id: receipt.message_id.clone(),
+                        revision: receipt.revision_after.clone(),
+                        removed_count: receipt.removed_count,
+                    };
+                    let line = format!("already pruned (receipt {})", receipt.receipt_id);
+                    (serde_json::to_value(result)?, line, false)
+                }
+                Ok(DryRun::Plan(plan)) => {
+                    would += 1;
+                    bytes += plan.bytes;
+                    let line = format!(
+                        "would remove {} part(s), {} of part data",
+                        plan.remove.len(),
+                        output::bytes(plan.bytes)
+                    );
+                    let doc = DryRunDocument::new(id, plan);
+                    (serde_json::to_value(doc)?, line, false)
+                }
+            };
+            report(config, id, &line, refused);
+            results.push(PlannedItem {
+                message_id: id,
+                result,
+            });
+        }
+    }
+    if config.json {
+        output::json_document(&PlannedBatch { results })?;
+    } else {
+        println!(
+            "dry run, nothing written: {would} would be pruned ({} of part data), {blocked} would be blocked",
+            output::bytes(bytes)
         );
     }
     Ok(if blocked == 0 {
@@ -110,21 +190,28 @@ pub fn run(
     })
 }
 
-fn describe(result: &PruneResult, why: Option<&str>) -> String {
-    match result {
-        PruneResult::Pruned {
-            revision,
-            removed_count,
-            ..
-        } => format!("pruned: {removed_count} part(s) removed, revision {revision}"),
-        PruneResult::Blocked { reason } => {
-            let hint = match reason {
-                BlockedReason::Conflict => {
-                    " (run history --purpose prune again for fresh revisions)"
-                }
-                _ => "",
-            };
-            format!("blocked: {reason}: {}{hint}", why.unwrap_or(""))
+fn blocked_line(reason: BlockedReason, why: &str) -> String {
+    let hint = match reason {
+        BlockedReason::Conflict => {
+            " (the message changed: list fresh candidates with history --purpose prune)"
         }
+        _ => "",
+    };
+    format!("blocked: {reason}: {why}{hint}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conflict_line_says_how_to_get_fresh_candidates() {
+        assert!(
+            blocked_line(BlockedReason::Conflict, "changed").contains("history --purpose prune")
+        );
+        assert_eq!(
+            blocked_line(BlockedReason::NotDeletable, "gone"),
+            "blocked: not_deletable: gone"
+        );
     }
 }

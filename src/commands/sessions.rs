@@ -17,26 +17,28 @@ pub fn run(config: &Config) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Done);
     }
     println!(
-        "{:<32} {:>8} {:>11} {:>11}  title",
+        "{:<32} {:>8} {:>11} {:>11}  title  [directory]",
         "session", "messages", "total", "prunable"
     );
     for s in &list {
         println!(
-            "{:<32} {:>8} {:>11} {:>11}  {}",
+            "{:<32} {:>8} {:>11} {:>11}  {}  [{}]",
             s.session_id,
             s.messages,
             output::bytes(s.total_bytes),
             output::bytes(s.prunable_bytes),
-            output::printable(&s.title)
+            output::printable(&s.title),
+            output::printable(&s.directory)
         );
     }
     let total: u64 = list.iter().map(|s| s.total_bytes).sum();
     let prunable: u64 = list.iter().map(|s| s.prunable_bytes).sum();
     println!(
-        "{} session(s), {} in all, {} prunable (list a session's messages with `session-prune messages SESSION`)",
+        "{} session(s), {} in all, {} prunable (list a session's messages with `{} messages SESSION`)",
         list.len(),
         output::bytes(total),
-        output::bytes(prunable)
+        output::bytes(prunable),
+        config.invocation
     );
     Ok(Outcome::Done)
 }

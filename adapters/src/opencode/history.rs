@@ -160,13 +160,13 @@ impl RowQuery {
         let mut selects = Vec::new();
         if schema.has_v1() {
             selects.push(format!(
-                "SELECT coalesce(time_created, 0) AS t, 1 AS g, id, session_id AS sid \
+                "SELECT CAST(coalesce(time_created, 0) AS INTEGER) AS t, 1 AS g, id, session_id AS sid \
                  FROM message WHERE {filter}"
             ));
         }
         if schema.has_v2() {
             selects.push(format!(
-                "SELECT coalesce(time_created, 0) AS t, 2 AS g, id, session_id AS sid \
+                "SELECT CAST(coalesce(time_created, 0) AS INTEGER) AS t, 2 AS g, id, session_id AS sid \
                  FROM session_message WHERE {filter}"
             ));
         }

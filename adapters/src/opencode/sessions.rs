@@ -23,6 +23,12 @@ pub struct SessionSummary {
     pub title: String,
     /// Its directory.
     pub directory: String,
+    /// Its project (`project_id`).
+    #[serde(rename = "projectID")]
+    pub project_id: String,
+    /// Its workspace (`workspace_id`; `null` when it has none or the table has no such column).
+    #[serde(rename = "workspaceID")]
+    pub workspace_id: Option<String>,
     /// Number of messages: V1 `message` rows plus V2 `session_message` rows.
     pub messages: u64,
     /// Bytes of message, part, session_message and event data of the session.
@@ -99,11 +105,13 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
         if !schema.has(table.name()) {
             continue;
         }
+        let workspace = super::ownership::workspace_column(conn, table)?;
         let sql = format!(
             "SELECT s.id, coalesce(s.title, ''), s.directory, s.time_updated,
                {v1_messages} + {v2_messages},
                {v1_bytes} + {v2_bytes} + {event_bytes},
-               {v1_prunable} + {v2_prunable} + {event_prunable}
+               {v1_prunable} + {v2_prunable} + {event_prunable},
+               s.project_id, {workspace}
              FROM {} s",
             table.name()
         );
@@ -120,6 +128,8 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
                 messages: n(4)?,
                 total_bytes: n(5)?,
                 prunable_bytes: n(6)?,
+                project_id: row.get(7)?,
+                workspace_id: row.get(8)?,
             })
         })?;
         for row in rows {

@@ -23,7 +23,8 @@ const VERSION: &str = "h1";
 /// A row's place in the scan order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Position {
-    /// The row's `time_created`, ms since the Unix epoch (0 when NULL).
+    /// The row's `time_created`, ms since the Unix epoch, as an integer (0 when NULL or not a
+    /// number).
     pub time_created: i64,
     /// The storage generation: 1 for V1 `message`, 2 for V2 `session_message` (a database
     /// upgraded to V2 may hold the same id in both).

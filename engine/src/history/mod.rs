@@ -4,7 +4,9 @@
 //! [`Position`] order, oldest first, and stops early after about 40 ms; its cursor resumes the
 //! same scan (same scope, session, query and purpose) up to the horizon the first page fixed.
 //! Rows that cannot be read (malformed, over 16 MiB) and incomplete assistant messages count as
-//! `skipped`. Reads only; nothing is journaled.
+//! `skipped`. With `purpose: "prune"`, a candidate is a message every technical part of which a
+//! batch prune could remove now as far as the message itself tells, in storage this store can
+//! write ([`SessionStore::live_mutation`]). Reads only; nothing is journaled.
 
 pub mod cursor;
 pub mod page;
@@ -51,6 +53,9 @@ pub struct HistoryOutcome {
     pub result: HistoryResult,
     /// The refusal with its explanation, when blocked.
     pub refusal: Option<Refusal>,
+    /// The rows the page counted as `skipped`, as `(messageID, why)`, in scan order (for people;
+    /// not part of the contract page).
+    pub skipped: Vec<(String, String)>,
 }
 
 /// Scans one page of history through `store` with the default [`PageLimits`].
@@ -87,10 +92,13 @@ pub fn history_with<S: SessionStore + ?Sized>(
     };
     let started = Instant::now();
     let mut page = HistoryPage::default();
+    let mut skipped = Vec::new();
     let mut last = None;
     let mut visit = |row: ScannedMessage| {
         page.scanned += 1;
-        take_row(&mut page, &row, matcher.as_ref(), request);
+        if let Some(why) = take_row(&mut page, &row, matcher.as_ref(), request) {
+            skipped.push((row.position.message_id.clone(), why));
+        }
         last = Some(row.position);
         if page.scanned as usize >= scan.limit || started.elapsed() >= limits.time_budget {
             ControlFlow::Break(())
@@ -106,9 +114,15 @@ pub fn history_with<S: SessionStore + ?Sized>(
                     reason: refusal.reason,
                 },
                 refusal: Some(refusal),
+                skipped: Vec::new(),
             })
         }
     };
+    // A message this store cannot write (OpenCode 1.18's V2 rows) is no candidate.
+    if let Some(session_id) = &request.session_id {
+        page.candidates
+            .retain(|candidate| store.live_mutation(session_id, &candidate.message_id));
+    }
     page.cursor = match (end.exhausted, end.horizon, last) {
         (false, Some(horizon), Some(after)) => Some(Cursor { horizon, after }.encode(request)),
         _ => None,
@@ -116,22 +130,26 @@ pub fn history_with<S: SessionStore + ?Sized>(
     Ok(HistoryOutcome {
         result: HistoryResult::Page(page),
         refusal: None,
+        skipped,
     })
 }
 
-/// Adds what one row holds to the page.
+/// Adds what one row holds to the page; `Some(why)` when the row is skipped.
 fn take_row(
     page: &mut HistoryPage,
     row: &ScannedMessage,
     matcher: Option<&Matcher>,
     request: &HistoryRequest,
-) {
+) -> Option<String> {
     let content = match &row.read {
         Ok(content) if !content.message.is_assistant || content.message.completed => content,
-        // Unreadable, or an assistant message a run may still be writing.
-        _ => {
+        Ok(_) => {
             page.skipped += 1;
-            return;
+            return Some("the assistant message is not complete (a run may still be writing it, or was killed)".into());
+        }
+        Err(why) => {
+            page.skipped += 1;
+            return Some(why.clone());
         }
     };
     let message = &content.message;
@@ -166,6 +184,7 @@ fn take_row(
             reasoning_count: reasoning,
         });
     }
+    None
 }
 
 /// The first part (in content order) whose searchable text holds the query.
