@@ -314,7 +314,11 @@ fn messages_lists_a_sessions_messages_with_their_technical_parts() {
         ]
     );
     let missing = cli(&fx, &["messages", "ses_missing"]);
-    assert_eq!(missing.status.code(), Some(2), "an unknown session is bad input");
+    assert_eq!(
+        missing.status.code(),
+        Some(2),
+        "an unknown session is bad input"
+    );
 }
 
 #[test]
@@ -533,7 +537,11 @@ fn refusals_name_what_is_wrong_with_the_ids() {
         format!("blocked: not_deletable: message {TURN5} belongs to session {MANY_TURNS}, not ses_dd992d334ffeb4iZc8W2NskkWu")
     );
     let missing = cli(&fx, &["messages", "ses_missing"]);
-    assert_eq!(missing.status.code(), Some(2), "an unknown session is bad input");
+    assert_eq!(
+        missing.status.code(),
+        Some(2),
+        "an unknown session is bad input"
+    );
     assert!(String::from_utf8_lossy(&missing.stderr).contains("there is no session ses_missing"));
 }
 

@@ -134,7 +134,7 @@ fn history_bad_input_exits_2() {
             &["--json", "history", "--query", "b", "--cursor", &foreign],
         ),
         2,
-        "another query or scope",
+        "another query, scope or database",
     );
     assert_json_error(
         &run(&fx.db, &["--json", "history", "--purpose", "prune"]),
@@ -369,4 +369,86 @@ fn listings_cover_a_v2_only_database() {
             (V2_ASSISTANT, "assistant", 2, "v2"),
         ]
     );
+}
+
+/// Candidates of the many-turns session, as `history --purpose prune --all --json` lists them.
+fn many_turns_candidates(fx: &Fixture) -> Vec<Value> {
+    all_pages(fx, &[MANY_TURNS, "--purpose", "prune"])
+        .iter()
+        .flat_map(|p| p["candidates"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn prune_batch_while_another_process_holds_the_journal_is_blocked() {
+    let fx = Fixture::new();
+    let candidates = many_turns_candidates(&fx);
+    let held = pruning_engine::Journal::open(&fx.journal).unwrap();
+    let before = fx.file_digest();
+    let out = run_with_stdin(
+        &fx.db,
+        &["--json", "prune-batch", MANY_TURNS, "--candidates", "-"],
+        &serde_json::to_vec(&candidates[..3]).unwrap(),
+    );
+    assert_exit(&out, 3);
+    let blocked = serde_json::json!({"status": "blocked", "reason": "maintenance_required"});
+    let results = json(&out)["results"].as_array().unwrap().clone();
+    assert_eq!(results.len(), 3);
+    assert!(results.iter().all(|item| item["result"] == blocked));
+    assert_eq!(fx.file_digest(), before);
+    assert_eq!(held.intents().unwrap().len(), 0);
+}
+
+#[test]
+fn a_message_listed_twice_is_bad_input_even_across_batches() {
+    let fx = Fixture::new();
+    let mut candidates = many_turns_candidates(&fx);
+    candidates.push(candidates[0].clone());
+    let out = run_with_stdin(
+        &fx.db,
+        &["--json", "prune-batch", MANY_TURNS, "--candidates", "-"],
+        &serde_json::to_vec(&candidates).unwrap(),
+    );
+    assert_json_error(&out, 2, "is listed twice");
+    let batch_body = serde_json::json!({"sessionID": 5, "candidates": candidates[..1]});
+    let out = run_with_stdin(
+        &fx.db,
+        &["--json", "prune-batch", MANY_TURNS, "--candidates", "-"],
+        &serde_json::to_vec(&batch_body).unwrap(),
+    );
+    assert_json_error(&out, 2, "not a batch body");
+    assert!(!fx.journal.exists());
+}
+
+#[test]
+fn listings_survive_malformed_rows_and_odd_column_types() {
+    let fx = Fixture::new();
+    fx.exec(&format!(
+        "UPDATE part SET data = '{{bad' WHERE id = (SELECT id FROM part WHERE session_id = '{MANY_TURNS}' LIMIT 1);
+         UPDATE event SET data = '{{bad' WHERE rowid = (SELECT min(rowid) FROM event WHERE type = 'message.part.updated.1');
+         UPDATE message SET time_created = 'abc' WHERE id = '{TURN5}';
+         UPDATE session SET time_updated = 'x' WHERE id = '{MANY_TURNS}';"
+    ));
+    let sessions = run(&fx.db, &["--json", "sessions"]);
+    assert_exit(&sessions, 0);
+    assert_eq!(json(&sessions).as_array().unwrap().len(), 10);
+    let messages = run(&fx.db, &["--json", "messages", MANY_TURNS]);
+    assert_exit(&messages, 0);
+    let list = json(&messages);
+    let turn5 = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["messageID"] == TURN5)
+        .unwrap();
+    assert_eq!(
+        turn5["timeCreated"], 0,
+        "a time that is not a number reads as 0"
+    );
+    // History scans past both: the message with the odd time comes last, the bad part skips
+    // its message.
+    let pages = all_pages(&fx, &[MANY_TURNS, "--purpose", "stats"]);
+    let scanned: u64 = pages.iter().map(|p| p["scanned"].as_u64().unwrap()).sum();
+    let skipped: u64 = pages.iter().map(|p| p["skipped"].as_u64().unwrap()).sum();
+    assert_eq!((scanned, skipped), (30, 1));
 }

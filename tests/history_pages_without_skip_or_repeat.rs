@@ -204,13 +204,13 @@ fn a_cursor_resumes_only_its_own_query_and_scope() {
         None,
     )
     .unwrap();
-    assert!(foreign(other_query).contains("another query or scope"));
+    assert!(foreign(other_query).contains("another query, scope or database"));
     let other_scope = every_row(V2_SESSION).within(Scope {
         directory: Some("/work".into()),
         ..Scope::default()
     });
-    assert!(foreign(other_scope).contains("another query or scope"));
-    assert!(foreign(stats(Some(V2_SESSION), None)).contains("another query or scope"));
+    assert!(foreign(other_scope).contains("another query, scope or database"));
+    assert!(foreign(stats(Some(V2_SESSION), None)).contains("another query, scope or database"));
     let mut damaged = cursor.clone();
     damaged.push('0');
     let request = HistoryRequest {
@@ -244,4 +244,34 @@ fn both_generations_are_scanned_in_one_order() {
     assert_eq!(i64::from(scanned), v1 + v2);
     // The two runs killed mid-turn left one incomplete assistant message each.
     assert_eq!(skipped, 2);
+}
+
+#[test]
+fn rows_without_an_integer_time_come_last_and_once() {
+    let fx = session_of_257();
+    for (id, time) in [
+        ("msg_untimed_b", "'abc'"),
+        ("msg_untimed_a", "1.5"),
+        ("msg_untimed_c", "x'00'"),
+    ] {
+        fx.exec(&format!(
+            "INSERT INTO session_message VALUES ('{id}', '{V2_SESSION}', 'user', 0 - length('{id}') * 1000 - unicode(substr('{id}', -1)), {time}, 1,
+               '{{\"time\":{{\"created\":1}},\"text\":\"untimed question\"}}')"
+        ));
+    }
+    let store = store(&fx.db);
+    let seen: Vec<String> = scanned_ids(&store, every_row(V2_SESSION), |_| {})
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(seen.len(), 260);
+    let timed: Vec<String> = all_ids(&fx)
+        .into_iter()
+        .filter(|id| !id.starts_with("msg_untimed"))
+        .collect();
+    assert_eq!(&seen[..257], &timed[..]);
+    assert_eq!(
+        &seen[257..],
+        ["msg_untimed_a", "msg_untimed_b", "msg_untimed_c"]
+    );
 }

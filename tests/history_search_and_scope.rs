@@ -133,6 +133,7 @@ fn sessions_around_repo() -> V2Fixture {
         ("ses_other_project", "/repo", "prj_other", None),
         ("ses_workspace", "/repo", "prj", Some("wrk_1")),
         ("ses_other_workspace", "/repo", "prj", Some("wrk_2")),
+        ("ses_dotdot", "/repo/../etc", "prj", None),
     ];
     for (i, (id, directory, project, workspace)) in sessions.iter().enumerate() {
         fx.sql()
@@ -185,7 +186,7 @@ fn a_directory_scope_takes_nested_directories_and_the_global_project() {
         ..scope
     };
     assert_eq!(hits_in(&fx, workspace), vec!["ses_workspace"]);
-    assert_eq!(hits_in(&fx, Scope::default()).len(), 7);
+    assert_eq!(hits_in(&fx, Scope::default()).len(), 8);
 }
 
 #[test]
@@ -196,7 +197,7 @@ fn a_session_outside_the_scope_or_missing_is_refused() {
         directory: Some("/repo".into()),
         ..Scope::default()
     };
-    for session in ["ses_sibling", "ses_nowhere"] {
+    for session in ["ses_sibling", "ses_dotdot", "ses_nowhere"] {
         let request = search(Some(session), "needle", true).within(scope.clone());
         let outcome = history_with(&store, &request, ROWS_ONLY).unwrap();
         assert_eq!(
@@ -220,6 +221,10 @@ fn incomplete_malformed_and_oversize_messages_are_skipped() {
         r#"{"time":{"created":3},"content":[{"type":"reasoning","id":"r","text":"still thinking"}]}"#,
     );
     fx.insert_message(V2_SESSION, "msg_malformed", "assistant", 4, "{not json");
+    fx.exec(&format!(
+        "INSERT INTO session_message VALUES ('msg_not_utf8', '{V2_SESSION}', 'user', 6, 6, 6,
+           CAST(x'7b2274657874223a2266ff6f6f227d' AS TEXT))"
+    ));
     let huge = format!(
         r#"{{"time":{{"created":5,"completed":6}},"content":[{{"type":"text","id":"t","text":"{}"}}]}}"#,
         "x".repeat(16 * 1024 * 1024)
@@ -233,8 +238,25 @@ fn incomplete_malformed_and_oversize_messages_are_skipped() {
         None,
     )
     .unwrap();
-    let page = page(&store(&fx), &request);
-    assert_eq!((page.scanned, page.skipped), (5, 3));
+    let outcome = history_with(&store(&fx), &request, ROWS_ONLY).unwrap();
+    let HistoryResult::Page(page) = outcome.result else {
+        panic!("{:?}", outcome.result)
+    };
+    assert_eq!((page.scanned, page.skipped), (6, 4));
+    let why: Vec<(&str, &str)> = outcome
+        .skipped
+        .iter()
+        .map(|(id, why)| (id.as_str(), why.as_str()))
+        .collect();
+    assert_eq!(
+        why,
+        vec![
+            ("msg_incomplete", "the assistant message is not complete (a run may still be writing it, or was killed)"),
+            ("msg_malformed", "V2 message msg_malformed does not hold a JSON object"),
+            ("msg_oversize", "V2 message msg_oversize is over the 16777216-byte budget"),
+            ("msg_not_utf8", "V2 message msg_not_utf8 does not hold UTF-8 text"),
+        ]
+    );
     // The readable messages: the user turn and the fixture's assistant message.
     assert_eq!((page.tools, page.reasoning), (1, 1));
     let candidates: Vec<&str> = page

@@ -110,3 +110,32 @@ fn v2_user_message_is_not_deletable() {
         }
     );
 }
+
+#[test]
+fn a_message_held_by_both_generations_is_the_v1_row_where_v2_is_read_only() {
+    let fx = Fixture::new();
+    // A V2 copy of turn 5 under the same id and session, as an upgrade could leave it.
+    fx.exec(&format!(
+        "INSERT INTO session_message SELECT '{TURN5}', '{MANY_TURNS}', 'assistant', 999,
+           (SELECT time_created FROM message WHERE id = '{TURN5}'), 1, data
+         FROM session_message WHERE id = '{V2_MESSAGE}'"
+    ));
+    let engine = fx.engine();
+    let preview = PreviewRequest::new(MANY_TURNS.into(), TURN5.into()).unwrap();
+    let PreviewResult::Preview {
+        live_mutation,
+        revision,
+        parts,
+    } = engine.preview(&preview).unwrap()
+    else {
+        panic!()
+    };
+    assert!(live_mutation, "the V1 row, which can be pruned here");
+    let indexes: Vec<i64> = parts.iter().map(|p| i64::from(p.index)).collect();
+    assert_eq!(indexes, vec![1, 2]);
+    let outcome = engine
+        .prune(&request(MANY_TURNS, TURN5, &revision, &indexes))
+        .unwrap();
+    assert_eq!(pruned(&outcome.result).2, 2);
+    assert_eq!(fx.rows_containing("part", "TOOL_CANARY_T05"), 0);
+}

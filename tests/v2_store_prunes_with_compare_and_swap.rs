@@ -326,3 +326,26 @@ fn stale_revision_is_conflict() {
     drop(engine);
     assert_eq!(fx.file_digest(), before);
 }
+
+#[test]
+fn a_message_in_no_table_is_not_deletable_and_named() {
+    let fx = V2Fixture::new();
+    let before = fx.file_digest();
+    let engine = open_engine(&fx);
+    let request =
+        PruneRequest::all_technical(V2_SESSION.into(), "msg_nowhere".into(), "a".repeat(64))
+            .unwrap();
+    let outcome = engine.prune(&request).unwrap();
+    assert_eq!(
+        outcome.result,
+        PruneResult::Blocked {
+            reason: BlockedReason::NotDeletable
+        }
+    );
+    assert_eq!(
+        outcome.refusal.unwrap().detail,
+        format!("session {V2_SESSION} has no V2 message msg_nowhere")
+    );
+    drop(engine);
+    assert_eq!(fx.file_digest(), before);
+}

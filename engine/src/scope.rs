@@ -79,26 +79,29 @@ impl Scope {
 }
 
 /// Whether `path` is `root` or lies below it, comparing whole path components after turning `\`
-/// into `/` and dropping trailing separators (`/repo` holds `/repo/a`, not `/repo-other`).
+/// into `/` and resolving `.` and `..` by name (`/repo` holds `/repo/a`, not `/repo-other` nor
+/// `/repo/../etc`). An empty path lies nowhere.
 pub fn within(path: &str, root: &str) -> bool {
-    let path = normalize(path);
-    let root = normalize(root);
-    if root.is_empty() {
-        // `/` (or `\`) holds every absolute path.
-        return path.starts_with('/') || path.is_empty();
-    }
-    match path.strip_prefix(root.as_str()) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/'),
-        None => false,
-    }
+    !path.is_empty() && components(path).starts_with(&components(root))
 }
 
-fn normalize(path: &str) -> String {
-    let mut normalized = path.replace('\\', "/");
-    while normalized.ends_with('/') {
-        normalized.pop();
+/// The components of `path`: `/` and `\` separate, empty and `.` components drop out, `..`
+/// removes the one before it. The first component of an absolute path is `""`.
+fn components(path: &str) -> Vec<&str> {
+    let mut parts: Vec<&str> = Vec::new();
+    for (i, part) in path.split(['/', '\\']).enumerate() {
+        match part {
+            "" if i == 0 => parts.push(""),
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|last| !last.is_empty()) {
+                    parts.pop();
+                }
+            }
+            name => parts.push(name),
+        }
     }
-    normalized
+    parts
 }
 
 #[cfg(test)]
@@ -125,6 +128,10 @@ mod tests {
         assert!(!within("/re", "/repo"));
         assert!(within("C:\\work\\repo\\sub", "C:/work/repo"));
         assert!(within("/anything", "/"));
+        assert!(!within("/repo/../etc", "/repo"));
+        assert!(within("/repo/./a/../b", "/repo"));
+        assert!(!within("/../etc", "/repo"));
+        assert!(!within("", "/"));
     }
 
     #[test]

@@ -309,9 +309,18 @@ fn batch_action(args: PruneBatchArgs) -> Result<Action, ConfigError> {
     })
 }
 
+/// A batch body as a file may hold it: `{sessionID, candidates}` and nothing else.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchBody {
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    candidates: Vec<HistoryCandidate>,
+}
+
 /// Candidates from history pages (one document, or JSON lines from `history --all --json`), a
-/// batch body or a bare array. A batch body for another session, or a blocked page, is refused.
-/// No candidates at all is not an error: there is nothing to prune.
+/// batch body or a bare array. A batch body for another session, a blocked page, or a message
+/// listed twice is refused. No candidates at all is not an error: there is nothing to prune.
 fn parse_candidates(text: &str, session: &str) -> Result<Vec<HistoryCandidate>, String> {
     let documents: Vec<serde_json::Value> = match serde_json::from_str(text) {
         Ok(value) => vec![value],
@@ -322,33 +331,52 @@ fn parse_candidates(text: &str, session: &str) -> Result<Vec<HistoryCandidate>, 
             .collect::<Result<_, _>>()
             .map_err(|_| format!("not JSON: {whole}"))?,
     };
-    let mut candidates = Vec::new();
+    let mut candidates: Vec<HistoryCandidate> = Vec::new();
     for value in documents {
-        if let Some(other) = value.get("sessionID").and_then(|v| v.as_str()) {
-            if other != session {
-                return Err(format!(
-                    "the candidates are for session {other}, not {session}"
-                ));
-            }
-        }
-        if value.get("status").and_then(|v| v.as_str()) == Some("blocked") {
-            let reason = value.get("reason").and_then(|v| v.as_str()).unwrap_or("?");
-            return Err(format!(
-                "the input is a blocked history answer ({reason}), not a page of candidates"
-            ));
-        }
-        let list = match value {
-            serde_json::Value::Array(_) => value,
-            serde_json::Value::Object(mut map) => map.remove("candidates").ok_or(
-                "no `candidates` key (expected the output of `history SESSION --purpose prune --json`)",
-            )?,
-            _ => return Err("expected a JSON object or array".into()),
-        };
-        let mut page: Vec<HistoryCandidate> =
-            serde_json::from_value(list).map_err(|e| format!("bad candidate: {e}"))?;
+        let mut page = candidates_of(value, session)?;
         candidates.append(&mut page);
     }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = candidates.iter().find(|c| !seen.insert(&c.message_id)) {
+        return Err(format!("message {} is listed twice", twice.message_id));
+    }
     Ok(candidates)
+}
+
+/// The candidates of one JSON document.
+fn candidates_of(value: serde_json::Value, session: &str) -> Result<Vec<HistoryCandidate>, String> {
+    let bad = |e: serde_json::Error| format!("bad candidate: {e}");
+    match value {
+        serde_json::Value::Array(_) => serde_json::from_value(value).map_err(bad),
+        serde_json::Value::Object(mut page) if page.contains_key("status") => {
+            match page.get("status").and_then(|v| v.as_str()) {
+                Some("page") => {}
+                Some("blocked") => {
+                    let reason = page.get("reason").and_then(|v| v.as_str()).unwrap_or("?");
+                    return Err(format!(
+                        "the input is a blocked history answer ({reason}), not a page of candidates"
+                    ));
+                }
+                _ => return Err("the input is not a history page (status is not \"page\")".into()),
+            }
+            let list = page.remove("candidates").ok_or(
+                "no `candidates` key (expected the output of `history SESSION --purpose prune --json`)",
+            )?;
+            serde_json::from_value(list).map_err(bad)
+        }
+        serde_json::Value::Object(_) => {
+            let body: BatchBody = serde_json::from_value(value)
+                .map_err(|e| format!("not a batch body {{sessionID, candidates}}: {e}"))?;
+            if body.session_id != session {
+                return Err(format!(
+                    "the candidates are for session {}, not {session}",
+                    body.session_id
+                ));
+            }
+            Ok(body.candidates)
+        }
+        _ => Err("expected a JSON object or array".into()),
+    }
 }
 
 fn prune_action(args: PruneArgs) -> Result<Action, ConfigError> {

@@ -23,7 +23,10 @@ pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
             HistoryResult::Page(page) => page,
             HistoryResult::Blocked { reason } => {
                 let detail = outcome.refusal.as_ref().map_or("", |r| r.detail.as_str());
-                if config.json {
+                if config.json && all {
+                    output::json_line(&outcome.result)?;
+                    eprintln!("blocked: {reason}: {detail}");
+                } else if config.json {
                     output::json_document(&outcome.result)?;
                     eprintln!("blocked: {reason}: {detail}");
                 } else {
@@ -101,8 +104,8 @@ fn print_page(page: &HistoryPage, skipped: &[(String, String)]) {
             .unwrap_or_default();
         println!(
             "{} {} {} part {} ({kind}): {}",
-            hit.session_id,
-            hit.message_id,
+            output::printable(&hit.session_id),
+            output::printable(&hit.message_id),
             output::printable(&hit.role),
             hit.part_index,
             output::printable(&one_line(&hit.excerpt))
@@ -111,14 +114,18 @@ fn print_page(page: &HistoryPage, skipped: &[(String, String)]) {
     for candidate in &page.candidates {
         println!(
             "candidate {} revision {} ({} tool, {} reasoning)",
-            candidate.message_id,
+            output::printable(&candidate.message_id),
             candidate.revision,
             candidate.tool_count,
             candidate.reasoning_count
         );
     }
     for (message_id, why) in skipped {
-        println!("skipped {}: {}", output::printable(message_id), why);
+        println!(
+            "skipped {}: {}",
+            output::printable(message_id),
+            output::printable(why)
+        );
     }
     println!(
         "page: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s)",

@@ -78,6 +78,21 @@ pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
     Ok(OpenCodeStore::open(&config.db, options)?)
 }
 
+/// [`open_engine`], or `Ok(Err(detail))` when another process holds the journal past the
+/// open's retry window: nothing was journaled or written, and the caller reports the request
+/// as blocked (`maintenance_required`).
+pub fn open_engine_unless_busy(
+    config: &Config,
+) -> anyhow::Result<Result<Engine<OpenCodeStore>, String>> {
+    match open_engine(config) {
+        Ok(engine) => Ok(Ok(engine)),
+        Err(error) if journal_busy(&error) => Ok(Err(format!(
+            "{error:#}; another prune is running, try again shortly"
+        ))),
+        Err(error) => Err(error),
+    }
+}
+
 /// Opens the store and its journal, runs recovery and reports what it did on stderr.
 pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
     let store = open_store(config)?;

@@ -5,7 +5,7 @@
 use pruning_engine::{BlockedReason, DryRun, Plan, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;
 
-use super::{open_engine, open_store, Outcome};
+use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 
@@ -45,14 +45,13 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
     if dry_run {
         return plan(config, request);
     }
-    let engine = match open_engine(config) {
+    let engine = match open_engine_unless_busy(config)? {
         Ok(engine) => engine,
-        Err(error) if super::journal_busy(&error) => {
+        Err(detail) => {
             // Another prune holds the journal: nothing was journaled or written.
             let blocked = PruneResult::Blocked {
                 reason: BlockedReason::MaintenanceRequired,
             };
-            let detail = format!("{error:#}; another prune is running, try again shortly");
             if config.json {
                 output::json_document(&blocked)?;
                 eprintln!("blocked: maintenance_required: {detail}");
@@ -61,7 +60,6 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
             }
             return Ok(Outcome::Blocked);
         }
-        Err(error) => return Err(error),
     };
     let outcome = engine.prune(request)?;
     if config.json {

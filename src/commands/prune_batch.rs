@@ -7,12 +7,12 @@
 //! prune already committed.
 
 use pruning_engine::{
-    BatchResult, BlockedReason, DryRun, PruneBatchRequest, PruneRequest, PruneResult,
+    BatchItem, BatchResult, BlockedReason, DryRun, PruneBatchRequest, PruneRequest, PruneResult,
 };
 use serde::Serialize;
 
 use super::prune::DryRunDocument;
-use super::{open_engine, open_store, Outcome};
+use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 
@@ -50,7 +50,10 @@ fn report(config: &Config, message_id: &str, line: &str, refused: bool) {
 }
 
 fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcome> {
-    let engine = open_engine(config)?;
+    let engine = match open_engine_unless_busy(config)? {
+        Ok(engine) => engine,
+        Err(detail) => return all_blocked(config, batches, &detail),
+    };
     let mut results = Vec::new();
     let (mut pruned, mut again, mut bytes) = (0, 0, 0u64);
     for batch in batches {
@@ -108,6 +111,31 @@ fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outco
     })
 }
 
+/// Every candidate refused as `maintenance_required` with `detail`: nothing was journaled.
+fn all_blocked(
+    config: &Config,
+    batches: &[PruneBatchRequest],
+    detail: &str,
+) -> anyhow::Result<Outcome> {
+    let reason = BlockedReason::MaintenanceRequired;
+    let results: Vec<BatchItem> = batches
+        .iter()
+        .flat_map(|batch| &batch.candidates)
+        .map(|candidate| BatchItem {
+            message_id: candidate.message_id.clone(),
+            result: PruneResult::Blocked { reason },
+        })
+        .collect();
+    if config.json {
+        output::json_document(&BatchResult { results })?;
+        eprintln!("blocked: {reason}: {detail}");
+    } else {
+        println!("blocked: {reason}: {detail}");
+        println!("nothing was changed; run the batch again");
+    }
+    Ok(Outcome::Blocked)
+}
+
 /// One dry-run answer: `{messageID, result}` with the result in the `prune --dry-run` shape.
 #[derive(Debug, Serialize)]
 struct PlannedItem<'a> {
@@ -125,7 +153,7 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
     super::check_binding(config)?;
     let store = open_store(config)?;
     let mut results = Vec::new();
-    let (mut would, mut blocked, mut bytes) = (0, 0, 0u64);
+    let (mut would, mut already, mut blocked, mut bytes) = (0, 0, 0, 0u64);
     for batch in batches {
         for candidate in &batch.candidates {
             let id = candidate.message_id.as_str();
@@ -148,6 +176,7 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
                     )
                 }
                 Ok(DryRun::AlreadyPruned(receipt)) => {
+                    already += 1;
                     let result = PruneResult::Pruned {
                         message_id: receipt.message_id.clone(),
                         revision: receipt.revision_after.clone(),
@@ -179,7 +208,7 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
         output::json_document(&PlannedBatch { results })?;
     } else {
         println!(
-            "dry run, nothing written: {would} would be pruned ({} of part data), {blocked} would be blocked",
+            "dry run, nothing written: {would} would be pruned ({} of part data), {already} already pruned, {blocked} would be blocked",
             output::bytes(bytes)
         );
     }

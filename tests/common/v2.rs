@@ -33,6 +33,8 @@ CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL REFE
   data text NOT NULL);
 CREATE UNIQUE INDEX session_message_session_seq_idx ON session_message (session_id, seq);
 CREATE INDEX session_message_session_type_seq_idx ON session_message (session_id, type, seq);
+CREATE INDEX session_message_session_time_created_id_idx ON session_message (session_id, time_created, id);
+CREATE INDEX session_message_time_created_idx ON session_message (time_created);
 CREATE TABLE event_sequence (aggregate_id text PRIMARY KEY, seq integer NOT NULL, owner_id text);
 CREATE TABLE event (id text PRIMARY KEY, aggregate_id text NOT NULL REFERENCES event_sequence(aggregate_id) ON DELETE CASCADE,
   seq integer NOT NULL, type text NOT NULL, data text NOT NULL, created integer DEFAULT 0);

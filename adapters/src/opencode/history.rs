@@ -9,12 +9,15 @@
 use std::ops::ControlFlow;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
-use pruning_engine::history::{HistoryScan, Position, ScanEnd, ScannedContent, ScannedMessage};
+use pruning_engine::history::{
+    HistoryScan, Position, ScanEnd, ScannedContent, ScannedMessage, UNTIMED,
+};
 use pruning_engine::{BlockedReason, Refusal};
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 
 use super::ownership::{self, SessionTable};
 use super::schema::Schema;
+use super::sessions::lenient_text;
 use super::v1::read;
 use super::v2;
 
@@ -143,35 +146,45 @@ fn sessions_in_scope(
     Ok(Ok(Sessions::Only(serde_json::Value::from(ids).to_string())))
 }
 
-/// The merged, ordered row set of the sessions in scope.
+/// One generation's message table in the scan.
+#[derive(Debug, Clone, Copy)]
+struct Table {
+    /// `message` or `session_message`.
+    name: &'static str,
+    /// 1 or 2 (see [`Position::generation`]).
+    generation: u8,
+}
+
+/// The ordered rows of the sessions in scope, over both generations. Each table is read in
+/// index order (`time_created`, id) and the tables are merged here, so a page costs two short
+/// range scans however large the database is. Rows whose `time_created` is not an integer come
+/// last, by id, at [`UNTIMED`].
 struct RowQuery {
-    /// `SELECT t, g, id, sid` over both generations, filtered to the sessions.
-    union: String,
+    tables: Vec<Table>,
     /// The session filter's JSON array, when there is one.
     sessions: Option<String>,
 }
 
+/// Rows with an integer time below [`UNTIMED`]; the others are "untimed".
+const TIMED: &str = "typeof(time_created) = 'integer' AND time_created < 9223372036854775807";
+
 impl RowQuery {
     fn new(schema: &Schema, sessions: &Sessions) -> Self {
-        let filter = match sessions {
-            Sessions::All => "1",
-            Sessions::Only(_) => "session_id IN (SELECT value FROM json_each(?1))",
-        };
-        let mut selects = Vec::new();
+        let mut tables = Vec::new();
         if schema.has_v1() {
-            selects.push(format!(
-                "SELECT CAST(coalesce(time_created, 0) AS INTEGER) AS t, 1 AS g, id, session_id AS sid \
-                 FROM message WHERE {filter}"
-            ));
+            tables.push(Table {
+                name: "message",
+                generation: 1,
+            });
         }
         if schema.has_v2() {
-            selects.push(format!(
-                "SELECT CAST(coalesce(time_created, 0) AS INTEGER) AS t, 2 AS g, id, session_id AS sid \
-                 FROM session_message WHERE {filter}"
-            ));
+            tables.push(Table {
+                name: "session_message",
+                generation: 2,
+            });
         }
         Self {
-            union: selects.join(" UNION ALL "),
+            tables,
             sessions: match sessions {
                 Sessions::All => None,
                 Sessions::Only(ids) => Some(ids.clone()),
@@ -179,21 +192,50 @@ impl RowQuery {
         }
     }
 
-    /// The last row in scan order now.
-    fn last(&self, conn: &Connection) -> rusqlite::Result<Option<Position>> {
-        let sql = format!(
-            "SELECT t, g, id FROM ({}) ORDER BY t DESC, g DESC, id DESC LIMIT 1",
-            self.union
-        );
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = match &self.sessions {
-            Some(ids) => stmt.query([ids])?,
-            None => stmt.query([])?,
-        };
-        rows.next()?.map(position).transpose()
+    fn filter(&self) -> &'static str {
+        match self.sessions {
+            None => "1",
+            Some(_) => "session_id IN (SELECT value FROM json_each(:sessions))",
+        }
     }
 
-    /// Up to `limit` rows after `after` and up to `horizon`, with their sessions.
+    /// The last row in scan order now.
+    fn last(&self, conn: &Connection) -> rusqlite::Result<Option<Position>> {
+        let mut last: Option<Position> = None;
+        for table in &self.tables {
+            let untimed = format!(
+                "SELECT 0, id, '' FROM {} WHERE NOT ({TIMED}) AND {} ORDER BY id DESC LIMIT 1",
+                table.name,
+                self.filter()
+            );
+            let timed = format!(
+                "SELECT time_created, id, '' FROM {} WHERE {TIMED} AND {} \
+                 ORDER BY time_created DESC, id DESC LIMIT 1",
+                table.name,
+                self.filter()
+            );
+            let found = match self.query(conn, &untimed, &[])?.pop() {
+                Some((_, id, _)) => Some(Position {
+                    time_created: UNTIMED,
+                    message_id: id,
+                    generation: table.generation,
+                }),
+                None => {
+                    self.query(conn, &timed, &[])?
+                        .pop()
+                        .map(|(time_created, message_id, _)| Position {
+                            time_created,
+                            message_id,
+                            generation: table.generation,
+                        })
+                }
+            };
+            last = last.max(found);
+        }
+        Ok(last)
+    }
+
+    /// Up to `limit` rows after `after` and up to `horizon`, in scan order, with their sessions.
     fn page(
         &self,
         conn: &Connection,
@@ -201,42 +243,122 @@ impl RowQuery {
         horizon: &Position,
         limit: usize,
     ) -> rusqlite::Result<Vec<(Position, String)>> {
-        let start = after.cloned().unwrap_or(Position {
-            time_created: i64::MIN,
-            generation: 0,
-            message_id: String::new(),
-        });
-        let sql = format!(
-            "SELECT t, g, id, sid FROM ({}) \
-             WHERE (t, g, id) > (?2, ?3, ?4) AND (t, g, id) <= (?5, ?6, ?7) \
-             ORDER BY t, g, id LIMIT ?8",
-            self.union
-        );
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query(params![
-            self.sessions.as_deref().unwrap_or("[]"),
-            start.time_created,
-            start.generation,
-            start.message_id,
-            horizon.time_created,
-            horizon.generation,
-            horizon.message_id,
-            i64::try_from(limit).unwrap_or(i64::MAX),
-        ])?;
+        let mut rows = Vec::new();
+        for table in &self.tables {
+            rows.extend(self.table_page(conn, *table, after, horizon, limit)?);
+        }
+        rows.sort();
+        rows.truncate(limit);
+        Ok(rows)
+    }
+
+    /// One table's first `limit` rows after `after` and up to `horizon`.
+    fn table_page(
+        &self,
+        conn: &Connection,
+        table: Table,
+        after: Option<&Position>,
+        horizon: &Position,
+        limit: usize,
+    ) -> rusqlite::Result<Vec<(Position, String)>> {
+        let g = table.generation;
+        // Within one (time, id), the lower generation comes first: a row of this table is
+        // after `after` when its (time, id) is greater, or equal with a greater generation.
+        let lower_op = |a: &Position| if g > a.generation { ">=" } else { ">" };
+        let upper_op = if g <= horizon.generation { "<=" } else { "<" };
+        let lim = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut found = Vec::new();
-        while let Some(row) = rows.next()? {
-            found.push((position(row)?, row.get(3)?));
+        let timed_started = after.is_none_or(|a| a.time_created < UNTIMED);
+        if timed_started {
+            let mut conditions = vec![TIMED.to_string(), self.filter().to_string()];
+            let mut binds: Vec<(&str, rusqlite::types::Value)> = Vec::new();
+            if let Some(a) = after {
+                conditions.push(format!("(time_created, id) {} (:at, :aid)", lower_op(a)));
+                binds.push((":at", a.time_created.into()));
+                binds.push((":aid", a.message_id.clone().into()));
+            }
+            if horizon.time_created < UNTIMED {
+                conditions.push(format!("(time_created, id) {upper_op} (:ht, :hid)"));
+                binds.push((":ht", horizon.time_created.into()));
+                binds.push((":hid", horizon.message_id.clone().into()));
+            }
+            binds.push((":lim", lim.into()));
+            let sql = format!(
+                "SELECT time_created, id, session_id FROM {} WHERE {} \
+                 ORDER BY time_created, id LIMIT :lim",
+                table.name,
+                conditions.join(" AND ")
+            );
+            for (time_created, message_id, session_id) in self.query(conn, &sql, &binds)? {
+                found.push((
+                    Position {
+                        time_created,
+                        message_id,
+                        generation: g,
+                    },
+                    session_id,
+                ));
+            }
+        }
+        if found.len() < limit && horizon.time_created == UNTIMED {
+            let mut conditions = vec![format!("NOT ({TIMED})"), self.filter().to_string()];
+            let mut binds: Vec<(&str, rusqlite::types::Value)> = Vec::new();
+            if let Some(a) = after.filter(|a| a.time_created == UNTIMED) {
+                conditions.push(format!("id {} :aid", lower_op(a)));
+                binds.push((":aid", a.message_id.clone().into()));
+            }
+            conditions.push(format!("id {upper_op} :hid"));
+            binds.push((":hid", horizon.message_id.clone().into()));
+            binds.push((":lim", lim.into()));
+            let sql = format!(
+                "SELECT 0, id, session_id FROM {} WHERE {} ORDER BY id LIMIT :lim",
+                table.name,
+                conditions.join(" AND ")
+            );
+            for (_, message_id, session_id) in self.query(conn, &sql, &binds)? {
+                found.push((
+                    Position {
+                        time_created: UNTIMED,
+                        message_id,
+                        generation: g,
+                    },
+                    session_id,
+                ));
+            }
         }
         Ok(found)
     }
-}
 
-fn position(row: &rusqlite::Row<'_>) -> rusqlite::Result<Position> {
-    Ok(Position {
-        time_created: row.get(0)?,
-        generation: row.get(1)?,
-        message_id: row.get(2)?,
-    })
+    /// Runs `sql` with the session filter and `binds`; rows are `(time, id, session id)`, ids
+    /// read leniently (a damaged id still has a place in the order).
+    fn query(
+        &self,
+        conn: &Connection,
+        sql: &str,
+        binds: &[(&str, rusqlite::types::Value)],
+    ) -> rusqlite::Result<Vec<(i64, String, String)>> {
+        let mut stmt = conn.prepare_cached(sql)?;
+        for (name, value) in binds {
+            if let Some(index) = stmt.parameter_index(name)? {
+                stmt.raw_bind_parameter(index, value)?;
+            }
+        }
+        if let Some(ids) = &self.sessions {
+            if let Some(index) = stmt.parameter_index(":sessions")? {
+                stmt.raw_bind_parameter(index, ids)?;
+            }
+        }
+        let mut rows = stmt.raw_query();
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            found.push((
+                row.get(0)?,
+                lenient_text(row.get_ref(1)?),
+                lenient_text(row.get_ref(2)?),
+            ));
+        }
+        Ok(found)
+    }
 }
 
 /// Reads one row of the scan. A row that cannot be read is returned with why.
@@ -260,13 +382,17 @@ fn read_row(
     } else {
         match v2::load_row(conn, session_id, id)? {
             None => (String::new(), Err(format!("V2 message {id} is gone"))),
-            Some((kind, None)) => (
+            Some((kind, v2::RowData::OverBudget)) => (
                 kind,
                 Err(format!(
                     "V2 message {id} is over the {MAX_MESSAGE_BYTES}-byte budget"
                 )),
             ),
-            Some((kind, Some(data))) => {
+            Some((kind, v2::RowData::NotText)) => (
+                kind,
+                Err(format!("V2 message {id} does not hold UTF-8 text")),
+            ),
+            Some((kind, v2::RowData::Text(data))) => {
                 let read = v2::parse(&kind, &data)
                     .map(|parsed| ScannedContent {
                         message: parsed.message,

@@ -65,7 +65,7 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
     let v1_prunable = pick(
         v1,
         "(SELECT coalesce(sum(length(CAST(p.data AS BLOB))), 0) FROM part p WHERE p.session_id = s.id \
-           AND json_extract(p.data, '$.type') IN ('tool', 'reasoning'))"
+           AND CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning'))"
             .into(),
     );
     let events = schema.has_events();
@@ -78,7 +78,7 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
         events,
         "(SELECT coalesce(sum(length(CAST(e.data AS BLOB))), 0) FROM event e \
            WHERE e.aggregate_id = s.id AND e.type = 'message.part.updated.1' \
-             AND json_extract(e.data, '$.part.type') IN ('tool', 'reasoning'))"
+             AND CASE WHEN json_valid(e.data) THEN json_extract(e.data, '$.part.type') END IN ('tool', 'reasoning'))"
             .into(),
     );
     let v2 = schema.has_v2();
@@ -107,11 +107,12 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
         }
         let workspace = super::ownership::workspace_column(conn, table)?;
         let sql = format!(
-            "SELECT s.id, coalesce(s.title, ''), s.directory, s.time_updated,
+            "SELECT s.id, CAST(coalesce(s.title, '') AS TEXT), CAST(coalesce(s.directory, '') AS TEXT),
+               CAST(coalesce(s.time_updated, 0) AS INTEGER),
                {v1_messages} + {v2_messages},
                {v1_bytes} + {v2_bytes} + {event_bytes},
                {v1_prunable} + {v2_prunable} + {event_prunable},
-               s.project_id, {workspace}
+               CAST(coalesce(s.project_id, '') AS TEXT), CAST({workspace} AS TEXT)
              FROM {} s",
             table.name()
         );
@@ -121,7 +122,7 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
                 Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
             };
             Ok(SessionSummary {
-                session_id: row.get(0)?,
+                session_id: lenient_text(row.get_ref(0)?),
                 title: row.get(1)?,
                 directory: row.get(2)?,
                 time_updated: row.get(3)?,
@@ -142,6 +143,20 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
             .then(b.time_updated.cmp(&a.time_updated))
     });
     Ok(sessions)
+}
+
+/// A column as text, whatever it holds (a damaged id still lists, with `\u{FFFD}` for bytes
+/// that are not UTF-8).
+pub(crate) fn lenient_text(value: rusqlite::types::ValueRef<'_>) -> String {
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Null => String::new(),
+    }
 }
 
 /// Whether a session exists in either table.
@@ -195,12 +210,12 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
     if schema.has("message") && schema.has("part") {
         let sql = format!(
             "SELECT m.id,
-                CASE WHEN json_valid(m.data) THEN coalesce(json_extract(m.data, '$.role'), '') ELSE '' END,
+                CAST(CASE WHEN json_valid(m.data) THEN coalesce(json_extract(m.data, '$.role'), '') ELSE '' END AS TEXT),
                 CASE WHEN json_valid(m.data) THEN {} ELSE 0 END,
-                m.time_created,
+                CAST(coalesce(m.time_created, 0) AS INTEGER),
                 count(p.id),
-                coalesce(sum(json_valid(p.data) AND json_extract(p.data, '$.type') IN ('tool', 'reasoning')), 0),
-                coalesce(sum(CASE WHEN json_valid(p.data) AND json_extract(p.data, '$.type') IN ('tool', 'reasoning')
+                coalesce(sum(CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning')), 0),
+                coalesce(sum(CASE WHEN CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning')
                              THEN length(CAST(p.data AS BLOB)) ELSE 0 END), 0)
              FROM message m LEFT JOIN part p ON p.message_id = m.id
              WHERE m.session_id = ?1
@@ -211,7 +226,7 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
     }
     if schema.has_v2() {
         let sql = format!(
-            "SELECT sm.id, sm.type, {}, coalesce(sm.time_created, 0),
+            "SELECT sm.id, CAST(sm.type AS TEXT), {}, CAST(coalesce(sm.time_created, 0) AS INTEGER),
                 (SELECT count(*) FROM json_each({V2_DATA}, '$.content')),
                 (SELECT count(*) FROM json_each({V2_DATA}, '$.content') j
                   WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')),
@@ -241,8 +256,8 @@ fn collect(
             Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
         };
         Ok(MessageSummary {
-            message_id: row.get(0)?,
-            role: row.get(1)?,
+            message_id: lenient_text(row.get_ref(0)?),
+            role: lenient_text(row.get_ref(1)?),
             completed: row.get::<_, i64>(2)? != 0,
             time_created: row.get(3)?,
             parts: n(4)?,

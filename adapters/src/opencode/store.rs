@@ -129,7 +129,7 @@ fn read_any(
     request: &PreviewRequest,
 ) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
     let (session_id, message_id) = (request.session_id.as_str(), request.message_id.as_str());
-    if schema.has_v2() && v2::is_v2_message(conn, message_id)? {
+    if v2::holds_message(conn, schema, session_id, message_id)? {
         let table = if schema.has("session_v2") {
             SessionTable::V2
         } else {
@@ -191,11 +191,16 @@ impl SessionStore for OpenCodeStore {
 
     /// V1 messages can be pruned here; V2 messages only where `session_v2.time_suspended`
     /// exists (see [`v2::writable`]).
-    fn live_mutation(&self, _session_id: &str, message_id: &str) -> bool {
+    fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
         let conn = self.connection();
-        let v2 = Schema::read(&conn).is_ok_and(|schema| schema.has_v2())
-            && v2::is_v2_message(&conn, message_id).unwrap_or(true);
-        !v2 || v2::writable(&conn).unwrap_or(false)
+        let v2 = Schema::read(&conn)
+            .and_then(|schema| v2::holds_message(&conn, &schema, session_id, message_id));
+        // Unknown (an error): not writable, failing closed.
+        match v2 {
+            Ok(false) => true,
+            Ok(true) => v2::writable(&conn).unwrap_or(false),
+            Err(_) => false,
+        }
     }
 
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {

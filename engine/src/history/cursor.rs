@@ -1,16 +1,18 @@
-//! The history cursor: where a scan stopped and where it will end, bound to the scope and query
-//! it was made for.
+//! The history cursor: where a scan stopped and where it will end, bound to the database, scope
+//! and query it was made for.
 //!
 //! Source: codenomad-pruning.md §8 (`history.test.ts`): a cursor is bound to scope and query, and
 //! the scan horizon ignores rows appended mid-scan. Rows are visited in [`Position`] order
-//! (`time_created`, then storage generation, then id: OpenCode ids wrapped on 2026-08-14, so
+//! (`time_created`, then id, then storage generation: OpenCode ids wrapped on 2026-08-14, so
 //! time comes first). The first page fixes the horizon, the last row that existed then; later
 //! pages visit rows after the cursor and up to the horizon only, so a row appended mid-scan
 //! neither shifts the cursor nor extends the scan.
 //!
 //! Text form (opaque to callers, at most 4,096 characters for ids up to 1,000 bytes):
 //! `h1.<binding: 32 hex>.<horizon>.<after>`, a position being
-//! `<time_created>_<generation>_<hex of the message id>`.
+//! `<time_created>_<generation>_<hex of the message id>`. The binding is a plain hash, not a
+//! signature: a forged cursor only moves a read position, and the scope is checked on every
+//! page.
 
 use sha2::{Digest, Sha256};
 
@@ -20,18 +22,23 @@ use crate::revision::canonical_json;
 
 const VERSION: &str = "h1";
 
-/// A row's place in the scan order.
+/// A row's place in the scan order: by time, then id, then generation (fields compare in that
+/// order).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Position {
-    /// The row's `time_created`, ms since the Unix epoch, as an integer (0 when NULL or not a
-    /// number).
+    /// The row's `time_created`, ms since the Unix epoch; [`UNTIMED`] for a row whose
+    /// `time_created` is not an integer (such rows come last, by id).
     pub time_created: i64,
+    /// The message id (compared bytewise, as SQLite's BINARY collation does).
+    pub message_id: String,
     /// The storage generation: 1 for V1 `message`, 2 for V2 `session_message` (a database
     /// upgraded to V2 may hold the same id in both).
     pub generation: u8,
-    /// The message id (compared bytewise, as SQLite's BINARY collation does).
-    pub message_id: String,
 }
+
+/// The time of rows whose `time_created` is not an integer (or is `i64::MAX`): after every
+/// other row.
+pub const UNTIMED: i64 = i64::MAX;
 
 /// A decoded cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,22 +50,26 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// The cursor's text for `request`.
-    pub fn encode(&self, request: &HistoryRequest) -> String {
+    /// The cursor's text for `request` on the database at `location`.
+    pub fn encode(&self, request: &HistoryRequest, location: Option<&str>) -> String {
         format!(
             "{VERSION}.{}.{}.{}",
-            binding(request),
+            binding(request, location),
             encode_position(&self.horizon),
             encode_position(&self.after)
         )
     }
 
-    /// Decodes `text`, which must have been made for the same scope, session, query,
+    /// Decodes `text`, which must have been made for the same database, scope, session, query,
     /// `includeTechnical` and purpose as `request`.
     ///
     /// Errors: [`ContractError::Cursor`] for text that is not a cursor, or one made for
-    /// another request.
-    pub fn decode(text: &str, request: &HistoryRequest) -> Result<Self, ContractError> {
+    /// another request or database.
+    pub fn decode(
+        text: &str,
+        request: &HistoryRequest,
+        location: Option<&str>,
+    ) -> Result<Self, ContractError> {
         let bad = |detail: &str| ContractError::Cursor {
             detail: detail.to_string(),
         };
@@ -75,9 +86,9 @@ impl Cursor {
         if version != VERSION {
             return Err(bad("not a history cursor of this version"));
         }
-        if bound != binding(request) {
+        if bound != binding(request, location) {
             return Err(bad(
-                "the cursor belongs to another query or scope; start again without a cursor",
+                "the cursor belongs to another query, scope or database; start again without a cursor",
             ));
         }
         let horizon = decode_position(horizon).ok_or_else(|| bad("damaged horizon"))?;
@@ -90,9 +101,11 @@ impl Cursor {
 }
 
 /// First 16 bytes, in hex, of SHA-256 of the canonical JSON of everything a page depends on
-/// except the cursor.
-fn binding(request: &HistoryRequest) -> String {
+/// except the cursor: the database (`location`, [`crate::SessionStore::location`]), the scope,
+/// the session, the query, `includeTechnical` and the purpose.
+fn binding(request: &HistoryRequest, location: Option<&str>) -> String {
     let body = serde_json::json!({
+        "database": location,
         "sessionID": request.session_id,
         "query": request.query,
         "includeTechnical": request.include_technical,
@@ -116,7 +129,12 @@ fn decode_position(text: &str) -> Option<Position> {
     let mut pieces = text.split('_');
     let time_created = pieces.next()?.parse().ok()?;
     let generation = pieces.next()?.parse().ok()?;
-    let id = hex::decode(pieces.next()?).ok()?;
+    let id_hex = pieces.next()?;
+    // One spelling per id (lowercase), so that a cursor has one text.
+    if id_hex.bytes().any(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    let id = hex::decode(id_hex).ok()?;
     if pieces.next().is_some() || !matches!(generation, 1 | 2) {
         return None;
     }
@@ -148,38 +166,48 @@ mod tests {
         Cursor {
             horizon: Position {
                 time_created: 20,
-                generation: 2,
                 message_id: "msg_b".into(),
+                generation: 2,
             },
             after: Position {
                 time_created: -5,
-                generation: 1,
                 message_id: "msg_a.x_y".into(),
+                generation: 1,
             },
         }
     }
 
     #[test]
     fn a_cursor_round_trips_for_the_same_request() {
-        let text = cursor().encode(&request("q"));
-        assert_eq!(Cursor::decode(&text, &request("q")), Ok(cursor()));
+        let text = cursor().encode(&request("q"), Some("/db"));
+        assert_eq!(
+            Cursor::decode(&text, &request("q"), Some("/db")),
+            Ok(cursor())
+        );
     }
 
     #[test]
     fn a_cursor_is_refused_for_another_query_or_scope() {
-        let text = cursor().encode(&request("q"));
+        let text = cursor().encode(&request("q"), Some("/db"));
         let foreign = ContractError::Cursor {
-            detail: "the cursor belongs to another query or scope; start again without a cursor"
+            detail: "the cursor belongs to another query, scope or database; start again without a cursor"
                 .into(),
         };
-        assert_eq!(Cursor::decode(&text, &request("Q")), Err(foreign.clone()));
+        assert_eq!(
+            Cursor::decode(&text, &request("Q"), Some("/db")),
+            Err(foreign.clone())
+        );
+        assert_eq!(
+            Cursor::decode(&text, &request("q"), Some("/other.db")),
+            Err(foreign.clone())
+        );
         let scoped = request("q").within(Scope {
             directory: Some("/repo".into()),
             ..Scope::default()
         });
-        assert_eq!(Cursor::decode(&text, &scoped), Err(foreign));
+        assert_eq!(Cursor::decode(&text, &scoped, Some("/db")), Err(foreign));
         assert!(matches!(
-            Cursor::decode("h1.zz", &request("q")),
+            Cursor::decode("h1.zz", &request("q"), Some("/db")),
             Err(ContractError::Cursor { .. })
         ));
     }

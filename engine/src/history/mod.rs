@@ -17,7 +17,7 @@ pub mod search;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-pub use cursor::{Cursor, Position};
+pub use cursor::{Cursor, Position, UNTIMED};
 pub use page::{HistoryCandidate, HistoryHit, HistoryPage, HistoryResult, PAGE_ROWS};
 pub use request::{HistoryRequest, Purpose};
 pub use scan::{HistoryScan, ScanEnd, ScannedContent, ScannedMessage};
@@ -75,8 +75,9 @@ pub fn history_with<S: SessionStore + ?Sized>(
     request: &HistoryRequest,
     limits: PageLimits,
 ) -> Result<HistoryOutcome, EngineError> {
+    let location = store.location();
     let cursor = match &request.cursor {
-        Some(text) => Some(Cursor::decode(text, request)?),
+        Some(text) => Some(Cursor::decode(text, request, location.as_deref())?),
         None => None,
     };
     let scan = HistoryScan {
@@ -90,7 +91,9 @@ pub fn history_with<S: SessionStore + ?Sized>(
         Purpose::Search => Matcher::new(&request.query),
         Purpose::Stats | Purpose::Prune => None,
     };
-    let started = Instant::now();
+    // The clock starts with the first row: finding where the page starts is not budgeted, or a
+    // slow first query would leave one row per page.
+    let mut started = None;
     let mut page = HistoryPage::default();
     let mut skipped = Vec::new();
     let mut last = None;
@@ -100,6 +103,7 @@ pub fn history_with<S: SessionStore + ?Sized>(
             skipped.push((row.position.message_id.clone(), why));
         }
         last = Some(row.position);
+        let started = *started.get_or_insert_with(Instant::now);
         if page.scanned as usize >= scan.limit || started.elapsed() >= limits.time_budget {
             ControlFlow::Break(())
         } else {
@@ -124,7 +128,9 @@ pub fn history_with<S: SessionStore + ?Sized>(
             .retain(|candidate| store.live_mutation(session_id, &candidate.message_id));
     }
     page.cursor = match (end.exhausted, end.horizon, last) {
-        (false, Some(horizon), Some(after)) => Some(Cursor { horizon, after }.encode(request)),
+        (false, Some(horizon), Some(after)) => {
+            Some(Cursor { horizon, after }.encode(request, location.as_deref()))
+        }
         _ => None,
     };
     Ok(HistoryOutcome {

@@ -2,8 +2,9 @@
 //!
 //! Source: codenomad-pruning.md §2 and §8 (`history`: case-insensitive search over text,
 //! optionally over technical parts; a search for `RÉFLEXION` finds `réflexion`; an excerpt is at
-//! most 320 characters). Case folding is Unicode lowercase (`char::to_lowercase`, as JS
-//! `toLowerCase` without a locale); the excerpt is cut from the original text, never the folded
+//! most 320 characters). Query and text are folded the same way, one character at a time:
+//! Unicode lowercase (`char::to_lowercase`), with the final sigma `ς` read as `σ`, so that
+//! `ΟΔΟΣ` finds `οδος` and itself. The excerpt is cut from the original text, never the folded
 //! one.
 
 use memchr::memmem;
@@ -25,8 +26,10 @@ pub struct Matcher {
 impl Matcher {
     /// A matcher for `query`; `None` for an empty query, which finds nothing.
     pub fn new(query: &str) -> Option<Self> {
-        (!query.is_empty()).then(|| Self {
-            needle: query.to_lowercase(),
+        (!query.is_empty()).then(|| {
+            let mut needle = String::with_capacity(query.len());
+            query.chars().for_each(|ch| fold_into(ch, &mut needle));
+            Self { needle }
         })
     }
 
@@ -38,7 +41,7 @@ impl Matcher {
 
     /// Byte offset in `text` of the first character of the first occurrence.
     fn find(&self, text: &str) -> Option<usize> {
-        if text.is_ascii() {
+        if text.is_ascii() && self.needle.is_ascii() {
             let folded = text.to_ascii_lowercase();
             return memmem::find(folded.as_bytes(), self.needle.as_bytes());
         }
@@ -48,13 +51,20 @@ impl Matcher {
         let mut origins: Vec<(usize, usize)> = Vec::new();
         for (offset, ch) in text.char_indices() {
             origins.push((folded.len(), offset));
-            folded.extend(ch.to_lowercase());
+            fold_into(ch, &mut folded);
         }
         let at = memmem::find(folded.as_bytes(), self.needle.as_bytes())?;
         let index = origins.partition_point(|&(folded_at, _)| folded_at <= at);
         origins
             .get(index.checked_sub(1)?)
             .map(|&(_, offset)| offset)
+    }
+}
+
+/// Appends the folded form of `ch` to `out`.
+fn fold_into(ch: char, out: &mut String) {
+    for lower in ch.to_lowercase() {
+        out.push(if lower == 'ς' { 'σ' } else { lower });
     }
 }
 
@@ -156,6 +166,18 @@ mod tests {
             Some("the CANARY sings".into())
         );
         assert!(Matcher::new("").is_none());
+    }
+
+    #[test]
+    fn greek_final_sigma_finds_itself_in_either_case() {
+        let text = "ΟΔΟΣ ΣΟΦΙΑΣ";
+        for query in ["ΟΔΟΣ", "ΟΔΟΣ ΣΟΦΙΑΣ", "οδος", "σοφιας"] {
+            assert_eq!(
+                Matcher::new(query).unwrap().excerpt(text),
+                Some(text.to_string()),
+                "{query}"
+            );
+        }
     }
 
     #[test]

@@ -127,7 +127,7 @@ pub(crate) fn prepare(
     texts: read::Texts,
 ) -> rusqlite::Result<Prepared> {
     let schema = Schema::read(conn)?;
-    if schema.has_v2() && v2::is_v2_message(conn, &request.message_id)? {
+    if v2::holds_message(conn, &schema, &request.session_id, &request.message_id)? {
         return Ok(
             match v2::apply::prepare(conn, &schema, request, request_key)? {
                 V2Prepared::Refuse(refusal) => Prepared::Refuse(refusal),

@@ -76,11 +76,11 @@ pub fn read_message(
     message_id: &str,
     texts: Texts,
 ) -> rusqlite::Result<Result<V1Message, Refusal>> {
-    let row: Option<String> = conn
+    let row: Option<Option<String>> = conn
         .query_row(
             "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
             [message_id, session_id],
-            |row| row.get(0),
+            |row| Ok(utf8(row.get_ref(0)?).map(str::to_string)),
         )
         .optional()?;
     let Some(message_data) = row else {
@@ -88,6 +88,9 @@ pub fn read_message(
             BlockedReason::NotDeletable,
             why_missing(conn, session_id, message_id)?,
         )));
+    };
+    let Some(message_data) = message_data else {
+        return Ok(Err(not_text("message", message_id)));
     };
     let info: Value = match serde_json::from_str(&message_data) {
         Ok(value @ Value::Object(_)) => value,
@@ -102,7 +105,9 @@ pub fn read_message(
     let mut total = message_data.len();
     while let Some(row) = query.next()? {
         let id: String = row.get(0)?;
-        let data = row.get_ref(1)?.as_str()?;
+        let Some(data) = utf8(row.get_ref(1)?) else {
+            return Ok(Err(not_text("part", &id)));
+        };
         total = total.saturating_add(data.len());
         if total > MAX_MESSAGE_BYTES {
             return Ok(Err(Refusal::new(
@@ -171,6 +176,21 @@ fn merge_ids(map: &mut Map<String, Value>, id: &str, session_id: &str, message_i
     map.insert("id".into(), Value::String(id.into()));
     map.insert("sessionID".into(), Value::String(session_id.into()));
     map.insert("messageID".into(), Value::String(message_id.into()));
+}
+
+/// A column's text, `None` when it is not UTF-8 text (a damaged row).
+fn utf8(value: rusqlite::types::ValueRef<'_>) -> Option<&str> {
+    match value {
+        rusqlite::types::ValueRef::Text(bytes) => std::str::from_utf8(bytes).ok(),
+        _ => None,
+    }
+}
+
+fn not_text(what: &str, id: &str) -> Refusal {
+    Refusal::new(
+        BlockedReason::UnsupportedStorage,
+        format!("{what} {id} does not hold UTF-8 text"),
+    )
 }
 
 fn not_json(what: &str, id: &str) -> Refusal {

@@ -16,6 +16,8 @@ use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::planner::completed_at;
 use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
 use rusqlite::{Connection, OptionalExtension};
+
+use crate::opencode::schema::Schema;
 use serde_json::Value;
 
 /// Classifies a V2 content part by its `type`: `tool` and `reasoning` are prunable, `text` is
@@ -39,13 +41,47 @@ pub fn writable(conn: &Connection) -> rusqlite::Result<bool> {
     )
 }
 
-/// Whether `message_id` is a V2 message (a `session_message` row).
-pub fn is_v2_message(conn: &Connection, message_id: &str) -> rusqlite::Result<bool> {
+/// Whether `message_id` is a V2 message (a `session_message` row) of session `session_id`, or,
+/// with `session_id` `None`, of any session.
+pub fn has_message(
+    conn: &Connection,
+    session_id: Option<&str>,
+    message_id: &str,
+) -> rusqlite::Result<bool> {
     conn.query_row(
-        "SELECT count(*) > 0 FROM session_message WHERE id = ?1",
-        [message_id],
+        "SELECT count(*) > 0 FROM session_message WHERE id = ?1 AND (?2 IS NULL OR session_id = ?2)",
+        rusqlite::params![message_id, session_id],
         |row| row.get(0),
     )
+}
+
+/// Which generation holds message `message_id` of session `session_id`: the one with a row for
+/// it in that session. A database upgraded to V2 may hold the same message in both; then the
+/// writable V2 row is meant where V2 prunes can be written, else the V1 row. A message found in
+/// neither goes to V2 when a V2 row of another session has its id or the database has no V1
+/// tables, so that the refusal names what is there.
+pub fn holds_message(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<bool> {
+    if !schema.has_v2() {
+        return Ok(false);
+    }
+    let in_v2 = has_message(conn, Some(session_id), message_id)?;
+    let in_v1 = schema.has_v1()
+        && conn.query_row(
+            "SELECT count(*) > 0 FROM message WHERE id = ?1 AND session_id = ?2",
+            [message_id, session_id],
+            |row| row.get::<_, bool>(0),
+        )?;
+    Ok(match (in_v2, in_v1) {
+        (true, false) => true,
+        (false, true) => false,
+        (true, true) => writable(conn)?,
+        (false, false) => !schema.has_v1() || has_message(conn, None, message_id)?,
+    })
 }
 
 /// Reads V2 message `message_id` of session `session_id`.
@@ -73,8 +109,14 @@ pub fn load(
         )));
     };
     let refuse = |detail: String| Ok(Err(Refusal::new(BlockedReason::NotDeletable, detail)));
-    let Some(data) = data else {
-        return refuse(format!("V2 message {message_id} is over the 16 MiB budget"));
+    let data = match data {
+        RowData::Text(data) => data,
+        RowData::OverBudget => {
+            return refuse(format!("V2 message {message_id} is over the 16 MiB budget"))
+        }
+        RowData::NotText => {
+            return refuse(format!("V2 message {message_id} does not hold UTF-8 text"))
+        }
     };
     match parse(&kind, &data) {
         Ok(parsed) => Ok(Ok((parsed.message, data))),
@@ -82,18 +124,49 @@ pub fn load(
     }
 }
 
-/// The row's `type` and its `data`, `None` for data over the 16 MiB budget (not read).
-/// `Ok(None)`: no such message in that session.
+/// A row's `data` as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowData {
+    /// The text, exactly as stored.
+    Text(String),
+    /// Over the 16 MiB budget: not read.
+    OverBudget,
+    /// Not UTF-8 text (a damaged row).
+    NotText,
+}
+
+/// The row's `type` (read leniently) and its `data`. `Ok(None)`: no such message in that
+/// session.
 pub fn load_row(
     conn: &Connection,
     session_id: &str,
     message_id: &str,
-) -> rusqlite::Result<Option<(String, Option<String>)>> {
+) -> rusqlite::Result<Option<(String, RowData)>> {
     conn.query_row(
-        "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END \
+        "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END, \
+                length(CAST(data AS BLOB)) <= ?3 \
          FROM session_message WHERE session_id = ?1 AND id = ?2",
         rusqlite::params![session_id, message_id, MAX_MESSAGE_BYTES as i64],
-        |row| Ok((row.get(0)?, row.get(1)?)),
+        |row| {
+            let kind = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Text(bytes) => {
+                    String::from_utf8_lossy(bytes).into_owned()
+                }
+                _ => String::new(),
+            };
+            let within: bool = row.get(2)?;
+            let data = match (within, row.get_ref(1)?) {
+                (false, _) => RowData::OverBudget,
+                (true, rusqlite::types::ValueRef::Text(bytes)) => {
+                    match std::str::from_utf8(bytes) {
+                        Ok(text) => RowData::Text(text.to_string()),
+                        Err(_) => RowData::NotText,
+                    }
+                }
+                (true, _) => RowData::NotText,
+            };
+            Ok((kind, data))
+        },
     )
     .optional()
 }
