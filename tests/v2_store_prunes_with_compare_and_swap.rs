@@ -349,3 +349,36 @@ fn a_message_in_no_table_is_not_deletable_and_named() {
     drop(engine);
     assert_eq!(fx.file_digest(), before);
 }
+
+#[test]
+fn attached_database_is_unsupported_storage() {
+    let fx = V2Fixture::new();
+    let rev = revision(&open_engine(&fx));
+    std::fs::remove_file(&fx.journal).unwrap();
+    let other = fx.dir.path().join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x)")
+        .unwrap();
+    let conn = rusqlite::Connection::open(&fx.db).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS other", [other.to_str().unwrap()])
+        .unwrap();
+    let before = fx.file_digest();
+    let engine = Engine::open(
+        OpenCodeStore::from_connection(conn, StoreOptions::default()).unwrap(),
+        Journal::open(&fx.journal).unwrap(),
+    )
+    .unwrap();
+    let request = PruneRequest::all_technical(V2_SESSION.into(), V2_ASSISTANT.into(), rev).unwrap();
+    let outcome = engine.prune(&request).unwrap();
+    assert_eq!(
+        outcome.result,
+        PruneResult::Blocked {
+            reason: BlockedReason::UnsupportedStorage
+        }
+    );
+    assert!(outcome.refusal.unwrap().detail.contains("attached"));
+    drop(engine);
+    assert_eq!(fx.file_digest(), before);
+    assert_one_refused_intent(&fx.journal, BlockedReason::UnsupportedStorage);
+}
