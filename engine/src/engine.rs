@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use pruning_events::{Hub, Subscription};
-use pruning_journal::{Commit, Intent, IntentState, Journal, Retention};
+use pruning_journal::{Commit, Intent, IntentState, Journal, Resolution, Retention};
 use uuid::Uuid;
 
 use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, PruneResult, Selection};
 use crate::error::{EngineError, StoreError};
 use crate::event::{JournalReplay, PrunedEvent};
 use crate::request_key::request_key;
-use crate::store::{Applied, DryRun, PruneCommand, Receipt, Refusal, SessionStore};
+use crate::store::{Applied, DryRun, Durability, PruneCommand, Receipt, Refusal, SessionStore};
 
 /// Capacity of the live event buffer per hub; a subscriber that falls further behind is caught up
 /// from the journal.
@@ -208,106 +208,183 @@ impl<S: SessionStore> Engine<S> {
     /// failed ([`EngineError::Journal`]; a committed prune is completed by recovery on the next
     /// open).
     pub fn prune(&self, request: &PruneRequest) -> Result<PruneOutcome, EngineError> {
-        let key = request_key(request);
-        let committed = self
-            .journal
-            .committed_event_for(&key)
-            .map_err(journal_error)?;
-        if let Some(event) = committed {
-            // The database's receipt is the authority: without it (the file was restored from a
-            // backup, say) the journal's word is not enough, and the request runs as a new one.
-            if let Some(receipt) = self.store.receipt_by_key(&key)? {
-                let event = PrunedEvent::from(event);
-                self.hub.republish(event.clone());
-                return Ok(PruneOutcome {
-                    result: pruned_result(&event),
-                    receipt: Some(receipt),
-                    event: Some(event),
-                    refusal: None,
-                    intent_id: None,
-                    retried: true,
-                });
+        self.run_batch(std::slice::from_ref(request), Durability::Immediate)
+            .pop()
+            .unwrap_or_else(|| Err(EngineError::Journal("a batch of one gave no result".into())))
+    }
+
+    /// Prunes many messages with group commit (DESIGN.md "Bulk work"): the intents of the
+    /// batch are journaled in one durable write, each message is applied in its own store
+    /// transaction without waiting for durability, the store makes them durable once
+    /// ([`SessionStore::make_durable`]), then the commits go into the journal in one write and
+    /// the refusals in another. One result per request, in order, each as [`Engine::prune`]
+    /// would give it; a refusal or an error of one request does not stop the others.
+    ///
+    /// A crash before the journal's commit write leaves the batch's intents pending: recovery
+    /// completes those whose receipt the database kept and abandons the others.
+    pub fn prune_many(&self, requests: &[PruneRequest]) -> Vec<Result<PruneOutcome, EngineError>> {
+        self.run_batch(requests, Durability::Deferred)
+    }
+
+    /// The one write path of [`Engine::prune`] and [`Engine::prune_many`].
+    fn run_batch(
+        &self,
+        requests: &[PruneRequest],
+        durability: Durability,
+    ) -> Vec<Result<PruneOutcome, EngineError>> {
+        let mut results: Vec<Option<Result<PruneOutcome, EngineError>>> =
+            requests.iter().map(|_| None).collect();
+        // Identical retries answer from the journal and the receipt, writing nothing.
+        let mut fresh = Vec::new();
+        for (slot, request) in requests.iter().enumerate() {
+            let key = request_key(request);
+            match self.replay(&key) {
+                Ok(Some(outcome)) => results[slot] = Some(Ok(outcome)),
+                Ok(None) => fresh.push((slot, request, key)),
+                Err(error) => results[slot] = Some(Err(error)),
+            }
+        }
+        let intents: Vec<Intent> = fresh
+            .iter()
+            .map(|(_, request, key)| new_intent(request, *key))
+            .collect();
+        if let Err(error) = self.journal.record_intents(&intents) {
+            let message = error.to_string();
+            for (slot, _, _) in &fresh {
+                results[*slot] = Some(Err(EngineError::Journal(message.clone())));
+            }
+            return finish(results);
+        }
+
+        let mut committed = Vec::new();
+        let mut resolutions = Vec::new();
+        for ((slot, request, key), intent) in fresh.iter().zip(&intents) {
+            let command = PruneCommand {
+                request,
+                intent_id: intent.intent_id,
+                request_key: *key,
+                receipt_id: Uuid::now_v7(),
+                database_id: &self.database_id,
+                now_ms: now_ms(),
+                durability,
+            };
+            match self.store.apply(&command) {
+                Ok(Applied::Pruned { receipt, replayed }) => {
+                    committed.push((*slot, intent.intent_id, receipt, replayed));
+                }
+                Ok(Applied::Refused(refusal)) => {
+                    resolutions.push((
+                        intent.intent_id,
+                        Resolution::Refused(refusal.reason.as_str().to_string()),
+                    ));
+                    results[*slot] = Some(Ok(PruneOutcome {
+                        result: PruneResult::Blocked {
+                            reason: refusal.reason,
+                        },
+                        receipt: None,
+                        event: None,
+                        refusal: Some(refusal),
+                        intent_id: Some(intent.intent_id),
+                        retried: false,
+                    }));
+                }
+                // The intent stays pending: recovery resolves it from the receipt, if any.
+                Err(error @ StoreError::OutcomeUnknown(_)) => {
+                    results[*slot] = Some(Err(error.into()));
+                }
+                Err(error) => {
+                    // The transaction rolled back: nothing was written.
+                    resolutions.push((intent.intent_id, Resolution::Abandoned(error.to_string())));
+                    results[*slot] = Some(Err(error.into()));
+                }
             }
         }
 
-        let intent = Intent {
-            intent_id: Uuid::now_v7(),
-            request_key: key,
-            session_id: request.session_id.clone(),
-            message_id: request.message_id.clone(),
-            revision: request.revision.clone(),
-            selection: match &request.selection {
-                Selection::Indexes(indexes) => pruning_journal::Selection::Indexes(indexes.clone()),
-                Selection::AllTechnical => pruning_journal::Selection::AllTechnical,
-            },
-            created_at_ms: now_ms(),
-            state: IntentState::Pending,
-        };
-        self.journal.record_intent(&intent).map_err(journal_error)?;
-
-        let command = PruneCommand {
-            request,
-            intent_id: intent.intent_id,
-            request_key: key,
-            receipt_id: Uuid::now_v7(),
-            database_id: &self.database_id,
-            now_ms: now_ms(),
-        };
-        let applied = match self.store.apply(&command) {
-            Ok(applied) => applied,
-            Err(error @ StoreError::OutcomeUnknown(_)) => {
-                // The intent stays pending: recovery resolves it from the receipt, if any.
-                return Err(error.into());
+        if !committed.is_empty() && durability == Durability::Deferred {
+            if let Err(error) = self.store.make_durable() {
+                // Whether the batch survives a power loss is unknown: its intents stay
+                // pending, and recovery decides from the receipts.
+                let message = error.to_string();
+                for (slot, _, _, _) in &committed {
+                    results[*slot] = Some(Err(StoreError::OutcomeUnknown(message.clone()).into()));
+                }
+                committed.clear();
+            }
+        }
+        let commits: Vec<Commit> = committed
+            .iter()
+            .map(|(_, intent_id, receipt, _)| Commit {
+                intent_id: *intent_id,
+                event_id: receipt.receipt_id,
+                revision_after: receipt.revision_after.clone(),
+                removed_count: receipt.removed_count,
+                committed_at_ms: receipt.committed_at_ms,
+            })
+            .collect();
+        match self.journal.commit(&commits) {
+            Ok(events) => {
+                for ((slot, intent_id, receipt, replayed), event) in
+                    committed.into_iter().zip(events)
+                {
+                    let event = PrunedEvent::from(event);
+                    self.hub.publish(event.clone());
+                    results[slot] = Some(Ok(PruneOutcome {
+                        result: pruned_result(&event),
+                        receipt: Some(*receipt),
+                        event: Some(event),
+                        refusal: None,
+                        intent_id: Some(intent_id),
+                        retried: replayed,
+                    }));
+                }
             }
             Err(error) => {
-                // The transaction rolled back; record why. A journal failure here is secondary.
-                let _ = self
-                    .journal
-                    .mark_abandoned(intent.intent_id, &error.to_string());
-                return Err(error.into());
-            }
-        };
-        match applied {
-            Applied::Refused(refusal) => {
-                self.journal
-                    .mark_refused(intent.intent_id, refusal.reason.as_str())
-                    .map_err(journal_error)?;
-                Ok(PruneOutcome {
-                    result: PruneResult::Blocked {
-                        reason: refusal.reason,
-                    },
-                    receipt: None,
-                    event: None,
-                    refusal: Some(refusal),
-                    intent_id: Some(intent.intent_id),
-                    retried: false,
-                })
-            }
-            Applied::Pruned { receipt, replayed } => {
-                let commit = Commit {
-                    intent_id: intent.intent_id,
-                    event_id: receipt.receipt_id,
-                    revision_after: receipt.revision_after.clone(),
-                    removed_count: receipt.removed_count,
-                    committed_at_ms: receipt.committed_at_ms,
-                };
-                let events = self.journal.commit(&[commit]).map_err(journal_error)?;
-                let event = events
-                    .into_iter()
-                    .next()
-                    .map(PrunedEvent::from)
-                    .ok_or_else(|| EngineError::Journal("commit returned no event".into()))?;
-                self.hub.publish(event.clone());
-                Ok(PruneOutcome {
-                    result: pruned_result(&event),
-                    receipt: Some(*receipt),
-                    event: Some(event),
-                    refusal: None,
-                    intent_id: Some(intent.intent_id),
-                    retried: replayed,
-                })
+                // Committed in the database: recovery on the next open journals them.
+                let message = error.to_string();
+                for (slot, _, _, _) in committed {
+                    results[slot] = Some(Err(EngineError::Journal(message.clone())));
+                }
             }
         }
+        if let Err(error) = self.journal.resolve_all(&resolutions) {
+            // A refusal that could not be journaled is reported as the journal's failure (an
+            // abandon's own error stands).
+            let message = error.to_string();
+            for (slot, _, _) in &fresh {
+                if let Some(Ok(outcome)) = &results[*slot] {
+                    if outcome.refusal.is_some() {
+                        results[*slot] = Some(Err(EngineError::Journal(message.clone())));
+                    }
+                }
+            }
+        }
+        finish(results)
+    }
+
+    /// The answer to an identical request that already committed: the journal's event,
+    /// confirmed by the database's receipt (without it, a database restored from a backup, the
+    /// request runs as a new one). Re-announces the event.
+    fn replay(&self, key: &[u8; 32]) -> Result<Option<PruneOutcome>, EngineError> {
+        let Some(event) = self
+            .journal
+            .committed_event_for(key)
+            .map_err(journal_error)?
+        else {
+            return Ok(None);
+        };
+        let Some(receipt) = self.store.receipt_by_key(key)? else {
+            return Ok(None);
+        };
+        let event = PrunedEvent::from(event);
+        self.hub.republish(event.clone());
+        Ok(Some(PruneOutcome {
+            result: pruned_result(&event),
+            receipt: Some(receipt),
+            event: Some(event),
+            refusal: None,
+            intent_id: None,
+            retried: true,
+        }))
     }
 
     /// Subscribes to committed prune events after cursor `since` (0: from the first). Replays
@@ -370,6 +447,36 @@ pub fn dry_run<S: SessionStore>(
     request: &PruneRequest,
 ) -> Result<Result<DryRun, Refusal>, EngineError> {
     Ok(store.dry_run(request, now_ms())?)
+}
+
+/// A new pending intent for `request`.
+fn new_intent(request: &PruneRequest, key: [u8; 32]) -> Intent {
+    Intent {
+        intent_id: Uuid::now_v7(),
+        request_key: key,
+        session_id: request.session_id.clone(),
+        message_id: request.message_id.clone(),
+        revision: request.revision.clone(),
+        selection: match &request.selection {
+            Selection::Indexes(indexes) => pruning_journal::Selection::Indexes(indexes.clone()),
+            Selection::AllTechnical => pruning_journal::Selection::AllTechnical,
+        },
+        created_at_ms: now_ms(),
+        state: IntentState::Pending,
+    }
+}
+
+/// Every slot filled by [`Engine::run_batch`]; an empty one (which no path leaves) reads as a
+/// journal failure rather than a panic.
+fn finish(
+    results: Vec<Option<Result<PruneOutcome, EngineError>>>,
+) -> Vec<Result<PruneOutcome, EngineError>> {
+    results
+        .into_iter()
+        .map(|slot| {
+            slot.unwrap_or_else(|| Err(EngineError::Journal("no outcome was recorded".into())))
+        })
+        .collect()
 }
 
 fn pruned_result(event: &PrunedEvent) -> PruneResult {

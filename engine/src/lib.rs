@@ -33,7 +33,7 @@ pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpos
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus};
 pub use request_key::request_key;
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
-pub use store::{Applied, DryRun, PruneCommand, Receipt, Refusal, SessionStore};
+pub use store::{Applied, DryRun, Durability, PruneCommand, Receipt, Refusal, SessionStore};
 
 pub use pruning_events::{Delivery, RecvError, Subscription};
 pub use pruning_journal::{Intent, IntentState, Journal};

@@ -88,6 +88,19 @@ pub struct PruneCommand<'a> {
     pub database_id: &'a str,
     /// Now, ms since the Unix epoch.
     pub now_ms: i64,
+    /// Whether the commit must be durable when `apply` returns.
+    pub durability: Durability,
+}
+
+/// When a committed prune must be durable (DESIGN.md "Bulk work": the last transaction of a
+/// batch makes the batch durable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Durable when [`SessionStore::apply`] returns (one prune).
+    Immediate,
+    /// May be durable only after the next [`SessionStore::make_durable`] (a batch: the engine
+    /// calls it once, before journaling the batch's commits).
+    Deferred,
 }
 
 /// The outcome of [`SessionStore::apply`].
@@ -150,6 +163,15 @@ pub trait SessionStore: Send + Sync {
         request: &PruneRequest,
         now_ms: i64,
     ) -> Result<Result<DryRun, Refusal>, StoreError>;
+
+    /// Makes every prune this store committed with [`Durability::Deferred`] durable. The
+    /// default does nothing (a store whose commits are always durable).
+    ///
+    /// Errors: the sync failed; whether those prunes survive a power loss is unknown
+    /// ([`StoreError::OutcomeUnknown`]).
+    fn make_durable(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// The receipt stored under a request key, if any (read-only).
     fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError>;

@@ -31,6 +31,6 @@ mod store;
 
 pub use codec::FORMAT_VERSION;
 pub use error::{BindError, CodecError, OpenError, ReadError, WriteError};
-pub use record::{Commit, CommittedEvent, Intent, IntentState, Selection};
+pub use record::{Commit, CommittedEvent, Intent, IntentState, Resolution, Selection};
 pub use retention::Retention;
 pub use store::{Journal, OPEN_RETRY};

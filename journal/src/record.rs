@@ -44,6 +44,25 @@ pub enum IntentState {
     },
 }
 
+/// How a pending intent ends when it did not commit: the terminal states other than
+/// [`IntentState::Committed`] (which only [`crate::Journal::commit`] writes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// The store refused the prune; nothing changed. `reason` is short and machine-readable.
+    Refused(String),
+    /// The prune never reached the store, or failed there; `reason` is for people.
+    Abandoned(String),
+}
+
+impl From<Resolution> for IntentState {
+    fn from(resolution: Resolution) -> Self {
+        match resolution {
+            Resolution::Refused(reason) => IntentState::Refused { reason },
+            Resolution::Abandoned(reason) => IntentState::Abandoned { reason },
+        }
+    }
+}
+
 impl IntentState {
     /// `true` for [`IntentState::Pending`].
     pub fn is_pending(&self) -> bool {

@@ -59,3 +59,54 @@ fn a_failing_batch_records_none_of_its_intents() {
     assert_eq!(journal.intents().unwrap(), vec![existing]);
     assert_eq!(journal.intent_by_request_key(&a.request_key).unwrap(), None);
 }
+
+#[test]
+fn resolving_a_batch_costs_one_write_and_is_all_or_nothing() {
+    use pruning_journal::{IntentState, Resolution};
+    let dir = tempfile::tempdir().unwrap();
+    let (disk, controls) = SimulatedDisk::open(&journal_path(&dir));
+    let journal = Journal::open_with_backend(disk).unwrap();
+    let batch: Vec<_> = (1..=8).map(intent).collect();
+    journal.record_intents(&batch).unwrap();
+
+    // One unknown intent in the batch: nothing of it is resolved.
+    let mut resolutions: Vec<_> = batch
+        .iter()
+        .map(|i| (i.intent_id, Resolution::Refused("conflict".into())))
+        .collect();
+    resolutions.push((intent(99).intent_id, Resolution::Abandoned("gone".into())));
+    assert!(matches!(
+        journal.resolve_all(&resolutions),
+        Err(WriteError::UnknownIntent { .. })
+    ));
+    assert_eq!(journal.pending_intents().unwrap().len(), 8);
+
+    resolutions.pop();
+    resolutions[7].1 = Resolution::Abandoned("store error".into());
+    let before = controls.syncs();
+    journal.resolve_all(&resolutions).unwrap();
+    let one_write = controls.syncs() - before;
+    let single = intent(50);
+    journal.record_intent(&single).unwrap();
+    let before = controls.syncs();
+    journal.mark_refused(single.intent_id, "conflict").unwrap();
+    assert_eq!(one_write, controls.syncs() - before);
+
+    assert!(journal.pending_intents().unwrap().is_empty());
+    let states: Vec<IntentState> = batch
+        .iter()
+        .map(|i| journal.intent(i.intent_id).unwrap().unwrap().state)
+        .collect();
+    assert_eq!(
+        states[0],
+        IntentState::Refused {
+            reason: "conflict".into()
+        }
+    );
+    assert_eq!(
+        states[7],
+        IntentState::Abandoned {
+            reason: "store error".into()
+        }
+    );
+}

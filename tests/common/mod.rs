@@ -194,6 +194,7 @@ pub fn prune_stopped_before_journal_commit(fx: &Fixture) -> (pruning_engine::Int
             receipt_id: uuid::Uuid::now_v7(),
             database_id: &database_id,
             now_ms: now_ms(),
+            durability: pruning_engine::Durability::Immediate,
         })
         .unwrap();
     match applied {

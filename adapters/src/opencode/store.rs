@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
-    Applied, BlockedReason, DryRun, PreviewRequest, PruneCommand, PruneRequest, Receipt, Refusal,
-    SessionStore, StoreError, StoredMessage,
+    Applied, BlockedReason, DryRun, Durability, PreviewRequest, PruneCommand, PruneRequest,
+    Receipt, Refusal, SessionStore, StoreError, StoredMessage,
 };
 use rusqlite::{Connection, OpenFlags};
 
@@ -153,6 +153,12 @@ fn read_any(
     Ok(read::read_message(conn, session_id, message_id, read::Texts::Skip)?.map(|m| m.message))
 }
 
+/// Whether the database is in WAL mode (OpenCode's own setting).
+fn is_wal(conn: &Connection) -> bool {
+    conn.query_row("PRAGMA journal_mode", [], |row| row.get::<_, String>(0))
+        .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"))
+}
+
 fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(error.to_string())
 }
@@ -203,8 +209,35 @@ impl SessionStore for OpenCodeStore {
         }
     }
 
+    /// With [`Durability::Deferred`] on a WAL database the commit runs with
+    /// `synchronous = NORMAL` (the WAL is written, not synced; [`Self::make_durable`] syncs
+    /// it); otherwise with `synchronous = FULL`.
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
-        apply::apply(&self.connection(), command, self.quiet_period_ms())
+        let conn = self.connection();
+        let relaxed = command.durability == Durability::Deferred && is_wal(&conn);
+        let level = if relaxed { "NORMAL" } else { "FULL" };
+        conn.execute_batch(&format!("PRAGMA synchronous = {level}"))
+            .map_err(storage)?;
+        apply::apply(&conn, command, self.quiet_period_ms())
+    }
+
+    /// Syncs the WAL file (`<database>-wal`) to disk: every frame a deferred commit wrote is
+    /// either still in it or was moved into the database by a checkpoint, which syncs the
+    /// database before the WAL is reused. A missing WAL file was checkpointed away.
+    fn make_durable(&self) -> Result<(), StoreError> {
+        if !is_wal(&self.connection()) {
+            return Ok(());
+        }
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        match std::fs::File::open(&wal).and_then(|file| file.sync_data()) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(StoreError::OutcomeUnknown(format!(
+                "syncing {}: {error}",
+                std::path::Path::new(&wal).display()
+            ))),
+        }
     }
 
     fn dry_run(

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::codec;
 use crate::error::WriteError;
-use crate::record::{Commit, CommittedEvent, Intent, IntentState};
+use crate::record::{Commit, CommittedEvent, Intent, IntentState, Resolution};
 
 impl Journal {
     /// Durably records new intents, all in ONE write transaction with immediate durability
@@ -88,24 +88,37 @@ impl Journal {
     /// state; [`WriteError::Poisoned`] / [`WriteError::Commit`]; [`WriteError::Storage`] /
     /// [`WriteError::Codec`].
     pub fn mark_refused(&self, intent_id: Uuid, reason: &str) -> Result<(), WriteError> {
-        self.resolve(
-            intent_id,
-            IntentState::Refused {
-                reason: reason.to_owned(),
-            },
-        )
+        self.resolve_all(&[(intent_id, Resolution::Refused(reason.to_owned()))])
     }
 
     /// Durably marks a pending intent [`IntentState::Abandoned`] with `reason`
     /// (e.g. `"no receipt found on recovery"`, `"store busy"`). Errors as
     /// [`Journal::mark_refused`].
     pub fn mark_abandoned(&self, intent_id: Uuid, reason: &str) -> Result<(), WriteError> {
-        self.resolve(
-            intent_id,
-            IntentState::Abandoned {
-                reason: reason.to_owned(),
-            },
-        )
+        self.resolve_all(&[(intent_id, Resolution::Abandoned(reason.to_owned()))])
+    }
+
+    /// Durably moves pending intents to their resolutions, all in ONE write transaction (the
+    /// refusals of a batch cost one fsync). An empty slice writes nothing.
+    ///
+    /// Errors (nothing of the batch is written): [`WriteError::UnknownIntent`];
+    /// [`WriteError::NotPending`] with the current state (also when an intent repeats in the
+    /// batch); [`WriteError::Poisoned`] / [`WriteError::Commit`]; [`WriteError::Storage`] /
+    /// [`WriteError::Codec`].
+    pub fn resolve_all(&self, resolutions: &[(Uuid, Resolution)]) -> Result<(), WriteError> {
+        self.refuse_if_poisoned::<WriteError>()?;
+        if resolutions.is_empty() {
+            return Ok(());
+        }
+        self.write(|txn| {
+            let mut tables = WriteTables::open(txn)?;
+            for (intent_id, resolution) in resolutions {
+                let mut intent = tables.pending_intent(*intent_id)?;
+                intent.state = resolution.clone().into();
+                tables.put_intent(&intent)?;
+            }
+            Ok(())
+        })
     }
 
     /// Appends already-known events during a rebuild from the store's receipts
@@ -153,16 +166,6 @@ impl Journal {
                 events.push(tables.append(intent.clone(), commit, seq)?);
             }
             Ok(events)
-        })
-    }
-
-    /// Moves a pending intent to the terminal `state`.
-    fn resolve(&self, intent_id: Uuid, state: IntentState) -> Result<(), WriteError> {
-        self.write(|txn| {
-            let mut tables = WriteTables::open(txn)?;
-            let mut intent = tables.pending_intent(intent_id)?;
-            intent.state = state;
-            tables.put_intent(&intent)
         })
     }
 }
