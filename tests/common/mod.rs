@@ -217,6 +217,7 @@ pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOut
 }
 
 pub mod cli;
+pub mod counting;
 pub mod v2;
 
 /// Checks that the journal at `path` holds exactly one intent, refused with `reason`.
