@@ -1,7 +1,8 @@
 //! `session-prune`: prune tool output and reasoning from OpenCode session databases.
 //!
 //! Exit codes: 0 done (pruned), 1 failure (storage, journal, I/O), 2 bad input (nothing
-//! journaled or written), 3 blocked (the engine refused; nothing changed).
+//! journaled or written), 3 blocked (the engine refused; nothing changed), 130 interrupted by
+//! Ctrl-C (`clean`: what committed stays committed).
 
 mod cli;
 mod commands;
@@ -17,6 +18,7 @@ use commands::Outcome;
 const EXIT_FAILURE: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_BLOCKED: u8 = 3;
+const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     quiet_on_broken_pipe();
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
     match ran {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Blocked) => ExitCode::from(EXIT_BLOCKED),
+        Ok(Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
         Err(error)
             if error.chain().any(|cause| {
                 cause
@@ -133,6 +136,7 @@ fn run(config: &Config) -> anyhow::Result<Outcome> {
         Action::Messages { session } => commands::messages::run(config, session),
         Action::Preview(request) => commands::preview::run(config, request),
         Action::Prune { request, dry_run } => commands::prune::run(config, request, *dry_run),
+        Action::Clean(clean) => commands::clean::run(config, clean),
         Action::History { request, all } => commands::history::run(config, request, *all),
         Action::PruneBatch { batches, dry_run } => {
             commands::prune_batch::run(config, batches, *dry_run)

@@ -208,9 +208,13 @@ impl<S: SessionStore> Engine<S> {
     /// failed ([`EngineError::Journal`]; a committed prune is completed by recovery on the next
     /// open).
     pub fn prune(&self, request: &PruneRequest) -> Result<PruneOutcome, EngineError> {
-        self.run_batch(std::slice::from_ref(request), Durability::Immediate)
-            .pop()
-            .unwrap_or_else(|| Err(EngineError::Journal("a batch of one gave no result".into())))
+        self.run_batch(
+            std::slice::from_ref(request),
+            Durability::Immediate,
+            &|| false,
+        )
+        .pop()
+        .unwrap_or_else(|| Err(EngineError::Journal("a batch of one gave no result".into())))
     }
 
     /// Prunes many messages with group commit (DESIGN.md "Bulk work"): the intents of the
@@ -223,7 +227,19 @@ impl<S: SessionStore> Engine<S> {
     /// A crash before the journal's commit write leaves the batch's intents pending: recovery
     /// completes those whose receipt the database kept and abandons the others.
     pub fn prune_many(&self, requests: &[PruneRequest]) -> Vec<Result<PruneOutcome, EngineError>> {
-        self.run_batch(requests, Durability::Deferred)
+        self.prune_many_until(requests, &|| false)
+    }
+
+    /// [`Engine::prune_many`] that checks `stop` before applying each request: once it
+    /// returns true, the requests not yet applied answer [`EngineError::Interrupted`] (their
+    /// intents are journaled as abandoned, nothing of them is written) and the ones applied
+    /// are committed and journaled as usual (Ctrl-C stops after the current message).
+    pub fn prune_many_until(
+        &self,
+        requests: &[PruneRequest],
+        stop: &dyn Fn() -> bool,
+    ) -> Vec<Result<PruneOutcome, EngineError>> {
+        self.run_batch(requests, Durability::Deferred, stop)
     }
 
     /// The one write path of [`Engine::prune`] and [`Engine::prune_many`].
@@ -231,6 +247,7 @@ impl<S: SessionStore> Engine<S> {
         &self,
         requests: &[PruneRequest],
         durability: Durability,
+        stop: &dyn Fn() -> bool,
     ) -> Vec<Result<PruneOutcome, EngineError>> {
         let mut results: Vec<Option<Result<PruneOutcome, EngineError>>> =
             requests.iter().map(|_| None).collect();
@@ -258,7 +275,17 @@ impl<S: SessionStore> Engine<S> {
 
         let mut committed = Vec::new();
         let mut resolutions = Vec::new();
+        let mut stopped = false;
         for ((slot, request, key), intent) in fresh.iter().zip(&intents) {
+            stopped = stopped || stop();
+            if stopped {
+                resolutions.push((
+                    intent.intent_id,
+                    Resolution::Abandoned("interrupted before it was applied".into()),
+                ));
+                results[*slot] = Some(Err(EngineError::Interrupted));
+                continue;
+            }
             let command = PruneCommand {
                 request,
                 intent_id: intent.intent_id,

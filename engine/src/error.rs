@@ -181,6 +181,9 @@ pub enum EngineError {
         /// How many intents are pending.
         pending: usize,
     },
+    /// A batch was stopped before this prune was applied; nothing of it was written.
+    #[error("stopped before this prune was applied; nothing was written")]
+    Interrupted,
     /// The journal is bound to another database.
     #[error("the journal is bound to database {bound}, but this database is {found}: use the journal that belongs to this database (--journal PATH)")]
     JournalMismatch {

@@ -74,6 +74,8 @@ pub struct StoredMessage {
     pub is_assistant: bool,
     /// Whether `time.completed` is a finite number > 0.
     pub completed: bool,
+    /// `time.completed`, ms since the Unix epoch, when `completed`.
+    pub completed_at_ms: Option<i64>,
     /// The message content in the order OpenCode reads it.
     pub parts: Vec<StoredPart>,
 }
@@ -93,10 +95,17 @@ pub struct Plan {
 
 /// Whether `time.completed` in a message's JSON is a finite number > 0.
 pub fn completed_at(message: &Value) -> bool {
+    completion_time(message).is_some()
+}
+
+/// `time.completed` of a message's JSON in ms since the Unix epoch, when it is a finite number
+/// > 0 (fractions dropped).
+pub fn completion_time(message: &Value) -> Option<i64> {
     message
         .pointer("/time/completed")
         .and_then(Value::as_f64)
-        .is_some_and(|t| t.is_finite() && t > 0.0)
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(|t| t.min(i64::MAX as f64) as i64)
 }
 
 impl StoredMessage {

@@ -82,6 +82,11 @@ pub enum Command {
     /// Prune every tool and reasoning part of several messages of one session, each message in
     /// its own transaction with its own receipt. Exit 0 all pruned, 3 any blocked.
     PruneBatch(PruneBatchArgs),
+    /// Prune the technical parts of every completed message of some sessions, or all: a dry
+    /// run unless --apply. Each message is its own transaction with its own receipt; batches
+    /// share their fsyncs. Exit 0 when it ran (skipped messages are reported), 130 when stopped
+    /// by Ctrl-C (what committed stays committed).
+    Clean(CleanArgs),
     /// List the receipts of committed prunes (the audit trail).
     Receipts {
         /// Only receipts of this session.
@@ -183,4 +188,49 @@ pub struct PruneBatchArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub scope: ScopeArgs,
+}
+
+/// `clean` arguments.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("which").required(true).args(["sessions", "all"])))]
+pub struct CleanArgs {
+    /// Session ids (ses_...).
+    pub sessions: Vec<String>,
+    /// Every session of the database.
+    #[arg(long)]
+    pub all: bool,
+    /// Do it (without this flag, only report what would be removed).
+    #[arg(long)]
+    pub apply: bool,
+    /// Only messages completed at least this long ago, e.g. 7d, 12h, 30m.
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+    /// Never touch the last N user turns of a session (OpenCode's own prune keeps 2).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub keep_last_turns: u32,
+    /// Only tool parts of these tools (comma-separated tool names).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Never tool parts of these tools (default: skill, as OpenCode keeps it; pass an empty
+    /// value to skip none).
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        default_value = "skill"
+    )]
+    pub skip_tools: Vec<String>,
+    /// Only parts of at least this many bytes.
+    #[arg(long, default_value_t = 0, value_name = "BYTES")]
+    pub min_bytes: u64,
+    /// Leave reasoning parts alone.
+    #[arg(long)]
+    pub no_reasoning: bool,
+    /// Also remove the spill files (<data>/tool-output/tool_*) of pruned tool parts that no
+    /// remaining part points at.
+    #[arg(long)]
+    pub include_spill_files: bool,
+    /// Messages per batch: their intents share one journal write, their commits one WAL sync.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub batch_size: usize,
 }

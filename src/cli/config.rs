@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pruning_adapters::opencode::clean::CleanPolicy;
 use pruning_adapters::opencode::Environment;
 use pruning_engine::history::HistoryCandidate;
 use pruning_engine::{
@@ -12,7 +13,9 @@ use pruning_engine::{
 };
 use thiserror::Error;
 
-use super::args::{Cli, Command, HistoryArgs, PruneArgs, PruneBatchArgs, PurposeArg, ScopeArgs};
+use super::args::{
+    CleanArgs, Cli, Command, HistoryArgs, PruneArgs, PruneBatchArgs, PurposeArg, ScopeArgs,
+};
 
 /// A command line that cannot be run. Exit code 2.
 #[derive(Debug, Error)]
@@ -34,6 +37,12 @@ pub enum ConfigError {
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),
+    /// `--older-than` is not a duration.
+    #[error("--older-than {0} (expected e.g. 7d, 12h, 30m)")]
+    Duration(String),
+    /// `--batch-size 0`.
+    #[error("--batch-size must be at least 1")]
+    BatchSize,
     /// `--directory` is not an absolute path.
     #[error("--directory {0}: give an absolute directory (OpenCode stores each session's directory as an absolute path; `sessions` lists them)")]
     ScopeDirectory(String),
@@ -76,6 +85,8 @@ pub enum Action {
         /// Plan only.
         dry_run: bool,
     },
+    /// Clean many messages.
+    Clean(CleanConfig),
     /// Prune (or, dry, plan) one message.
     Prune {
         /// The validated request.
@@ -122,6 +133,57 @@ pub struct Config {
     pub invocation: String,
 }
 
+/// A validated `clean`.
+#[derive(Debug, Clone)]
+pub struct CleanConfig {
+    /// The sessions, or `None` for every session.
+    pub sessions: Option<Vec<String>>,
+    /// Write (else: a dry run).
+    pub apply: bool,
+    /// What to prune.
+    pub policy: CleanPolicy,
+    /// Remove unreferenced spill files of pruned parts.
+    pub spill_files: bool,
+    /// Messages per batch (1 or more).
+    pub batch_size: usize,
+}
+
+fn clean_config(args: CleanArgs) -> Result<CleanConfig, ConfigError> {
+    let older_than = match args.older_than {
+        None => None,
+        Some(text) => Some(
+            humantime::parse_duration(&text)
+                .map_err(|e| ConfigError::Duration(format!("{text}: {e}")))?,
+        ),
+    };
+    if args.batch_size == 0 {
+        return Err(ConfigError::BatchSize);
+    }
+    let names = |list: Vec<String>| -> Vec<String> {
+        list.into_iter()
+            .map(|name| name.trim().to_string())
+            .filter(|name| !name.is_empty())
+            .collect()
+    };
+    for session in &args.sessions {
+        PreviewRequest::new(session.clone(), "m".into())?;
+    }
+    Ok(CleanConfig {
+        sessions: (!args.all).then_some(args.sessions),
+        apply: args.apply,
+        policy: CleanPolicy {
+            older_than,
+            keep_last_turns: args.keep_last_turns,
+            tools: args.tools.map(names),
+            skip_tools: names(args.skip_tools),
+            min_bytes: args.min_bytes,
+            reasoning: !args.no_reasoning,
+        },
+        spill_files: args.include_spill_files,
+        batch_size: args.batch_size,
+    })
+}
+
 /// `word` quoted for a POSIX shell when it holds anything but plain path characters.
 fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
@@ -156,6 +218,7 @@ impl Config {
             Command::Prune(args) => prune_action(args)?,
             Command::History(args) => history_action(args)?,
             Command::PruneBatch(args) => batch_action(args)?,
+            Command::Clean(args) => Action::Clean(clean_config(args)?),
             Command::Receipts { session } => Action::Receipts { session },
             Command::Events {
                 since,

@@ -1,5 +1,6 @@
 //! One module per command. Each returns the process outcome; errors go to `main`.
 
+pub mod clean;
 pub mod demo;
 pub mod events;
 pub mod history;
@@ -23,6 +24,8 @@ pub enum Outcome {
     Done,
     /// Refused by the engine: nothing changed (exit 3).
     Blocked,
+    /// Stopped by Ctrl-C; what committed stays committed (exit 130).
+    Interrupted,
 }
 
 /// A session id the database does not hold, given to a listing (exit 2: bad input).

@@ -2,6 +2,7 @@
 //! both generations (V1 `message` + `part`, V2 `session_message`), the session list, and the
 //! engine's own receipt tables inside it.
 
+pub mod clean;
 pub mod history;
 pub mod ids;
 pub mod ownership;
@@ -9,6 +10,7 @@ pub mod paths;
 pub mod receipts;
 pub mod schema;
 pub mod sessions;
+pub mod spill;
 pub mod sql_functions;
 pub mod store;
 pub mod v1;

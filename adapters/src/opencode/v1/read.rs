@@ -5,7 +5,7 @@
 //! shape are the message content the revision is computed over.
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
-use pruning_engine::planner::completed_at;
+use pruning_engine::planner::{completed_at, completion_time};
 use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
@@ -135,6 +135,7 @@ pub fn read_message(
     let message = StoredMessage {
         is_assistant: role == "assistant",
         completed: completed_at(&info),
+        completed_at_ms: completion_time(&info),
         parts,
     };
     Ok(Ok(V1Message {

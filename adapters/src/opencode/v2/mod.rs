@@ -13,7 +13,7 @@ pub mod apply;
 pub mod fence;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
-use pruning_engine::planner::completed_at;
+use pruning_engine::planner::completion_time;
 use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
 use rusqlite::{Connection, OptionalExtension};
 
@@ -186,7 +186,10 @@ pub fn parse(kind: &str, data: &str) -> Result<Parsed, &'static str> {
     let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(data) else {
         return Err("does not hold a JSON object");
     };
-    let completed = completed_at(&Value::Object(map.clone()));
+    // Only `time` is looked at: cloning the whole row (up to 16 MiB) would cost a copy.
+    let completed_at_ms = map
+        .get("time")
+        .and_then(|time| completion_time(&serde_json::json!({ "time": time })));
     let body_text = match map.get("text") {
         Some(Value::String(text)) => Some(text.clone()),
         _ => None,
@@ -206,7 +209,8 @@ pub fn parse(kind: &str, data: &str) -> Result<Parsed, &'static str> {
     Ok(Parsed {
         message: StoredMessage {
             is_assistant: kind == "assistant",
-            completed,
+            completed: completed_at_ms.is_some(),
+            completed_at_ms,
             parts,
         },
         body_text,

@@ -1,0 +1,365 @@
+//! What `clean` prunes: the messages of a session it looks at, and, per message, the technical
+//! parts a clean policy selects. Applying is the engine's one write path
+//! ([`pruning_engine::Engine::prune_many`]); this module only reads.
+//!
+//! Sources: OpenCode's own prune (`session/compaction.ts`): the last two user turns are never
+//! touched, and `skill` tool output is kept. A message is looked at only when it is an
+//! assistant message created before the session's last `keep_last_turns` user messages (V1
+//! `role`, V2 row `type`; both generations together, by `time_created`).
+
+use std::time::Duration;
+
+use pruning_engine::contract::MAX_MESSAGE_BYTES;
+use pruning_engine::{
+    PartClass, PreviewRequest, PruneRequest, SessionStore, StoreError, StoredMessage,
+};
+use rusqlite::Connection;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::schema::Schema;
+use super::OpenCodeStore;
+
+/// Which technical parts a clean removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleanPolicy {
+    /// Only messages completed at least this long ago (`time.completed`); `None`: any age.
+    pub older_than: Option<Duration>,
+    /// Never touch the last N user turns of a session (and everything after them).
+    pub keep_last_turns: u32,
+    /// Only tool parts of these tools (V1 `tool`, V2 `name`); `None`: every tool.
+    pub tools: Option<Vec<String>>,
+    /// Never tool parts of these tools.
+    pub skip_tools: Vec<String>,
+    /// Only parts of at least this many bytes (the contract's `bytes`).
+    pub min_bytes: u64,
+    /// Reasoning parts too.
+    pub reasoning: bool,
+}
+
+impl Default for CleanPolicy {
+    /// OpenCode's own choices: keep the last 2 turns, keep `skill` output, take reasoning.
+    fn default() -> Self {
+        Self {
+            older_than: None,
+            keep_last_turns: 2,
+            tools: None,
+            skip_tools: vec!["skill".into()],
+            min_bytes: 0,
+            reasoning: true,
+        }
+    }
+}
+
+/// Why a clean left a message alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Over the 16 MiB budget (`data`, or a V1 message with its parts).
+    Oversize,
+    /// Not readable as a message: invalid JSON, not UTF-8, no `content` array.
+    Malformed,
+    /// An assistant message without `time.completed`: a run may still be writing it.
+    Incomplete,
+    /// A part of a type this engine does not know.
+    UnknownPart,
+    /// A tool part still pending or running.
+    RunningTool,
+    /// Completed more recently than `--older-than`.
+    TooRecent,
+    /// Stored where this engine does not write prunes (OpenCode 1.18's V2 rows).
+    ReadOnly,
+}
+
+impl SkipReason {
+    /// The name used in reports (`oversize`, `malformed`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Oversize => "oversize",
+            Self::Malformed => "malformed",
+            Self::Incomplete => "incomplete",
+            Self::UnknownPart => "unknown_part",
+            Self::RunningTool => "running_tool",
+            Self::TooRecent => "too_recent",
+            Self::ReadOnly => "read_only",
+        }
+    }
+}
+
+/// What a clean does with one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Planned {
+    /// Prune these parts.
+    Prune {
+        /// The request, bound to the content read.
+        request: PruneRequest,
+        /// Sum of the selected parts' `bytes`.
+        bytes: u64,
+        /// Spill files the selected tool parts point at (`state.metadata.outputPath` in V1,
+        /// `state.outputPaths` in V2), as stored.
+        spill_files: Vec<String>,
+    },
+    /// No part passes the policy.
+    Nothing,
+    /// Left alone.
+    Skipped {
+        /// Why.
+        reason: SkipReason,
+        /// In words.
+        detail: String,
+    },
+}
+
+/// Every session id of the database (both session tables), oldest first.
+pub fn all_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let schema = Schema::read(conn)?;
+    let mut selects = Vec::new();
+    for table in ["session", "session_v2"] {
+        if schema.has(table) {
+            selects.push(format!(
+                "SELECT id, CAST(coalesce(time_created, 0) AS INTEGER) AS t FROM {table}"
+            ));
+        }
+    }
+    if selects.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id FROM ({}) GROUP BY id ORDER BY min(t), id",
+        selects.join(" UNION ALL ")
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let ids = stmt.query_map([], |row| row.get(0))?;
+    ids.collect()
+}
+
+/// The messages of `session_id` a clean looks at, oldest first: assistant messages (V1 rows
+/// whose role is not `user`, so that unreadable rows are looked at and reported; V2 rows of
+/// type `assistant`) created before the session's `keep_last_turns`-th last user message.
+pub fn messages(
+    conn: &Connection,
+    session_id: &str,
+    keep_last_turns: u32,
+) -> rusqlite::Result<Vec<String>> {
+    let schema = Schema::read(conn)?;
+    let v1 = schema.has("message") && schema.has("part");
+    let v2 = schema.has_v2();
+    const V1_ROLE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.role') END";
+    let before = if keep_last_turns == 0 {
+        i64::MAX
+    } else {
+        let mut users = Vec::new();
+        if v1 {
+            users.push(format!(
+                "SELECT time_created AS t FROM message WHERE session_id = ?1 AND {V1_ROLE} = 'user'"
+            ));
+        }
+        if v2 {
+            users.push(
+                "SELECT time_created AS t FROM session_message WHERE session_id = ?1 AND type = 'user'"
+                    .to_string(),
+            );
+        }
+        if users.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT CAST(t AS INTEGER) FROM ({}) ORDER BY t DESC LIMIT 1 OFFSET ?2",
+            users.join(" UNION ALL ")
+        );
+        let boundary: Option<i64> = conn
+            .query_row(
+                &sql,
+                rusqlite::params![session_id, keep_last_turns - 1],
+                |row| row.get(0),
+            )
+            .ok();
+        match boundary {
+            Some(t) => t,
+            // Fewer user turns than kept: every turn is kept.
+            None => return Ok(Vec::new()),
+        }
+    };
+    let mut selects = Vec::new();
+    if v1 {
+        selects.push(format!(
+            "SELECT CAST(time_created AS INTEGER) AS t, id FROM message \
+             WHERE session_id = ?1 AND {V1_ROLE} IS NOT 'user' AND time_created < ?2"
+        ));
+    }
+    if v2 {
+        selects.push(
+            "SELECT CAST(time_created AS INTEGER) AS t, id FROM session_message \
+             WHERE session_id = ?1 AND type = 'assistant' AND time_created < ?2"
+                .to_string(),
+        );
+    }
+    if selects.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT id FROM ({}) ORDER BY t, id",
+        selects.join(" UNION ALL ")
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let ids = stmt.query_map(rusqlite::params![session_id, before], |row| row.get(0))?;
+    ids.collect()
+}
+
+/// Bytes a message holds as stored: V2 `data`, or V1 `message.data` plus its parts' `data`.
+fn stored_bytes(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<i64> {
+    let schema = Schema::read(conn)?;
+    let mut total = 0i64;
+    if schema.has_v2() {
+        total = total.max(conn.query_row(
+            "SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM session_message \
+             WHERE session_id = ?1 AND id = ?2",
+            [session_id, message_id],
+            |row| row.get(0),
+        )?);
+    }
+    if schema.has("message") && schema.has("part") {
+        total = total.max(conn.query_row(
+            "SELECT (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM message \
+                     WHERE session_id = ?1 AND id = ?2) \
+                  + (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part \
+                     WHERE message_id = ?2)",
+            [session_id, message_id],
+            |row| row.get(0),
+        )?);
+    }
+    Ok(total)
+}
+
+/// Plans the clean of one message under `policy` at `now_ms` (ms since the Unix epoch).
+pub fn plan(
+    store: &OpenCodeStore,
+    session_id: &str,
+    message_id: &str,
+    policy: &CleanPolicy,
+    now_ms: i64,
+) -> Result<Planned, StoreError> {
+    let bytes = stored_bytes(&store.connection(), session_id, message_id)
+        .map_err(|e| StoreError::Storage(e.to_string()))?;
+    if bytes > MAX_MESSAGE_BYTES as i64 {
+        return Ok(skipped(
+            SkipReason::Oversize,
+            format!("{bytes} bytes, over the 16 MiB budget"),
+        ));
+    }
+    let request = PreviewRequest::new(session_id.to_string(), message_id.to_string())
+        .map_err(|e| StoreError::Storage(e.to_string()))?;
+    let message = match store.read_message(&request)? {
+        Ok(message) => message,
+        Err(refusal) => return Ok(skipped(SkipReason::Malformed, refusal.detail)),
+    };
+    match select(&message, session_id, message_id, policy, now_ms) {
+        Planned::Prune { .. } if !store.live_mutation(session_id, message_id) => Ok(skipped(
+            SkipReason::ReadOnly,
+            "V2 rows in OpenCode 1.18's shared session table are read-only for prunes",
+        )),
+        planned => Ok(planned),
+    }
+}
+
+fn skipped(reason: SkipReason, detail: impl Into<String>) -> Planned {
+    Planned::Skipped {
+        reason,
+        detail: detail.into(),
+    }
+}
+
+/// The policy applied to a message as read.
+fn select(
+    message: &StoredMessage,
+    session_id: &str,
+    message_id: &str,
+    policy: &CleanPolicy,
+    now_ms: i64,
+) -> Planned {
+    if !message.is_assistant {
+        return Planned::Nothing;
+    }
+    let Some(completed_at) = message.completed_at_ms else {
+        return skipped(SkipReason::Incomplete, "no time.completed");
+    };
+    if message.parts.iter().any(|p| p.class == PartClass::Unknown) {
+        return skipped(
+            SkipReason::UnknownPart,
+            "a part of a type this version does not know",
+        );
+    }
+    if message
+        .parts
+        .iter()
+        .any(|p| matches!(p.class, PartClass::Tool(status) if !status.is_finished()))
+    {
+        return skipped(SkipReason::RunningTool, "a tool part is pending or running");
+    }
+    if let Some(age) = policy.older_than {
+        let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        if completed_at > now_ms.saturating_sub(age_ms) {
+            return skipped(SkipReason::TooRecent, "completed within --older-than");
+        }
+    }
+    let measured = message.measure();
+    let mut indexes = Vec::new();
+    let mut bytes = 0u64;
+    let mut spill_files = Vec::new();
+    for (index, part) in message.parts.iter().enumerate() {
+        let wanted = match part.class {
+            PartClass::Reasoning => policy.reasoning,
+            PartClass::Tool(_) => {
+                let name = part
+                    .value
+                    .get("tool")
+                    .or_else(|| part.value.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let listed = policy
+                    .tools
+                    .as_ref()
+                    .is_none_or(|tools| tools.iter().any(|t| t == name));
+                listed && !policy.skip_tools.iter().any(|t| t == name)
+            }
+            PartClass::Kept | PartClass::Unknown => false,
+        };
+        let size = measured.bytes.get(index).copied().unwrap_or(0);
+        if wanted && size >= policy.min_bytes {
+            indexes.push(index as i64);
+            bytes += size;
+            spill_files.extend(spill_paths(&part.value));
+        }
+    }
+    if indexes.is_empty() {
+        return Planned::Nothing;
+    }
+    match PruneRequest::with_indexes(
+        session_id.to_string(),
+        message_id.to_string(),
+        measured.revision,
+        &indexes,
+    ) {
+        Ok(request) => Planned::Prune {
+            request,
+            bytes,
+            spill_files,
+        },
+        Err(error) => skipped(SkipReason::Malformed, error.to_string()),
+    }
+}
+
+/// The spill files a tool part points at.
+fn spill_paths(part: &Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    if let Some(path) = part
+        .pointer("/state/metadata/outputPath")
+        .and_then(Value::as_str)
+    {
+        paths.push(path.to_string());
+    }
+    if let Some(list) = part.pointer("/state/outputPaths").and_then(Value::as_array) {
+        paths.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+    }
+    paths
+}

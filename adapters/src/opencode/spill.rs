@@ -1,0 +1,136 @@
+//! Spill files: tool output OpenCode wrote to `<data>/tool-output/tool_*` because it was too
+//! long for the part, and that the part points at (V1 `state.metadata.outputPath`, V2
+//! `state.outputPaths`). The data folder is the database's folder.
+//!
+//! A file is removed only when asked, only from that folder, only under its own `tool_` name,
+//! and only when no remaining `part` or `session_message` row names it (a fork copies parts
+//! with the paths they point at).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use super::schema::Schema;
+
+/// The folder OpenCode spills tool output to, beside the database.
+pub fn folder(database: &Path) -> PathBuf {
+    database
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join("tool-output")
+}
+
+/// The spill file name a stored path ends in (`tool_...`), if it is one.
+pub fn file_name(stored_path: &str) -> Option<&str> {
+    let name = stored_path.rsplit(['/', '\\']).next()?;
+    let plain = name.starts_with("tool_")
+        && name.len() > "tool_".len()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    plain.then_some(name)
+}
+
+/// Every spill file in the folder: `(name, bytes)`, by name.
+pub fn list(folder: &Path) -> std::io::Result<Vec<(String, u64)>> {
+    let mut files = Vec::new();
+    let entries = match std::fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(files),
+        Err(error) => return Err(error),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let meta = entry.metadata()?;
+        if meta.is_file() && file_name(&name) == Some(name.as_str()) {
+            files.push((name, meta.len()));
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The spill file names any `part` or `session_message` row still names.
+pub fn referenced(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
+    let schema = Schema::read(conn)?;
+    let mut names = HashSet::new();
+    for table in ["part", "session_message"] {
+        if !schema.has(table) {
+            continue;
+        }
+        let sql =
+            format!("SELECT data FROM {table} WHERE session_prune_contains(data, 'tool-output')");
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            if let rusqlite::types::ValueRef::Text(bytes) = row.get_ref(0)? {
+                collect_names(&String::from_utf8_lossy(bytes), &mut names);
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Adds every `tool-output/tool_...` name in `text` (JSON escapes `/` at most as `\/`).
+fn collect_names(text: &str, names: &mut HashSet<String>) {
+    for (at, _) in text.match_indices("tool-output") {
+        let rest = text[at + "tool-output".len()..].trim_start_matches(['/', '\\']);
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(rest.len());
+        if let Some(name) = file_name(&rest[..end]) {
+            names.insert(name.to_string());
+        }
+    }
+}
+
+/// Removes the spill files named in `stored_paths` from `folder` that no row names any more.
+/// Returns `(files removed, bytes removed)`; a file already gone is not counted.
+pub fn remove_unreferenced(
+    conn: &Connection,
+    folder: &Path,
+    stored_paths: &[String],
+) -> std::io::Result<(u64, u64)> {
+    let referenced = referenced(conn).map_err(std::io::Error::other)?;
+    let mut removed = (0, 0);
+    let mut seen = HashSet::new();
+    for name in stored_paths.iter().filter_map(|p| file_name(p)) {
+        if referenced.contains(name) || !seen.insert(name) {
+            continue;
+        }
+        let path = folder.join(name);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => {
+                std::fs::remove_file(&path)?;
+                removed.0 += 1;
+                removed.1 += meta.len();
+            }
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_found_in_stored_json_and_nothing_else_is_a_name() {
+        let mut names = HashSet::new();
+        collect_names(
+            r#"{"outputPath":"/d/opencode/tool-output/tool_2266d3fe5001","x":"tool-output\/tool_b2"}"#,
+            &mut names,
+        );
+        let mut found: Vec<_> = names.into_iter().collect();
+        found.sort();
+        assert_eq!(found, vec!["tool_2266d3fe5001", "tool_b2"]);
+        assert_eq!(file_name("/a/tool-output/../../etc/passwd"), None);
+        assert_eq!(file_name("/a/tool-output/tool_"), None);
+        assert_eq!(file_name("C:\\d\\tool-output\\tool_x1"), Some("tool_x1"));
+    }
+}

@@ -1,0 +1,335 @@
+//! `session-prune clean (SESSION... | --all) [--apply]`: prune the technical parts of every
+//! completed message a policy selects, one message per transaction, in batches that share their
+//! journal writes and WAL sync (DESIGN.md "Bulk work"), through the engine's one write path.
+//! A dry run (the default) reads only. Progress goes to stderr: a bar on a terminal, a line
+//! every few seconds otherwise, nothing with `--json`. Ctrl-C stops after the current message.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pruning_adapters::opencode::clean::{self, Planned};
+use pruning_adapters::opencode::{sessions, spill, OpenCodeStore};
+use pruning_engine::{EngineError, PruneRequest, PruneResult};
+use serde::Serialize;
+
+use super::{open_engine, open_store, Outcome};
+use crate::cli::config::{CleanConfig, Config};
+use crate::output;
+
+/// The final report (`--json`), counts of messages unless named otherwise.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    /// `cleaned`, `dry-run` or `interrupted`.
+    status: &'static str,
+    /// Sessions looked at.
+    sessions: u64,
+    /// Messages the policy looked at (assistant messages before the kept turns).
+    considered: u64,
+    /// Messages pruned (with `--apply`) or that would be pruned.
+    pruned: u64,
+    /// Messages an identical earlier prune had already pruned.
+    already_pruned: u64,
+    /// Messages with nothing the policy selects.
+    nothing_to_prune: u64,
+    /// Parts removed (or that would be).
+    parts: u64,
+    /// Bytes of row data removed: the parts and their event snapshots (with `--apply`); with a
+    /// dry run, the selected parts' `bytes` only.
+    bytes: u64,
+    /// Messages left alone, by reason (`oversize`, `malformed`, `incomplete`, ...).
+    skipped: BTreeMap<&'static str, u64>,
+    /// Messages the prune refused, by contract reason (`maintenance_required`, `conflict`, ...).
+    blocked: BTreeMap<&'static str, u64>,
+    /// Messages whose prune failed (storage or journal errors).
+    failed: u64,
+    /// The first failure, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_failure: Option<String>,
+    /// Messages not reached because the clean was interrupted.
+    not_reached: u64,
+    /// Spill files removed.
+    spill_files_removed: u64,
+    /// Bytes of spill files removed.
+    spill_bytes_removed: u64,
+}
+
+/// Runs a clean.
+pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // A second Ctrl-C ends the process at once.
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+    }
+    let engine = if clean.apply {
+        Some(open_engine(config)?)
+    } else {
+        None
+    };
+    let own_store;
+    let store: &OpenCodeStore = match &engine {
+        Some(engine) => engine.store(),
+        None => {
+            own_store = open_store(config)?;
+            &own_store
+        }
+    };
+    let session_ids = match &clean.sessions {
+        None => clean::all_sessions(&store.connection())?,
+        Some(ids) => {
+            for id in ids {
+                if !sessions::exists(&store.connection(), id)? {
+                    return Err(super::UnknownSession(id.clone()).into());
+                }
+            }
+            ids.clone()
+        }
+    };
+    let total: u64 = session_ids
+        .iter()
+        .map(|id| clean::messages(&store.connection(), id, clean.policy.keep_last_turns))
+        .collect::<Result<Vec<_>, _>>()?
+        .iter()
+        .map(|ids| ids.len() as u64)
+        .sum();
+    let mut report = Report {
+        status: if clean.apply { "cleaned" } else { "dry-run" },
+        sessions: session_ids.len() as u64,
+        ..Report::default()
+    };
+    let mut progress = Progress::new(config.json, total);
+    let mut spill_paths = Vec::new();
+    let now = pruning_engine::now_ms();
+    'sessions: for session_id in &session_ids {
+        let ids = clean::messages(
+            &store.connection(),
+            session_id,
+            clean.policy.keep_last_turns,
+        )?;
+        for chunk in ids.chunks(clean.batch_size) {
+            let mut requests: Vec<PruneRequest> = Vec::new();
+            let mut batch_spills = Vec::new();
+            for message_id in chunk {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                report.considered += 1;
+                match clean::plan(store, session_id, message_id, &clean.policy, now)? {
+                    Planned::Nothing => report.nothing_to_prune += 1,
+                    Planned::Skipped { reason, .. } => {
+                        *report.skipped.entry(reason.as_str()).or_default() += 1;
+                    }
+                    Planned::Prune {
+                        request,
+                        bytes,
+                        spill_files,
+                    } => {
+                        if engine.is_none() {
+                            report.pruned += 1;
+                            report.parts += selected(&request);
+                            report.bytes += bytes;
+                        }
+                        requests.push(request);
+                        batch_spills.push(spill_files);
+                    }
+                }
+                if engine.is_none() {
+                    progress.update(report.considered, &report);
+                }
+            }
+            if let Some(engine) = &engine {
+                let stopped = || stop.load(Ordering::SeqCst);
+                let results = engine.prune_many_until(&requests, &stopped);
+                for (result, spills) in results.into_iter().zip(batch_spills) {
+                    tally(&mut report, result, spills, &mut spill_paths);
+                }
+                progress.update(report.considered, &report);
+            }
+            if stop.load(Ordering::SeqCst) {
+                break 'sessions;
+            }
+        }
+    }
+    progress.finish();
+    if stop.load(Ordering::SeqCst) {
+        report.status = "interrupted";
+        report.not_reached = total.saturating_sub(report.considered);
+    }
+    if clean.apply && clean.spill_files && !spill_paths.is_empty() {
+        let folder = spill::folder(&config.db);
+        let (files, bytes) =
+            spill::remove_unreferenced(&store.connection(), &folder, &spill_paths)?;
+        report.spill_files_removed = files;
+        report.spill_bytes_removed = bytes;
+    }
+    if config.json {
+        output::json_document(&report)?;
+    } else {
+        print_report(&report, clean, &config.invocation);
+    }
+    Ok(if report.status == "interrupted" {
+        Outcome::Interrupted
+    } else {
+        Outcome::Done
+    })
+}
+
+/// Parts a request selects.
+fn selected(request: &PruneRequest) -> u64 {
+    match &request.selection {
+        pruning_engine::Selection::Indexes(indexes) => indexes.len() as u64,
+        pruning_engine::Selection::AllTechnical => 0,
+    }
+}
+
+fn tally(
+    report: &mut Report,
+    result: Result<pruning_engine::PruneOutcome, EngineError>,
+    spills: Vec<String>,
+    spill_paths: &mut Vec<String>,
+) {
+    match result {
+        Ok(outcome) => match outcome.result {
+            PruneResult::Pruned { .. } if outcome.retried => report.already_pruned += 1,
+            PruneResult::Pruned { removed_count, .. } => {
+                report.pruned += 1;
+                report.parts += u64::from(removed_count);
+                report.bytes += outcome.receipt.map_or(0, |r| r.bytes_removed);
+                spill_paths.extend(spills);
+            }
+            PruneResult::Blocked { reason } => {
+                *report.blocked.entry(reason.as_str()).or_default() += 1;
+            }
+        },
+        // Not reached: counted with the messages never looked at.
+        Err(EngineError::Interrupted) => report.considered -= 1,
+        Err(error) => {
+            report.failed += 1;
+            report
+                .first_failure
+                .get_or_insert_with(|| error.to_string());
+        }
+    }
+}
+
+fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
+    let verb = if clean.apply { "pruned" } else { "would prune" };
+    println!(
+        "{}: {} session(s), {} message(s) looked at",
+        report.status, report.sessions, report.considered
+    );
+    let bytes_what = if clean.apply {
+        "of row data removed (parts and their event snapshots)"
+    } else {
+        "of part data (the event snapshots of those parts come on top)"
+    };
+    println!(
+        "{verb}: {} message(s), {} part(s), {} {bytes_what}",
+        report.pruned,
+        report.parts,
+        output::bytes(report.bytes)
+    );
+    if report.already_pruned > 0 {
+        println!(
+            "already pruned by an identical request: {}",
+            report.already_pruned
+        );
+    }
+    println!("nothing to prune: {} message(s)", report.nothing_to_prune);
+    for (reason, count) in &report.skipped {
+        println!("skipped ({reason}): {count} message(s)");
+    }
+    for (reason, count) in &report.blocked {
+        println!("blocked ({reason}): {count} message(s)");
+    }
+    if report.failed > 0 {
+        println!(
+            "failed: {} message(s); first: {}",
+            report.failed,
+            report.first_failure.as_deref().unwrap_or("")
+        );
+    }
+    if report.not_reached > 0 {
+        println!(
+            "not reached (interrupted): {} message(s); run the same clean again to finish",
+            report.not_reached
+        );
+    }
+    if report.spill_files_removed > 0 {
+        println!(
+            "spill files removed: {} ({})",
+            report.spill_files_removed,
+            output::bytes(report.spill_bytes_removed)
+        );
+    }
+    if !clean.apply && report.pruned > 0 {
+        println!("dry run: nothing written; add --apply to do it");
+    } else if clean.apply && report.pruned > 0 {
+        println!("the file shrinks only after `{invocation} vacuum` (with OpenCode stopped)");
+    }
+}
+
+/// Progress on stderr: a bar on a terminal, a line every 5 s otherwise, nothing for `--json`.
+struct Progress {
+    bar: Option<ProgressBar>,
+    plain: bool,
+    total: u64,
+    done: u64,
+    started: Instant,
+    last_line: Instant,
+}
+
+impl Progress {
+    fn new(json: bool, total: u64) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (!json && terminal).then(|| {
+            let bar = ProgressBar::new(total);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} messages  {msg}  {per_sec}  ETA {eta}",
+            ) {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Self {
+            bar,
+            plain: !json && !terminal,
+            total,
+            done: 0,
+            started: Instant::now(),
+            last_line: Instant::now(),
+        }
+    }
+
+    /// `done` messages of the total are done.
+    fn update(&mut self, done: u64, report: &Report) {
+        self.done = done.min(self.total);
+        let freed = format!("{} freed", output::bytes(report.bytes));
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.done);
+            bar.set_message(freed);
+        } else if self.plain && self.last_line.elapsed() >= Duration::from_secs(5) {
+            self.last_line = Instant::now();
+            let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(0.001);
+            eprintln!(
+                "{}/{} messages, {freed}, {rate:.0} messages/s",
+                self.done, self.total
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
