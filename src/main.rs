@@ -133,6 +133,11 @@ fn fail(json: bool, code: u8, message: &str) -> ExitCode {
 fn run(config: &Config) -> anyhow::Result<Outcome> {
     match &config.action {
         Action::Sessions => commands::sessions::run(config),
+        Action::Stats { top } => commands::stats::run(config, *top),
+        Action::Vacuum {
+            force,
+            assume_free_bytes,
+        } => commands::vacuum::run(config, *force, *assume_free_bytes),
         Action::Messages { session } => commands::messages::run(config, session),
         Action::Preview(request) => commands::preview::run(config, request),
         Action::Prune { request, dry_run } => commands::prune::run(config, request, *dry_run),

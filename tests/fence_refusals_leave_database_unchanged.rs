@@ -303,3 +303,12 @@ fn a_session_still_in_its_scope_is_pruned() {
         .unwrap();
     assert_eq!(pruned(&outcome.result).2, 2);
 }
+
+#[test]
+fn a_damaged_message_row_in_the_session_is_unsupported_storage() {
+    refused_after(
+        &format!("UPDATE message SET data = '{{not json' WHERE id = '{TURN1}'"),
+        BlockedReason::UnsupportedStorage,
+        "not valid JSON",
+    );
+}

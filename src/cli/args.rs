@@ -60,6 +60,23 @@ pub struct ScopeArgs {
 pub enum Command {
     /// List sessions with message count, total bytes and prunable bytes, largest first.
     Sessions,
+    /// Where the bytes are: per table, per event type, technical content, snapshot copies,
+    /// spill files, file and free-page sizes, and the largest sessions (read-only).
+    Stats {
+        /// How many of the largest sessions to list.
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        top: usize,
+    },
+    /// Rebuild the database file to give freed space back to the disk (SQLite VACUUM). Run it
+    /// with OpenCode stopped; it checks free disk space first and never runs on its own.
+    Vacuum {
+        /// Run even while other processes have the database open.
+        #[arg(long)]
+        force: bool,
+        /// Free bytes to assume instead of asking the file system (for testing the check).
+        #[arg(long, hide = true, value_name = "BYTES")]
+        assume_free_bytes: Option<u64>,
+    },
     /// List the messages of a session with their tool and reasoning parts (read-only).
     Messages {
         /// Session id (ses_...).
@@ -233,4 +250,7 @@ pub struct CleanArgs {
     /// Messages per batch: their intents share one journal write, their commits one WAL sync.
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub batch_size: usize,
+    /// Wait this long after each batch (for testing interruption).
+    #[arg(long, hide = true, default_value_t = 0, value_name = "MS")]
+    pub pause_ms: u64,
 }

@@ -64,6 +64,18 @@ pub enum ConfigError {
 pub enum Action {
     /// List sessions.
     Sessions,
+    /// Where the bytes are.
+    Stats {
+        /// Largest sessions to list.
+        top: usize,
+    },
+    /// VACUUM the database.
+    Vacuum {
+        /// Even while other processes have it open.
+        force: bool,
+        /// Free bytes to assume (a test seam).
+        assume_free_bytes: Option<u64>,
+    },
     /// List a session's messages.
     Messages {
         /// The session.
@@ -146,6 +158,8 @@ pub struct CleanConfig {
     pub spill_files: bool,
     /// Messages per batch (1 or more).
     pub batch_size: usize,
+    /// Wait after each batch (a test seam for interruption).
+    pub pause: Duration,
 }
 
 fn clean_config(args: CleanArgs) -> Result<CleanConfig, ConfigError> {
@@ -181,6 +195,7 @@ fn clean_config(args: CleanArgs) -> Result<CleanConfig, ConfigError> {
         },
         spill_files: args.include_spill_files,
         batch_size: args.batch_size,
+        pause: Duration::from_millis(args.pause_ms),
     })
 }
 
@@ -209,6 +224,14 @@ impl Config {
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
         let action = match cli.command {
             Command::Sessions => Action::Sessions,
+            Command::Stats { top } => Action::Stats { top },
+            Command::Vacuum {
+                force,
+                assume_free_bytes,
+            } => Action::Vacuum {
+                force,
+                assume_free_bytes,
+            },
             Command::Messages { session } => Action::Messages { session },
             Command::Preview {
                 session,

@@ -52,6 +52,8 @@ struct Report {
     first_failure: Option<String>,
     /// Messages not reached because the clean was interrupted.
     not_reached: u64,
+    /// Part rows of the sessions whose message row is missing (orphans), left alone.
+    orphan_parts: u64,
     /// Spill files removed.
     spill_files_removed: u64,
     /// Bytes of spill files removed.
@@ -106,6 +108,10 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         sessions: session_ids.len() as u64,
         ..Report::default()
     };
+    report.orphan_parts = session_ids
+        .iter()
+        .map(|id| clean::orphan_parts(&store.connection(), id))
+        .sum::<Result<u64, _>>()?;
     let mut progress = Progress::new(config.json, total);
     let mut spill_paths = Vec::new();
     let now = pruning_engine::now_ms();
@@ -156,6 +162,9 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             }
             if stop.load(Ordering::SeqCst) {
                 break 'sessions;
+            }
+            if !clean.pause.is_zero() {
+                std::thread::sleep(clean.pause);
             }
         }
     }
@@ -262,6 +271,12 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
         println!(
             "not reached (interrupted): {} message(s); run the same clean again to finish",
             report.not_reached
+        );
+    }
+    if report.orphan_parts > 0 {
+        println!(
+            "orphan parts (no message row), left alone: {}",
+            report.orphan_parts
         );
     }
     if report.spill_files_removed > 0 {

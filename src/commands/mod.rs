@@ -10,6 +10,8 @@ pub mod prune;
 pub mod prune_batch;
 pub mod receipts;
 pub mod sessions;
+pub mod stats;
+pub mod vacuum;
 
 use anyhow::Context;
 use pruning_adapters::opencode::{OpenCodeStore, Schema, StoreOptions};

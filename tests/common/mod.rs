@@ -47,6 +47,20 @@ impl Fixture {
         Self { dir, db, journal }
     }
 
+    /// [`Fixture::new`] with the fixture's spill files in `tool-output/` beside the database.
+    pub fn with_spill_files() -> Self {
+        let fx = Self::new();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode-1.18.34/tool-output");
+        let target = fx.dir.path().join("tool-output");
+        std::fs::create_dir(&target).expect("tool-output folder");
+        for entry in std::fs::read_dir(source).expect("fixture spill files") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), target.join(entry.file_name())).expect("copy spill file");
+        }
+        fx
+    }
+
     /// A plain connection for set-up and inspection (closed when dropped, which checkpoints).
     pub fn sql(&self) -> Connection {
         Connection::open(&self.db).expect("open fixture")

@@ -206,6 +206,21 @@ pub fn messages(
     ids.collect()
 }
 
+/// V1 `part` rows of `session_id` whose `message` row is missing: no clean looks at them.
+pub fn orphan_parts(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
+    let schema = Schema::read(conn)?;
+    if !(schema.has("message") && schema.has("part")) {
+        return Ok(0);
+    }
+    let count: i64 = conn.query_row(
+        "SELECT count(*) FROM part p WHERE p.session_id = ?1 \
+           AND NOT EXISTS (SELECT 1 FROM message m WHERE m.id = p.message_id)",
+        [session_id],
+        |row| row.get(0),
+    )?;
+    Ok(count.max(0) as u64)
+}
+
 /// Bytes a message holds as stored: V2 `data`, or V1 `message.data` plus its parts' `data`.
 fn stored_bytes(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<i64> {
     let schema = Schema::read(conn)?;

@@ -12,9 +12,11 @@ pub mod schema;
 pub mod sessions;
 pub mod spill;
 pub mod sql_functions;
+pub mod stats;
 pub mod store;
 pub mod v1;
 pub mod v2;
+pub mod vacuum;
 
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use schema::Schema;

@@ -79,6 +79,19 @@ pub fn check(
         ))));
     }
 
+    // A row that is not JSON may be an assistant message still being written: the session's
+    // state cannot be told, so it is refused as storage this engine does not understand.
+    let damaged: i64 = conn.query_row(
+        "SELECT count(*) FROM message WHERE session_id = ?1 AND NOT json_valid(data)",
+        [input.session_id],
+        |row| row.get(0),
+    )?;
+    if damaged > 0 {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            format!("{damaged} message row(s) of the session are not valid JSON: whether a run is active cannot be told, so the damaged session is left alone"),
+        )));
+    }
     let incomplete: i64 = conn.query_row(
         "SELECT count(*) FROM message WHERE session_id = ?1 \
            AND json_extract(data, '$.role') = 'assistant' \
@@ -98,8 +111,10 @@ pub fn check(
     let running: i64 = conn.query_row(
         "SELECT count(*) FROM part WHERE session_id = ?1 \
            AND (session_prune_contains(data, 'running') OR session_prune_contains(data, 'pending')) \
-           AND json_extract(data, '$.type') = 'tool' \
-           AND json_extract(data, '$.state.status') IN ('pending', 'running')",
+           AND CASE WHEN json_valid(data) \
+                THEN json_extract(data, '$.type') = 'tool' \
+                     AND json_extract(data, '$.state.status') IN ('pending', 'running') \
+                ELSE 1 END",
         [input.session_id],
         |row| row.get(0),
     )?;

@@ -1,0 +1,125 @@
+//! What `VACUUM` needs and who else holds the database: the checks before giving space back.
+//!
+//! Source: SQLite's VACUUM builds the new database in a temporary file (in `SQLITE_TMPDIR`,
+//! `TMPDIR`, `/var/tmp`, `/usr/tmp`, `/tmp` or `.`, the first usable) and, in WAL mode, writes
+//! it through the WAL beside the database: up to the live size of the database in each place.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+/// The space a VACUUM of this database needs, in bytes, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needs {
+    /// Bytes of live pages: `(page_count - freelist_count) * page_size`.
+    pub live_bytes: u64,
+    /// The folder of the temporary copy.
+    pub temp_dir: PathBuf,
+    /// The database's folder (its WAL).
+    pub database_dir: PathBuf,
+}
+
+/// How much the database holds live, and where VACUUM will write.
+pub fn needs(conn: &Connection, database: &Path) -> rusqlite::Result<Needs> {
+    let pragma = |name: &str| -> rusqlite::Result<i64> {
+        conn.query_row(&format!("PRAGMA {name}"), [], |row| row.get(0))
+    };
+    let live_pages = (pragma("page_count")? - pragma("freelist_count")?).max(0) as u64;
+    Ok(Needs {
+        live_bytes: live_pages.saturating_mul(pragma("page_size")?.max(0) as u64),
+        temp_dir: sqlite_temp_dir(),
+        database_dir: database
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."))
+            .to_path_buf(),
+    })
+}
+
+/// The folder SQLite puts temporary files in on Unix.
+pub fn sqlite_temp_dir() -> PathBuf {
+    let candidates = ["SQLITE_TMPDIR", "TMPDIR"]
+        .iter()
+        .filter_map(|var| std::env::var_os(var).map(PathBuf::from))
+        .chain(["/var/tmp", "/usr/tmp", "/tmp"].iter().map(PathBuf::from));
+    for dir in candidates {
+        if dir.is_dir() {
+            return dir;
+        }
+    }
+    PathBuf::from(".")
+}
+
+/// Free bytes for an unprivileged writer in the file system holding `path`, and that file
+/// system's id (equal ids: one file system).
+pub fn free_space(path: &Path) -> std::io::Result<(u64, u64)> {
+    let stat = rustix::fs::statvfs(path).map_err(std::io::Error::from)?;
+    Ok((stat.f_bavail.saturating_mul(stat.f_frsize), stat.f_fsid))
+}
+
+/// Other processes with the database, its WAL or its shared-memory file open (Linux: read from
+/// `/proc/<pid>/fd`; elsewhere, and for processes this user may not inspect, nothing is found).
+pub fn other_processes(database: &Path) -> Vec<u32> {
+    let Ok(database) = std::fs::canonicalize(database) else {
+        return Vec::new();
+    };
+    let family: Vec<PathBuf> = ["", "-wal", "-shm"]
+        .iter()
+        .map(|suffix| {
+            let mut name = database.clone().into_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .collect();
+    let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != own)
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.filter_map(Result::ok)
+                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                    .any(|target| family.contains(&target))
+            })
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Why a VACUUM did not run to the end.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VacuumError {
+    /// Another connection holds the database (`SQLITE_BUSY` or `SQLITE_LOCKED`); nothing
+    /// changed.
+    #[error("the database is busy ({0}): another process is using it")]
+    Busy(String),
+    /// SQLite failed otherwise.
+    #[error("vacuum failed: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// Runs `VACUUM`, then truncates the WAL it filled (`wal_checkpoint(TRUNCATE)`).
+///
+/// Errors: [`VacuumError::Busy`] while another connection reads or writes;
+/// [`VacuumError::Sqlite`] for anything else.
+pub fn run(conn: &Connection) -> Result<(), VacuumError> {
+    let busy = |error: rusqlite::Error| match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            VacuumError::Busy(error.to_string())
+        }
+        _ => VacuumError::Sqlite(error),
+    };
+    conn.execute_batch("VACUUM").map_err(busy)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+    if mode.eq_ignore_ascii_case("wal") {
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(busy)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! `session-prune stats [--top N]`: where the bytes of the database are (read-only).
+
+use pruning_adapters::opencode::stats::{self, Stats, Volume};
+use pruning_adapters::opencode::{sessions, Schema, SessionSummary};
+use serde::Serialize;
+
+use super::{open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+
+#[derive(Debug, Serialize)]
+struct Document {
+    #[serde(flatten)]
+    stats: Stats,
+    /// The largest sessions.
+    sessions: Vec<SessionSummary>,
+}
+
+/// Prints the statistics.
+pub fn run(config: &Config, top: usize) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let conn = store.connection();
+    super::require_opencode(&Schema::read(&conn)?, &config.db)?;
+    let stats = stats::measure(&conn, &config.db)?;
+    let mut list = sessions::list(&conn)?;
+    list.truncate(top);
+    if config.json {
+        output::json_document(&Document {
+            stats,
+            sessions: list,
+        })?;
+        return Ok(Outcome::Done);
+    }
+    let size = |v: &Volume| format!("{:>10} {:>11}", v.count, output::bytes(v.bytes));
+    println!(
+        "file {}  wal {}  free pages {} (given back by vacuum)",
+        output::bytes(stats.database_bytes),
+        output::bytes(stats.wal_bytes),
+        output::bytes(stats.free_bytes)
+    );
+    println!("\n{:<34} {:>10} {:>11}", "table", "rows", "data");
+    for table in &stats.tables {
+        println!("{:<34} {}", table.table, size(&table.volume));
+    }
+    if !stats.events.is_empty() {
+        println!("\n{:<34} {:>10} {:>11}", "event type", "rows", "data");
+        for event in &stats.events {
+            println!(
+                "{:<34} {}",
+                output::printable(&event.event_type),
+                size(&event.volume)
+            );
+        }
+    }
+    let t = &stats.technical;
+    println!(
+        "\n{:<34} {:>10} {:>11}",
+        "technical content", "count", "bytes"
+    );
+    println!("{:<34} {}", "tool parts (V1)", size(&t.tool_parts));
+    println!(
+        "{:<34} {}",
+        "reasoning parts (V1)",
+        size(&t.reasoning_parts)
+    );
+    println!(
+        "{:<34} {}",
+        "snapshot events of them",
+        size(&t.snapshot_events)
+    );
+    println!(
+        "{:<34} {}",
+        "tool/reasoning entries (V2)",
+        size(&t.v2_entries)
+    );
+    println!(
+        "{:<34} {}",
+        "spill files (tool-output/)",
+        size(&stats.spill.files)
+    );
+    println!(
+        "{:<34} {}",
+        "  of them named by no row",
+        size(&stats.spill.unreferenced)
+    );
+    let technical =
+        t.tool_parts.bytes + t.reasoning_parts.bytes + t.snapshot_events.bytes + t.v2_entries.bytes;
+    println!(
+        "\nup to {} is technical content and copies of it; `{} clean --all` shows what a clean would take (completed messages, last 2 turns kept)",
+        output::bytes(technical),
+        config.invocation
+    );
+    println!(
+        "\n{:<32} {:>8} {:>11} {:>11}  title",
+        "largest sessions", "messages", "total", "prunable"
+    );
+    for s in &list {
+        println!(
+            "{:<32} {:>8} {:>11} {:>11}  {}",
+            output::printable(&s.session_id),
+            s.messages,
+            output::bytes(s.total_bytes),
+            output::bytes(s.prunable_bytes),
+            output::printable(&s.title)
+        );
+    }
+    Ok(Outcome::Done)
+}

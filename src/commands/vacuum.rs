@@ -1,0 +1,142 @@
+//! `session-prune vacuum [--force]`: give the space prunes freed back to the disk. Refuses,
+//! changing nothing, while other processes have the database open (unless `--force`) and when
+//! the disk lacks the room VACUUM needs; reports the size before and after.
+
+use pruning_adapters::opencode::vacuum;
+use serde::Serialize;
+
+use super::{open_store, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Document {
+    /// `vacuumed`, or `refused` (nothing was changed).
+    status: &'static str,
+    /// Why it refused, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Processes that have the database open (refused without `--force`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pids: Vec<u32>,
+    /// Bytes VACUUM needs free (live data, once per place it writes).
+    needed_bytes: u64,
+    /// Bytes free where it writes (the least of the places).
+    free_bytes: u64,
+    /// Database plus WAL before, bytes.
+    bytes_before: u64,
+    /// Database plus WAL after, bytes (equal to before when refused).
+    bytes_after: u64,
+}
+
+/// Runs the checks and, when they pass, VACUUM.
+pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Result<Outcome> {
+    let store = open_store(config)?;
+    let before = files_size(config);
+    let conn = store.connection();
+    let needs = vacuum::needs(&conn, &config.db)?;
+    let mut doc = Document {
+        status: "refused",
+        reason: None,
+        pids: Vec::new(),
+        needed_bytes: 0,
+        free_bytes: 0,
+        bytes_before: before,
+        bytes_after: before,
+    };
+
+    // Room: the temporary copy and the WAL each take up to the live size; on one file system,
+    // both at once.
+    let (temp_free, temp_fs) = match assume_free {
+        Some(bytes) => (bytes, 0),
+        None => vacuum::free_space(&needs.temp_dir)?,
+    };
+    let (db_free, db_fs) = match assume_free {
+        Some(bytes) => (bytes, 0),
+        None => vacuum::free_space(&needs.database_dir)?,
+    };
+    let same = temp_fs == db_fs;
+    doc.needed_bytes = if same {
+        needs.live_bytes.saturating_mul(2)
+    } else {
+        needs.live_bytes
+    };
+    doc.free_bytes = temp_free.min(db_free);
+    if doc.free_bytes < doc.needed_bytes {
+        doc.reason = Some(format!(
+            "not enough free disk space: VACUUM needs {} ({} for its temporary copy in {}, and {} for the WAL beside the database{}), {} is free; free some space or set SQLITE_TMPDIR to a roomier folder",
+            output::bytes(doc.needed_bytes),
+            output::bytes(needs.live_bytes),
+            needs.temp_dir.display(),
+            output::bytes(needs.live_bytes),
+            if same { ", on the same disk" } else { "" },
+            output::bytes(doc.free_bytes)
+        ));
+        return refuse(config, &doc);
+    }
+
+    doc.pids = vacuum::other_processes(&config.db);
+    if !doc.pids.is_empty() && !force {
+        doc.reason = Some(format!(
+            "other processes have the database open (pids {}): stop OpenCode first, or pass --force to run anyway",
+            doc.pids
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return refuse(config, &doc);
+    }
+
+    if !config.json {
+        println!(
+            "vacuuming {} ({} live)...",
+            output::bytes(before),
+            output::bytes(needs.live_bytes)
+        );
+    }
+    match vacuum::run(&conn) {
+        Ok(()) => {}
+        Err(error @ vacuum::VacuumError::Busy(_)) => {
+            doc.reason = Some(format!("{error}; stop OpenCode and run again"));
+            return refuse(config, &doc);
+        }
+        Err(error) => return Err(error.into()),
+    }
+    drop(conn);
+    drop(store);
+    doc.status = "vacuumed";
+    doc.bytes_after = files_size(config);
+    if config.json {
+        output::json_document(&doc)?;
+    } else {
+        println!(
+            "vacuumed: {} -> {} ({} given back)",
+            output::bytes(doc.bytes_before),
+            output::bytes(doc.bytes_after),
+            output::bytes(doc.bytes_before.saturating_sub(doc.bytes_after))
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+fn refuse(config: &Config, doc: &Document) -> anyhow::Result<Outcome> {
+    let reason = doc.reason.as_deref().unwrap_or("");
+    if config.json {
+        output::json_document(doc)?;
+        eprintln!("refused: {reason}");
+    } else {
+        println!("refused: {reason}; nothing was changed");
+    }
+    Ok(Outcome::Blocked)
+}
+
+/// Bytes of the database file and its WAL.
+fn files_size(config: &Config) -> u64 {
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let mut wal = config.db.clone().into_os_string();
+    wal.push("-wal");
+    size(&config.db) + size(std::path::Path::new(&wal))
+}
