@@ -13,6 +13,8 @@
 //! - [`http`]: a minimal HTTP/1.1 client for the server's API.
 //!
 //! Every wait is bounded; processes started here are stopped by PID, never by name.
+// Each interop test uses a part of the harness.
+#![allow(dead_code)]
 
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
