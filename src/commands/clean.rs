@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use pruning_adapters::opencode::clean::{self, Planned};
 use pruning_adapters::opencode::{sessions, spill, OpenCodeStore};
-use pruning_engine::{EngineError, PruneRequest, PruneResult};
+use pruning_engine::{Engine, EngineError, PruneRequest, PruneResult};
 use serde::Serialize;
 
 use super::{open_engine, open_store, Outcome};
@@ -115,57 +115,57 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let mut progress = Progress::new(config.json, total);
     let mut spill_paths = Vec::new();
     let now = pruning_engine::now_ms();
+    // Batches fill across sessions: a database of many small sessions still gets batches of
+    // `batch_size` messages.
+    let mut pending = Pending::default();
     'sessions: for session_id in &session_ids {
         let ids = clean::messages(
             &store.connection(),
             session_id,
             clean.policy.keep_last_turns,
         )?;
-        for chunk in ids.chunks(clean.batch_size) {
-            let mut requests: Vec<PruneRequest> = Vec::new();
-            let mut batch_spills = Vec::new();
-            for message_id in chunk {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                report.considered += 1;
-                match clean::plan(store, session_id, message_id, &clean.policy, now)? {
-                    Planned::Nothing => report.nothing_to_prune += 1,
-                    Planned::Skipped { reason, .. } => {
-                        *report.skipped.entry(reason.as_str()).or_default() += 1;
-                    }
-                    Planned::Prune {
-                        request,
-                        bytes,
-                        spill_files,
-                    } => {
-                        if engine.is_none() {
-                            report.pruned += 1;
-                            report.parts += selected(&request);
-                            report.bytes += bytes;
-                        }
-                        requests.push(request);
-                        batch_spills.push(spill_files);
-                    }
-                }
-                if engine.is_none() {
-                    progress.update(report.considered, &report);
-                }
-            }
-            if let Some(engine) = &engine {
-                let stopped = || stop.load(Ordering::SeqCst);
-                let results = engine.prune_many_until(&requests, &stopped);
-                for (result, spills) in results.into_iter().zip(batch_spills) {
-                    tally(&mut report, result, spills, &mut spill_paths);
-                }
-                progress.update(report.considered, &report);
-            }
+        for message_id in &ids {
             if stop.load(Ordering::SeqCst) {
                 break 'sessions;
             }
-            if !clean.pause.is_zero() {
-                std::thread::sleep(clean.pause);
+            report.considered += 1;
+            match clean::plan(store, session_id, message_id, &clean.policy, now)? {
+                Planned::Nothing => report.nothing_to_prune += 1,
+                Planned::Skipped { reason, .. } => {
+                    *report.skipped.entry(reason.as_str()).or_default() += 1;
+                }
+                Planned::Prune {
+                    request,
+                    bytes,
+                    spill_files,
+                } => {
+                    if engine.is_none() {
+                        report.pruned += 1;
+                        report.parts += selected(&request);
+                        report.bytes += bytes;
+                    } else {
+                        pending.requests.push(request);
+                        pending.spills.push(spill_files);
+                    }
+                }
             }
+            if let Some(engine) = &engine {
+                if pending.requests.len() >= clean.batch_size {
+                    pending.apply(engine, &stop, &mut report, &mut spill_paths);
+                    if !clean.pause.is_zero() {
+                        std::thread::sleep(clean.pause);
+                    }
+                }
+            }
+            progress.update(report.considered, &report);
+        }
+    }
+    if let Some(engine) = &engine {
+        if stop.load(Ordering::SeqCst) {
+            // Planned, never applied: not reached.
+            report.considered -= pending.requests.len() as u64;
+        } else {
+            pending.apply(engine, &stop, &mut report, &mut spill_paths);
         }
     }
     progress.finish();
@@ -190,6 +190,31 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Done
     })
+}
+
+/// Planned prunes waiting for their batch.
+#[derive(Debug, Default)]
+struct Pending {
+    requests: Vec<PruneRequest>,
+    spills: Vec<Vec<String>>,
+}
+
+impl Pending {
+    /// Applies the batch through the engine's group commit and counts the outcomes.
+    fn apply(
+        &mut self,
+        engine: &Engine<OpenCodeStore>,
+        stop: &AtomicBool,
+        report: &mut Report,
+        spill_paths: &mut Vec<String>,
+    ) {
+        let stopped = || stop.load(Ordering::SeqCst);
+        let results = engine.prune_many_until(&self.requests, &stopped);
+        for (result, spills) in results.into_iter().zip(self.spills.drain(..)) {
+            tally(report, result, spills, spill_paths);
+        }
+        self.requests.clear();
+    }
 }
 
 /// Parts a request selects.

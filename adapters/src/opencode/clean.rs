@@ -167,13 +167,13 @@ pub fn messages(
             "SELECT CAST(t AS INTEGER) FROM ({}) ORDER BY t DESC LIMIT 1 OFFSET ?2",
             users.join(" UNION ALL ")
         );
-        let boundary: Option<i64> = conn
-            .query_row(
-                &sql,
-                rusqlite::params![session_id, keep_last_turns - 1],
-                |row| row.get(0),
-            )
-            .ok();
+        let boundary: Option<i64> = crate::opencode::cached::query_row(
+            conn,
+            &sql,
+            rusqlite::params![session_id, keep_last_turns - 1],
+            |row| row.get(0),
+        )
+        .ok();
         match boundary {
             Some(t) => t,
             // Fewer user turns than kept: every turn is kept.
@@ -212,7 +212,8 @@ pub fn orphan_parts(conn: &Connection, session_id: &str) -> rusqlite::Result<u64
     if !(schema.has("message") && schema.has("part")) {
         return Ok(0);
     }
-    let count: i64 = conn.query_row(
+    let count: i64 = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) FROM part p WHERE p.session_id = ?1 \
            AND NOT EXISTS (SELECT 1 FROM message m WHERE m.id = p.message_id)",
         [session_id],
@@ -226,7 +227,8 @@ fn stored_bytes(conn: &Connection, session_id: &str, message_id: &str) -> rusqli
     let schema = Schema::read(conn)?;
     let mut total = 0i64;
     if schema.has_v2() {
-        total = total.max(conn.query_row(
+        total = total.max(crate::opencode::cached::query_row(
+            conn,
             "SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM session_message \
              WHERE session_id = ?1 AND id = ?2",
             [session_id, message_id],
@@ -234,7 +236,8 @@ fn stored_bytes(conn: &Connection, session_id: &str, message_id: &str) -> rusqli
         )?);
     }
     if schema.has("message") && schema.has("part") {
-        total = total.max(conn.query_row(
+        total = total.max(crate::opencode::cached::query_row(
+            conn,
             "SELECT (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM message \
                      WHERE session_id = ?1 AND id = ?2) \
                   + (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part \

@@ -2,6 +2,7 @@
 //! both generations (V1 `message` + `part`, V2 `session_message`), the session list, and the
 //! engine's own receipt tables inside it.
 
+pub mod cached;
 pub mod clean;
 pub mod history;
 pub mod ids;

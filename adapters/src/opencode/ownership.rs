@@ -51,7 +51,8 @@ impl Owner {
 
 /// The SQL expression for `workspace_id` in `table`: the column, or NULL where it is missing.
 pub fn workspace_column(conn: &Connection, table: SessionTable) -> rusqlite::Result<&'static str> {
-    let has: bool = conn.query_row(
+    let has: bool = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = 'workspace_id'",
         [table.name()],
         |row| row.get(0),
@@ -70,7 +71,7 @@ pub fn read(
         "SELECT directory, project_id, {workspace} FROM {} WHERE id = ?1",
         table.name()
     );
-    conn.query_row(&sql, [session_id], |row| {
+    crate::opencode::cached::query_row(conn, &sql, [session_id], |row| {
         Ok(Owner {
             directory: row.get(0)?,
             project_id: row.get(1)?,

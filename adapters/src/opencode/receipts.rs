@@ -48,7 +48,8 @@ pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
+    crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
         [name],
         |row| row.get::<_, i64>(0),
@@ -61,7 +62,8 @@ pub fn database_id(conn: &Connection) -> rusqlite::Result<Option<String>> {
     if !table_exists(conn, META_TABLE)? {
         return Ok(None);
     }
-    conn.query_row(
+    crate::opencode::cached::query_row(
+        conn,
         "SELECT value FROM session_prune_meta WHERE key = 'database_id'",
         [],
         |row| row.get(0),
@@ -72,11 +74,13 @@ pub fn database_id(conn: &Connection) -> rusqlite::Result<Option<String>> {
 /// Records `id` as the database identity unless one is already there; returns the identity the
 /// database now holds. Call inside the write transaction, after [`ensure_tables`].
 pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String> {
-    conn.execute(
+    crate::opencode::cached::execute(
+        conn,
         "INSERT OR IGNORE INTO session_prune_meta (key, value) VALUES ('database_id', ?1)",
         [id],
     )?;
-    conn.query_row(
+    crate::opencode::cached::query_row(
+        conn,
         "SELECT value FROM session_prune_meta WHERE key = 'database_id'",
         [],
         |row| row.get(0),
@@ -87,7 +91,7 @@ pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String
 pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
     let indexes = serde_json::to_string(&receipt.indexes).unwrap_or_else(|_| "[]".into());
     let part_ids = serde_json::to_string(&receipt.part_ids).unwrap_or_else(|_| "[]".into());
-    conn.execute(
+    crate::opencode::cached::execute(conn,
         "INSERT INTO session_prune_receipt (id, request_key, intent_id, session_id, message_id, \
          storage, revision_before, revision_after, indexes, part_ids, removed_count, bytes_removed, \
          time_committed, engine_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
@@ -117,7 +121,7 @@ pub fn by_key(conn: &Connection, request_key: &str) -> rusqlite::Result<Option<R
         return Ok(None);
     }
     let sql = format!("SELECT {COLUMNS} FROM session_prune_receipt WHERE request_key = ?1");
-    conn.query_row(&sql, [request_key], from_row).optional()
+    crate::opencode::cached::query_row(conn, &sql, [request_key], from_row).optional()
 }
 
 /// The receipt of an identical earlier prune of `message_id` in `session_id` (`Ok`), a refusal

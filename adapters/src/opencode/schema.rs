@@ -18,7 +18,8 @@ pub struct Schema {
 impl Schema {
     /// Reads the table names of the `main` database.
     pub fn read(conn: &Connection) -> rusqlite::Result<Self> {
-        let mut stmt = conn.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'")?;
+        let mut stmt =
+            conn.prepare_cached("SELECT name FROM main.sqlite_schema WHERE type = 'table'")?;
         let tables = stmt
             .query_map([], |row| row.get::<_, String>(0))?
             .collect::<Result<_, _>>()?;

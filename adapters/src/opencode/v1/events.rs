@@ -62,20 +62,21 @@ pub fn append_removed(
     part_ids: &[String],
     now_ms: i64,
 ) -> rusqlite::Result<Vec<String>> {
-    let last: Option<i64> = conn
-        .query_row(
-            "SELECT seq FROM event_sequence WHERE aggregate_id = ?1",
-            [session_id],
-            |row| row.get(0),
-        )
-        .optional()?;
+    let last: Option<i64> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT seq FROM event_sequence WHERE aggregate_id = ?1",
+        [session_id],
+        |row| row.get(0),
+    )
+    .optional()?;
     if part_ids.is_empty() {
         return Ok(Vec::new());
     }
     let first = last.unwrap_or(-1) + 1;
     let final_seq = first + part_ids.len() as i64 - 1;
     // The sequence row goes first: `event.aggregate_id` references it.
-    conn.execute(
+    crate::opencode::cached::execute(
+        conn,
         "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?1, ?2) \
          ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
         params![session_id, final_seq],

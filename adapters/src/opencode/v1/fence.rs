@@ -41,13 +41,13 @@ pub fn check(
         return Ok(Some(refusal));
     }
 
-    let session: Option<(Option<i64>, Option<String>, i64)> = conn
-        .query_row(
-            "SELECT time_compacting, revert, time_updated FROM session WHERE id = ?1",
-            [input.session_id],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-        )
-        .optional()?;
+    let session: Option<(Option<i64>, Option<String>, i64)> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT time_compacting, revert, time_updated FROM session WHERE id = ?1",
+        [input.session_id],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )
+    .optional()?;
     let Some((compacting, revert, updated)) = session else {
         return Ok(Some(Refusal::new(
             BlockedReason::NotDeletable,
@@ -81,7 +81,8 @@ pub fn check(
 
     // A row that is not JSON may be an assistant message still being written: the session's
     // state cannot be told, so it is refused as storage this engine does not understand.
-    let damaged: i64 = conn.query_row(
+    let damaged: i64 = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) FROM message WHERE session_id = ?1 AND NOT json_valid(data)",
         [input.session_id],
         |row| row.get(0),
@@ -92,7 +93,8 @@ pub fn check(
             format!("{damaged} message row(s) of the session are not valid JSON: whether a run is active cannot be told, so the damaged session is left alone"),
         )));
     }
-    let incomplete: i64 = conn.query_row(
+    let incomplete: i64 = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) FROM message WHERE session_id = ?1 \
            AND json_extract(data, '$.role') = 'assistant' \
            AND NOT coalesce(json_type(data, '$.time.completed') IN ('integer', 'real') \
@@ -108,7 +110,7 @@ pub fn check(
     // Substring test first: a part whose text never spells `pending` or `running` cannot hold
     // those statuses (JSON writers spell ASCII letters out), so most parts are skipped without
     // parsing their JSON.
-    let running: i64 = conn.query_row(
+    let running: i64 = crate::opencode::cached::query_row(conn,
         "SELECT count(*) FROM part WHERE session_id = ?1 \
            AND (session_prune_contains(data, 'running') OR session_prune_contains(data, 'pending')) \
            AND CASE WHEN json_valid(data) \
@@ -125,13 +127,13 @@ pub fn check(
     }
 
     if schema.has_events() {
-        let owner: Option<Option<String>> = conn
-            .query_row(
-                "SELECT owner_id FROM event_sequence WHERE aggregate_id = ?1",
-                [input.session_id],
-                |row| row.get(0),
-            )
-            .optional()?;
+        let owner: Option<Option<String>> = crate::opencode::cached::query_row(
+            conn,
+            "SELECT owner_id FROM event_sequence WHERE aggregate_id = ?1",
+            [input.session_id],
+            |row| row.get(0),
+        )
+        .optional()?;
         if let Some(Some(owner)) = owner {
             return Ok(Some(Refusal::new(
                 BlockedReason::UnsupportedStorage,
@@ -150,7 +152,8 @@ fn seconds(ms: i64) -> String {
 /// The checks both generations share: another database attached on the connection, or any
 /// trigger in the schema, is `unsupported_storage` (CodeNomad `claim-fence.ts`).
 pub fn storage_checks(conn: &Connection) -> rusqlite::Result<Option<Refusal>> {
-    let attached: i64 = conn.query_row(
+    let attached: i64 = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
         [],
         |row| row.get(0),
@@ -161,7 +164,8 @@ pub fn storage_checks(conn: &Connection) -> rusqlite::Result<Option<Refusal>> {
             "another database is attached to the connection",
         )));
     }
-    let triggers: i64 = conn.query_row(
+    let triggers: i64 = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
         [],
         |row| row.get(0),

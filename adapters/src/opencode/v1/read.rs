@@ -76,13 +76,13 @@ pub fn read_message(
     message_id: &str,
     texts: Texts,
 ) -> rusqlite::Result<Result<V1Message, Refusal>> {
-    let row: Option<Option<String>> = conn
-        .query_row(
-            "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
-            [message_id, session_id],
-            |row| Ok(utf8(row.get_ref(0)?).map(str::to_string)),
-        )
-        .optional()?;
+    let row: Option<Option<String>> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
+        [message_id, session_id],
+        |row| Ok(utf8(row.get_ref(0)?).map(str::to_string)),
+    )
+    .optional()?;
     let Some(message_data) = row else {
         return Ok(Err(Refusal::new(
             BlockedReason::NotDeletable,
@@ -147,19 +147,20 @@ pub fn read_message(
 
 /// Why message `message_id` of session `session_id` was not found, in words.
 fn why_missing(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<String> {
-    let owner: Option<String> = conn
-        .query_row(
-            "SELECT session_id FROM message WHERE id = ?1",
-            [message_id],
-            |row| row.get(0),
-        )
-        .optional()?;
+    let owner: Option<String> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT session_id FROM message WHERE id = ?1",
+        [message_id],
+        |row| row.get(0),
+    )
+    .optional()?;
     if let Some(owner) = owner {
         return Ok(format!(
             "message {message_id} belongs to session {owner}, not {session_id}"
         ));
     }
-    let session_exists: bool = conn.query_row(
+    let session_exists: bool = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) > 0 FROM session WHERE id = ?1",
         [session_id],
         |row| row.get(0),

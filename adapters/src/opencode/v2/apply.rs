@@ -88,7 +88,8 @@ pub fn write(
         .map(|(_, part)| part.value.clone())
         .collect();
     let content = stringify(&Value::Array(kept));
-    let changed = conn.execute(
+    let changed = crate::opencode::cached::execute(
+        conn,
         "UPDATE session_message SET data = json_set(data, '$.content', json(?1)) \
          WHERE session_id = ?2 AND id = ?3 AND data = ?4",
         params![
@@ -104,7 +105,8 @@ pub fn write(
             "the message changed while it was being pruned",
         )));
     }
-    let after: i64 = conn.query_row(
+    let after: i64 = crate::opencode::cached::query_row(
+        conn,
         "SELECT length(CAST(data AS BLOB)) FROM session_message WHERE id = ?1",
         [&request.message_id],
         |row| row.get(0),

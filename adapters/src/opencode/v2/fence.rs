@@ -40,7 +40,8 @@ pub fn check(
             "V2 messages live in the shared session table here (OpenCode 1.18), which has no time_suspended run claim: V2 pruning needs session_v2".into(),
         );
     }
-    let has_claim_column: bool = conn.query_row(
+    let has_claim_column: bool = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) > 0 FROM pragma_table_info('session_v2') WHERE name = 'time_suspended'",
         [],
         |row| row.get(0),
@@ -51,8 +52,9 @@ pub fn check(
                 .into(),
         );
     }
-    let session: Option<(Option<i64>, Option<i64>, Option<String>)> = conn
-        .query_row(
+    let session: Option<(Option<i64>, Option<i64>, Option<String>)> =
+        crate::opencode::cached::query_row(
+            conn,
             "SELECT time_suspended, time_compacting, revert FROM session_v2 WHERE id = ?1",
             [session_id],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
@@ -85,13 +87,13 @@ pub fn check(
     if !schema.has_events() {
         return unsupported("the database has no event_sequence table".into());
     }
-    let owner: Option<Option<String>> = conn
-        .query_row(
-            "SELECT owner_id FROM event_sequence WHERE aggregate_id = ?1",
-            [session_id],
-            |row| row.get(0),
-        )
-        .optional()?;
+    let owner: Option<Option<String>> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT owner_id FROM event_sequence WHERE aggregate_id = ?1",
+        [session_id],
+        |row| row.get(0),
+    )
+    .optional()?;
     match owner {
         None => return unsupported(format!("session {session_id} has no event_sequence row")),
         Some(Some(owner)) => {
@@ -99,7 +101,8 @@ pub fn check(
         }
         Some(None) => {}
     }
-    let retained: i64 = conn.query_row(
+    let retained: i64 = crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) FROM event WHERE aggregate_id = ?1",
         [session_id],
         |row| row.get(0),

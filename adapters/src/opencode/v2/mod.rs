@@ -34,7 +34,8 @@ pub fn classify(part: &Value) -> PartClass {
 /// Whether V2 prunes can be written here: a `session_v2` table with the `time_suspended` run
 /// claim the V2 fence reads (OpenCode 1.18 keeps V2 sessions in `session`, without it).
 pub fn writable(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row(
+    crate::opencode::cached::query_row(
+        conn,
         "SELECT count(*) > 0 FROM pragma_table_info('session_v2') WHERE name = 'time_suspended'",
         [],
         |row| row.get(0),
@@ -48,7 +49,7 @@ pub fn has_message(
     session_id: Option<&str>,
     message_id: &str,
 ) -> rusqlite::Result<bool> {
-    conn.query_row(
+    crate::opencode::cached::query_row(conn,
         "SELECT count(*) > 0 FROM session_message WHERE id = ?1 AND (?2 IS NULL OR session_id = ?2)",
         rusqlite::params![message_id, session_id],
         |row| row.get(0),
@@ -71,7 +72,8 @@ pub fn holds_message(
     }
     let in_v2 = has_message(conn, Some(session_id), message_id)?;
     let in_v1 = schema.has_v1()
-        && conn.query_row(
+        && crate::opencode::cached::query_row(
+            conn,
             "SELECT count(*) > 0 FROM message WHERE id = ?1 AND session_id = ?2",
             [message_id, session_id],
             |row| row.get::<_, bool>(0),
@@ -142,7 +144,8 @@ pub fn load_row(
     session_id: &str,
     message_id: &str,
 ) -> rusqlite::Result<Option<(String, RowData)>> {
-    conn.query_row(
+    crate::opencode::cached::query_row(
+        conn,
         "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END, \
                 length(CAST(data AS BLOB)) <= ?3 \
          FROM session_message WHERE session_id = ?1 AND id = ?2",

@@ -1,0 +1,337 @@
+//! The scale harness of `clean`: generates a V1 database of a chosen size from the real
+//! fixture's rows, then measures, from one run side by side:
+//! - clean throughput (MB of row data per second) and peak RSS, batches of 1,000 against one
+//!   durable prune per message (`--batch-size 1`);
+//! - with `--opencode`: bytes freed after VACUUM by `clean` against OpenCode 1.18.34's own
+//!   `DELETE /session/{id}/message/{mid}/part/{pid}` of the same parts on a copy of the same
+//!   database, and the parts per second of each.
+//!
+//! ```text
+//! cargo bench --bench scale_clean -- [--mb 1000] [--dir target/scale] [--opencode]
+//! ```
+//!
+//! The database is generated, not committed: each copy of the fixture's V1 rows (`session`,
+//! `message`, `part`, `event_sequence`, `event`) gets its ids renamed (every `ses_`, `msg_`,
+//! `prt_` and `evt_` id inside any text gains a suffix), so copies are independent sessions
+//! whose snapshots and receipts match as in the original.
+
+#[path = "../tests/support/opencode_real.rs"]
+mod opencode_real;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rusqlite::functions::FunctionFlags;
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::Connection;
+use serde_json::Value;
+
+const TABLES: [&str; 5] = ["session", "message", "part", "event_sequence", "event"];
+
+struct Options {
+    megabytes: u64,
+    dir: PathBuf,
+    opencode: bool,
+}
+
+fn options() -> Options {
+    let mut options = Options {
+        megabytes: 1000,
+        dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/scale"),
+        opencode: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--mb" => options.megabytes = args.next().and_then(|v| v.parse().ok()).unwrap_or(1000),
+            "--dir" => options.dir = args.next().map(PathBuf::from).unwrap_or(options.dir),
+            "--opencode" => options.opencode = true,
+            // `cargo bench` passes `--bench`; anything else is ignored too.
+            _ => {}
+        }
+    }
+    options
+}
+
+/// `text` with every OpenCode id (`ses_`, `msg_`, `prt_`, `evt_` then 26 letters or digits)
+/// followed by `suffix`.
+fn rename(text: &str, suffix: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut copied = 0;
+    let mut i = 0;
+    while i + 30 <= bytes.len() {
+        let prefix = &bytes[i..i + 4];
+        let is_id = matches!(prefix, b"ses_" | b"msg_" | b"prt_" | b"evt_")
+            && bytes[i + 4..i + 30].iter().all(u8::is_ascii_alphanumeric)
+            && bytes.get(i + 30).is_none_or(|b| !b.is_ascii_alphanumeric());
+        if is_id {
+            out.push_str(&text[copied..i + 30]);
+            out.push_str(suffix);
+            copied = i + 30;
+            i += 30;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Generates `target_mb` MB of V1 rows in `db`, from the fixture.
+fn generate(db: &Path, target_mb: u64) {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode-1.18.34/opencode.db");
+    std::fs::copy(&fixture, db).expect("copy the fixture");
+    let conn = Connection::open(db).expect("open");
+    conn.create_scalar_function(
+        "scale_rename",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let suffix: String = ctx.get(1)?;
+            Ok(match ctx.get_raw(0) {
+                ValueRef::Text(bytes) => {
+                    SqlValue::Text(rename(&String::from_utf8_lossy(bytes), &suffix))
+                }
+                ValueRef::Integer(n) => SqlValue::Integer(n),
+                ValueRef::Real(x) => SqlValue::Real(x),
+                ValueRef::Blob(bytes) => SqlValue::Blob(bytes.to_vec()),
+                ValueRef::Null => SqlValue::Null,
+            })
+        },
+    )
+    .expect("function");
+    conn.execute_batch("PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF;")
+        .expect("pragmas");
+    conn.execute(
+        "ATTACH DATABASE ?1 AS src",
+        [fixture.to_str().expect("UTF-8")],
+    )
+    .expect("attach");
+    let inserts: Vec<String> = TABLES
+        .iter()
+        .map(|table| {
+            let mut stmt = conn
+                .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+                .expect("columns");
+            let columns: Vec<String> = stmt
+                .query_map([], |r| r.get(0))
+                .expect("columns")
+                .map(Result::unwrap)
+                .collect();
+            let renamed: Vec<String> = columns
+                .iter()
+                .map(|c| format!("scale_rename(\"{c}\", ?1)"))
+                .collect();
+            format!(
+                "INSERT INTO main.{table} ({}) SELECT {} FROM src.{table}",
+                columns
+                    .iter()
+                    .map(|c| format!("\"{c}\""))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                renamed.join(", ")
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let mut copy = 0u64;
+    while std::fs::metadata(db).map(|m| m.len()).unwrap_or(0) < target_mb * 1_000_000 {
+        copy += 1;
+        let suffix = format!("x{copy}");
+        conn.execute_batch("BEGIN").expect("begin");
+        for insert in &inserts {
+            conn.execute(insert, [&suffix]).expect("copy rows");
+        }
+        conn.execute_batch("COMMIT").expect("commit");
+        if copy % 50 == 0 {
+            eprintln!(
+                "generated {copy} copies, {} MB, {:?}",
+                std::fs::metadata(db).map(|m| m.len()).unwrap_or(0) / 1_000_000,
+                started.elapsed()
+            );
+        }
+    }
+    conn.execute_batch("DETACH DATABASE src; PRAGMA wal_checkpoint(TRUNCATE);")
+        .expect("finish");
+}
+
+fn session_prune(db: &Path, args: &[&str]) -> (Value, Duration, u64) {
+    let started = Instant::now();
+    let out =
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune"))
+            .arg("--db")
+            .arg(db)
+            .arg("--json")
+            .args(args)
+            .output()
+            .expect("run target/release/session-prune (cargo build --release first)");
+    let elapsed = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        serde_json::from_slice(&out.stdout).expect("JSON"),
+        elapsed,
+        peak_child_rss_kib(),
+    )
+}
+
+/// The largest peak RSS of any child waited for so far, KiB (getrusage, Linux units).
+fn peak_child_rss_kib() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_CHILDREN with a valid pointer.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    if rc == 0 {
+        usage.ru_maxrss.max(0) as u64
+    } else {
+        0
+    }
+}
+
+fn row_bytes(db: &Path) -> u64 {
+    let conn = Connection::open(db).expect("open");
+    ["message", "part", "event"]
+        .iter()
+        .map(|t| {
+            conn.query_row(
+                &format!("SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM {t}"),
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .expect("bytes") as u64
+        })
+        .sum()
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1_000_000.0
+}
+
+fn main() {
+    let options = options();
+    std::fs::create_dir_all(&options.dir).expect("dir");
+    let source = options
+        .dir
+        .join(format!("scale-{}mb.db", options.megabytes));
+    if !source.exists() {
+        eprintln!("generating {} ...", source.display());
+        generate(&source, options.megabytes);
+    }
+    let rows = row_bytes(&source);
+    println!(
+        "database {}: {:.0} MB file, {:.0} MB of row data",
+        source.display(),
+        mb(std::fs::metadata(&source).expect("size").len()),
+        mb(rows)
+    );
+    let clean = ["clean", "--all", "--keep-last-turns", "0", "--apply"];
+    let mut runs = Vec::new();
+    for batch in ["1000", "1"] {
+        let copy = options.dir.join(format!("clean-batch-{batch}.db"));
+        std::fs::copy(&source, &copy).expect("copy");
+        let _ = std::fs::remove_file(copy.with_extension("db.prune-journal"));
+        let mut args = clean.to_vec();
+        args.extend(["--batch-size", batch]);
+        let (report, elapsed, rss) = session_prune(&copy, &args);
+        let messages = report["pruned"].as_u64().unwrap_or(0);
+        println!(
+            "clean --batch-size {batch:>4}: {messages} messages, {} parts in {:.1} s = {:.1} MB/s of row data, {:.0} messages/s, peak RSS so far {:.1} MiB",
+            report["parts"],
+            elapsed.as_secs_f64(),
+            mb(rows) / elapsed.as_secs_f64(),
+            messages as f64 / elapsed.as_secs_f64(),
+            rss as f64 / 1024.0
+        );
+        runs.push((copy, elapsed, report));
+    }
+    println!(
+        "batch of 1000 / per-message durable throughput: {:.1}x",
+        runs[1].1.as_secs_f64() / runs[0].1.as_secs_f64()
+    );
+    let (ours, ours_elapsed, ours_report) = &runs[0];
+    let (vacuumed, _, _) = session_prune(ours, &["vacuum"]);
+    println!(
+        "clean + vacuum: {:.0} MB -> {:.0} MB",
+        mb(vacuumed["bytesBefore"].as_u64().unwrap_or(0)),
+        mb(vacuumed["bytesAfter"].as_u64().unwrap_or(0))
+    );
+    if options.opencode {
+        compare_with_opencode(&source, ours, *ours_elapsed, ours_report, &vacuumed);
+    }
+}
+
+/// Deletes the parts `clean` removed through OpenCode's own API on a copy, then vacuums it.
+fn compare_with_opencode(
+    source: &Path,
+    ours: &Path,
+    ours_elapsed: Duration,
+    ours_report: &Value,
+    ours_vacuum: &Value,
+) {
+    let Some(bin) = opencode_real::binary() else {
+        return;
+    };
+    let parts: Vec<(String, String, String)> = {
+        let conn = Connection::open(ours).expect("open");
+        let mut stmt = conn
+            .prepare("SELECT session_id, message_id, part_ids FROM session_prune_receipt")
+            .expect("receipts");
+        let rows: Vec<(String, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("query")
+            .map(Result::unwrap)
+            .collect();
+        rows.into_iter()
+            .flat_map(|(s, m, ids)| {
+                let ids: Vec<String> = serde_json::from_str(&ids).unwrap_or_default();
+                ids.into_iter().map(move |p| (s.clone(), m.clone(), p))
+            })
+            .collect()
+    };
+    let mock = opencode_real::MockModel::start();
+    let env = opencode_real::OpenCode::new(&bin, &mock.base_url());
+    let db = env.install_database(source);
+    let before = std::fs::metadata(&db).expect("size").len();
+    let mut server = env.serve();
+    let directory = opencode_real::query_value(env.work_dir().to_str().expect("UTF-8"));
+    let started = Instant::now();
+    let mut failed = 0;
+    for (session, message, part) in &parts {
+        let path =
+            format!("/session/{session}/message/{message}/part/{part}?directory={directory}");
+        match opencode_real::http(server.url(), "DELETE", &path, None, Duration::from_secs(30)) {
+            Ok(reply) if reply.status == 200 => {}
+            _ => failed += 1,
+        }
+    }
+    let theirs_elapsed = started.elapsed();
+    server.stop();
+    let (theirs_vacuum, _, _) = session_prune(&db, &["vacuum", "--force"]);
+    let ours_parts = ours_report["parts"].as_u64().unwrap_or(0) as f64;
+    println!(
+        "OpenCode DELETE part API: {} parts ({failed} failed) in {:.1} s = {:.0} parts/s; clean: {:.0} parts/s ({:.0}x)",
+        parts.len(),
+        theirs_elapsed.as_secs_f64(),
+        parts.len() as f64 / theirs_elapsed.as_secs_f64(),
+        ours_parts / ours_elapsed.as_secs_f64(),
+        (ours_parts / ours_elapsed.as_secs_f64())
+            / (parts.len() as f64 / theirs_elapsed.as_secs_f64())
+    );
+    let freed_ours = ours_vacuum["bytesBefore"]
+        .as_u64()
+        .unwrap_or(0)
+        .saturating_sub(ours_vacuum["bytesAfter"].as_u64().unwrap_or(0));
+    let freed_theirs = before.saturating_sub(theirs_vacuum["bytesAfter"].as_u64().unwrap_or(0));
+    println!(
+        "bytes freed after VACUUM: clean {:.0} MB, OpenCode API {:.0} MB ({:.1}x)",
+        mb(freed_ours),
+        mb(freed_theirs),
+        freed_ours as f64 / freed_theirs.max(1) as f64
+    );
+}
