@@ -70,6 +70,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Blocked) => ExitCode::from(EXIT_BLOCKED),
         Ok(Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        Ok(Outcome::Failed) => ExitCode::from(EXIT_FAILURE),
         Err(error)
             if error.chain().any(|cause| {
                 cause

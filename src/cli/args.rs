@@ -225,7 +225,8 @@ pub struct CleanArgs {
     /// Never touch the last N user turns of a session (OpenCode's own prune keeps 2).
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub keep_last_turns: u32,
-    /// Only tool parts of these tools (comma-separated tool names).
+    /// Of tool parts, only those of these tools (comma-separated tool names; reasoning parts
+    /// are governed by --no-reasoning).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
     /// Never tool parts of these tools (default: skill, as OpenCode keeps it; pass an empty
@@ -243,8 +244,8 @@ pub struct CleanArgs {
     /// Leave reasoning parts alone.
     #[arg(long)]
     pub no_reasoning: bool,
-    /// Also remove the spill files (<data>/tool-output/tool_*) of pruned tool parts that no
-    /// remaining part points at.
+    /// Also remove the spill files (<data>/tool-output/tool_*) that no remaining row names: those
+    /// of the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
     pub include_spill_files: bool,
     /// Messages per batch: their intents share one journal write, their commits one WAL sync.

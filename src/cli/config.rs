@@ -182,8 +182,11 @@ fn clean_config(args: CleanArgs) -> Result<CleanConfig, ConfigError> {
     for session in &args.sessions {
         PreviewRequest::new(session.clone(), "m".into())?;
     }
+    let mut sessions = args.sessions;
+    let mut seen = std::collections::HashSet::new();
+    sessions.retain(|id| seen.insert(id.clone()));
     Ok(CleanConfig {
-        sessions: (!args.all).then_some(args.sessions),
+        sessions: (!args.all).then_some(sessions),
         apply: args.apply,
         policy: CleanPolicy {
             older_than,

@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pruning_adapters::opencode::clean::{self, Planned};
+use pruning_adapters::opencode::Schema;
 use pruning_adapters::opencode::{sessions, spill, OpenCodeStore};
-use pruning_engine::{Engine, EngineError, PruneRequest, PruneResult};
+use pruning_engine::{DryRun, Engine, EngineError, PruneRequest, PruneResult};
 use serde::Serialize;
 
-use super::{open_engine, open_store, Outcome};
+use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::{CleanConfig, Config};
 use crate::output;
 
@@ -72,9 +73,28 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             }
         });
     }
+    // Nothing is opened for writing, and no journal made, beside a file that is not OpenCode's.
+    super::require_opencode(
+        &Schema::read(&open_store(config)?.connection())?,
+        &config.db,
+    )?;
     let engine = if clean.apply {
-        Some(open_engine(config)?)
+        match open_engine_unless_busy(config)? {
+            Ok(engine) => Some(engine),
+            Err(detail) => {
+                if config.json {
+                    output::json_document(&serde_json::json!({
+                        "status": "blocked", "reason": "maintenance_required"
+                    }))?;
+                }
+                eprintln!("blocked: maintenance_required: {detail}; nothing was done");
+                return Ok(Outcome::Blocked);
+            }
+        }
     } else {
+        if let Err(detail) = super::check_binding_unless_busy(config)? {
+            eprintln!("blocked: maintenance_required: {detail}");
+        }
         None
     };
     let own_store;
@@ -113,7 +133,6 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         .map(|id| clean::orphan_parts(&store.connection(), id))
         .sum::<Result<u64, _>>()?;
     let mut progress = Progress::new(config.json, total);
-    let mut spill_paths = Vec::new();
     let now = pruning_engine::now_ms();
     // Batches fill across sessions: a database of many small sessions still gets batches of
     // `batch_size` messages.
@@ -134,24 +153,15 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                 Planned::Skipped { reason, .. } => {
                     *report.skipped.entry(reason.as_str()).or_default() += 1;
                 }
-                Planned::Prune {
-                    request,
-                    bytes,
-                    spill_files,
-                } => {
-                    if engine.is_none() {
-                        report.pruned += 1;
-                        report.parts += selected(&request);
-                        report.bytes += bytes;
-                    } else {
-                        pending.requests.push(request);
-                        pending.spills.push(spill_files);
-                    }
-                }
+                Planned::Prune { request, .. } => match &engine {
+                    // A dry run checks what the prune would check, in a transaction it rolls back.
+                    None => dry(&mut report, pruning_engine::dry_run(store, &request)?),
+                    Some(_) => pending.requests.push(request),
+                },
             }
             if let Some(engine) = &engine {
                 if pending.requests.len() >= clean.batch_size {
-                    pending.apply(engine, &stop, &mut report, &mut spill_paths);
+                    pending.apply(engine, &stop, &mut report);
                     if !clean.pause.is_zero() {
                         std::thread::sleep(clean.pause);
                     }
@@ -165,7 +175,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             // Planned, never applied: not reached.
             report.considered -= pending.requests.len() as u64;
         } else {
-            pending.apply(engine, &stop, &mut report, &mut spill_paths);
+            pending.apply(engine, &stop, &mut report);
         }
     }
     progress.finish();
@@ -173,12 +183,21 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         report.status = "interrupted";
         report.not_reached = total.saturating_sub(report.considered);
     }
-    if clean.apply && clean.spill_files && !spill_paths.is_empty() {
+    if clean.apply && clean.spill_files && report.status != "interrupted" {
         let folder = spill::folder(&config.db);
-        let (files, bytes) =
-            spill::remove_unreferenced(&store.connection(), &folder, &spill_paths)?;
-        report.spill_files_removed = files;
-        report.spill_bytes_removed = bytes;
+        match spill::remove_unreferenced(&store.connection(), &folder) {
+            Ok((files, bytes)) => {
+                report.spill_files_removed = files;
+                report.spill_bytes_removed = bytes;
+            }
+            // The prunes stand; the report says what went wrong with the files.
+            Err(error) => {
+                report.failed += 1;
+                report.first_failure.get_or_insert_with(|| {
+                    format!("removing spill files in {}: {error}", folder.display())
+                });
+            }
+        }
     }
     if config.json {
         output::json_document(&report)?;
@@ -187,50 +206,44 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     }
     Ok(if report.status == "interrupted" {
         Outcome::Interrupted
+    } else if report.failed > 0 {
+        Outcome::Failed
     } else {
         Outcome::Done
     })
+}
+
+/// Counts what a dry run of one planned prune found.
+fn dry(report: &mut Report, found: Result<DryRun, pruning_engine::Refusal>) {
+    match found {
+        Ok(DryRun::Plan(plan)) => {
+            report.pruned += 1;
+            report.parts += plan.remove.len() as u64;
+            report.bytes += plan.bytes;
+        }
+        Ok(DryRun::AlreadyPruned(_)) => report.already_pruned += 1,
+        Err(refusal) => *report.blocked.entry(refusal.reason.as_str()).or_default() += 1,
+    }
 }
 
 /// Planned prunes waiting for their batch.
 #[derive(Debug, Default)]
 struct Pending {
     requests: Vec<PruneRequest>,
-    spills: Vec<Vec<String>>,
 }
 
 impl Pending {
     /// Applies the batch through the engine's group commit and counts the outcomes.
-    fn apply(
-        &mut self,
-        engine: &Engine<OpenCodeStore>,
-        stop: &AtomicBool,
-        report: &mut Report,
-        spill_paths: &mut Vec<String>,
-    ) {
+    fn apply(&mut self, engine: &Engine<OpenCodeStore>, stop: &AtomicBool, report: &mut Report) {
         let stopped = || stop.load(Ordering::SeqCst);
-        let results = engine.prune_many_until(&self.requests, &stopped);
-        for (result, spills) in results.into_iter().zip(self.spills.drain(..)) {
-            tally(report, result, spills, spill_paths);
+        for result in engine.prune_many_until(&self.requests, &stopped) {
+            tally(report, result);
         }
         self.requests.clear();
     }
 }
 
-/// Parts a request selects.
-fn selected(request: &PruneRequest) -> u64 {
-    match &request.selection {
-        pruning_engine::Selection::Indexes(indexes) => indexes.len() as u64,
-        pruning_engine::Selection::AllTechnical => 0,
-    }
-}
-
-fn tally(
-    report: &mut Report,
-    result: Result<pruning_engine::PruneOutcome, EngineError>,
-    spills: Vec<String>,
-    spill_paths: &mut Vec<String>,
-) {
+fn tally(report: &mut Report, result: Result<pruning_engine::PruneOutcome, EngineError>) {
     match result {
         Ok(outcome) => match outcome.result {
             PruneResult::Pruned { .. } if outcome.retried => report.already_pruned += 1,
@@ -238,7 +251,6 @@ fn tally(
                 report.pruned += 1;
                 report.parts += u64::from(removed_count);
                 report.bytes += outcome.receipt.map_or(0, |r| r.bytes_removed);
-                spill_paths.extend(spills);
             }
             PruneResult::Blocked { reason } => {
                 *report.blocked.entry(reason.as_str()).or_default() += 1;

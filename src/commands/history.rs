@@ -22,7 +22,8 @@ pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
         let page = match &outcome.result {
             HistoryResult::Page(page) => page,
             HistoryResult::Blocked { reason } => {
-                let detail = outcome.refusal.as_ref().map_or("", |r| r.detail.as_str());
+                let detail =
+                    output::printable(outcome.refusal.as_ref().map_or("", |r| r.detail.as_str()));
                 if config.json && all {
                     output::json_line(&outcome.result)?;
                     eprintln!("blocked: {reason}: {detail}");

@@ -28,6 +28,8 @@ pub enum Outcome {
     Blocked,
     /// Stopped by Ctrl-C; what committed stays committed (exit 130).
     Interrupted,
+    /// Ran, but some of its work failed; the report says what (exit 1).
+    Failed,
 }
 
 /// A session id the database does not hold, given to a listing (exit 2: bad input).
@@ -65,6 +67,18 @@ pub fn check_binding(config: &Config) -> anyhow::Result<()> {
     }
 }
 
+/// [`check_binding`], or `Ok(Err(detail))` when another process holds the journal: a dry run
+/// then reports itself blocked (`maintenance_required`), as the prune it stands for would.
+pub fn check_binding_unless_busy(config: &Config) -> anyhow::Result<Result<(), String>> {
+    match check_binding(config) {
+        Ok(()) => Ok(Ok(())),
+        Err(error) if journal_busy(&error) => Ok(Err(format!(
+            "{error:#}; another prune is running, try again shortly"
+        ))),
+        Err(error) => Err(error),
+    }
+}
+
 /// Whether `error` is the journal being held by another process past the open's retry window.
 pub fn journal_busy(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
@@ -75,12 +89,15 @@ pub fn journal_busy(error: &anyhow::Error) -> bool {
     })
 }
 
-/// Opens the database named by the configuration.
+/// Opens the database named by the configuration for a command that only reads (or, `vacuum`,
+/// checkpoints itself): closing it leaves the WAL as it is.
 pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
     };
-    Ok(OpenCodeStore::open(&config.db, options)?)
+    let store = OpenCodeStore::open(&config.db, options)?;
+    store.leave_wal_on_close()?;
+    Ok(store)
 }
 
 /// [`open_engine`], or `Ok(Err(detail))` when another process holds the journal past the
@@ -100,7 +117,10 @@ pub fn open_engine_unless_busy(
 
 /// Opens the store and its journal, runs recovery and reports what it did on stderr.
 pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
-    let store = open_store(config)?;
+    let options = StoreOptions {
+        quiet_period: config.quiet_period,
+    };
+    let store = OpenCodeStore::open(&config.db, options)?;
     let journal = Journal::open(&config.journal)
         .with_context(|| format!("opening journal {}", config.journal.display()))?;
     let engine = Engine::open(store, journal)?;

@@ -15,7 +15,11 @@ pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome>
     if config.json {
         output::json_document(&result)?;
         if let Some(refusal) = &outcome.refusal {
-            eprintln!("blocked: {}: {}", refusal.reason, refusal.detail);
+            eprintln!(
+                "blocked: {}: {}",
+                refusal.reason,
+                output::printable(&refusal.detail)
+            );
         }
     } else {
         print_human(
@@ -41,7 +45,7 @@ pub fn print_human(
     match result {
         PreviewResult::Blocked { reason } => {
             let detail = refusal.map(|r| r.detail.as_str()).unwrap_or("");
-            println!("blocked: {reason}: {detail}");
+            println!("blocked: {reason}: {}", output::printable(detail));
         }
         PreviewResult::Preview {
             revision,

@@ -47,25 +47,17 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
     }
     let engine = match open_engine_unless_busy(config)? {
         Ok(engine) => engine,
-        Err(detail) => {
-            // Another prune holds the journal: nothing was journaled or written.
-            let blocked = PruneResult::Blocked {
-                reason: BlockedReason::MaintenanceRequired,
-            };
-            if config.json {
-                output::json_document(&blocked)?;
-                eprintln!("blocked: maintenance_required: {detail}");
-            } else {
-                println!("blocked: maintenance_required: {detail}");
-            }
-            return Ok(Outcome::Blocked);
-        }
+        Err(detail) => return busy(config, &detail),
     };
     let outcome = engine.prune(request)?;
     if config.json {
         output::json_document(&outcome.result)?;
         if let Some(refusal) = &outcome.refusal {
-            eprintln!("blocked: {}: {}", refusal.reason, refusal.detail);
+            eprintln!(
+                "blocked: {}: {}",
+                refusal.reason,
+                output::printable(&refusal.detail)
+            );
         }
     } else {
         print_human(&outcome);
@@ -77,7 +69,9 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
 }
 
 fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
-    super::check_binding(config)?;
+    if let Err(detail) = super::check_binding_unless_busy(config)? {
+        return busy(config, &detail);
+    }
     let store = open_store(config)?;
     let plan = match pruning_engine::dry_run(&store, request)? {
         Err(refusal) => {
@@ -85,11 +79,16 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
                 output::json_document(&PruneResult::Blocked {
                     reason: refusal.reason,
                 })?;
-                eprintln!("blocked: {}: {}", refusal.reason, refusal.detail);
+                eprintln!(
+                    "blocked: {}: {}",
+                    refusal.reason,
+                    output::printable(&refusal.detail)
+                );
             } else {
                 println!(
                     "dry run: would be blocked: {}: {}",
-                    refusal.reason, refusal.detail
+                    refusal.reason,
+                    output::printable(&refusal.detail)
                 );
             }
             return Ok(Outcome::Blocked);
@@ -132,12 +131,26 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// Another prune holds the journal: nothing was journaled or written.
+fn busy(config: &Config, detail: &str) -> anyhow::Result<Outcome> {
+    let blocked = PruneResult::Blocked {
+        reason: BlockedReason::MaintenanceRequired,
+    };
+    if config.json {
+        output::json_document(&blocked)?;
+        eprintln!("blocked: maintenance_required: {detail}");
+    } else {
+        println!("blocked: maintenance_required: {detail}");
+    }
+    Ok(Outcome::Blocked)
+}
+
 /// Prints a prune outcome for people.
 pub fn print_human(outcome: &PruneOutcome) {
     match (&outcome.result, &outcome.refusal) {
         (PruneResult::Blocked { reason }, refusal) => {
             let detail = refusal.as_ref().map(|r| r.detail.as_str()).unwrap_or("");
-            println!("blocked: {reason}: {detail}");
+            println!("blocked: {reason}: {}", output::printable(detail));
             println!("nothing was changed; the intent is journaled as refused");
         }
         (

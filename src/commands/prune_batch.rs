@@ -150,7 +150,9 @@ struct PlannedBatch<'a> {
 }
 
 fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcome> {
-    super::check_binding(config)?;
+    if let Err(detail) = super::check_binding_unless_busy(config)? {
+        return all_blocked(config, batches, &detail);
+    }
     let store = open_store(config)?;
     let mut results = Vec::new();
     let (mut would, mut already, mut blocked, mut bytes) = (0, 0, 0, 0u64);
@@ -226,7 +228,7 @@ fn blocked_line(reason: BlockedReason, why: &str) -> String {
         }
         _ => "",
     };
-    format!("blocked: {reason}: {why}{hint}")
+    format!("blocked: {reason}: {}{hint}", output::printable(why))
 }
 
 #[cfg(test)]

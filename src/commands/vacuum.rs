@@ -36,6 +36,10 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
     let store = open_store(config)?;
     let before = files_size(config);
     let conn = store.connection();
+    super::require_opencode(
+        &pruning_adapters::opencode::Schema::read(&conn)?,
+        &config.db,
+    )?;
     let needs = vacuum::needs(&conn, &config.db)?;
     let mut doc = Document {
         status: "refused",
@@ -97,17 +101,20 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
             output::bytes(needs.live_bytes)
         );
     }
-    match vacuum::run(&conn) {
-        Ok(()) => {}
+    let truncated = match vacuum::run(&conn) {
+        Ok(truncated) => truncated,
         Err(error @ vacuum::VacuumError::Busy(_)) => {
             doc.reason = Some(format!("{error}; stop OpenCode and run again"));
             return refuse(config, &doc);
         }
         Err(error) => return Err(error.into()),
-    }
+    };
     drop(conn);
     drop(store);
     doc.status = "vacuumed";
+    if !truncated {
+        doc.reason = Some("another process reads the database, so the WAL could not be truncated: the file shrinks at OpenCode's next checkpoint".into());
+    }
     doc.bytes_after = files_size(config);
     if config.json {
         output::json_document(&doc)?;
@@ -118,6 +125,9 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
             output::bytes(doc.bytes_after),
             output::bytes(doc.bytes_before.saturating_sub(doc.bytes_after))
         );
+        if let Some(note) = &doc.reason {
+            println!("note: {note}");
+        }
     }
     Ok(Outcome::Done)
 }

@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::schema::Schema;
+use super::sessions::lenient_text;
 use super::OpenCodeStore;
 
 /// Which technical parts a clean removes.
@@ -69,6 +70,9 @@ pub enum SkipReason {
     TooRecent,
     /// Stored where this engine does not write prunes (OpenCode 1.18's V2 rows).
     ReadOnly,
+    /// `time_created` is not a number, or the id is not one a request can name: the message
+    /// cannot be placed among the turns or addressed.
+    Unplaceable,
 }
 
 impl SkipReason {
@@ -82,6 +86,7 @@ impl SkipReason {
             Self::RunningTool => "running_tool",
             Self::TooRecent => "too_recent",
             Self::ReadOnly => "read_only",
+            Self::Unplaceable => "unplaceable",
         }
     }
 }
@@ -129,7 +134,7 @@ pub fn all_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
         selects.join(" UNION ALL ")
     );
     let mut stmt = conn.prepare(&sql)?;
-    let ids = stmt.query_map([], |row| row.get(0))?;
+    let ids = stmt.query_map([], |row| Ok(lenient_text(row.get_ref(0)?)))?;
     ids.collect()
 }
 
@@ -163,8 +168,10 @@ pub fn messages(
         if users.is_empty() {
             return Ok(Vec::new());
         }
+        // Only user rows with a number for a time count: a damaged time can only make fewer
+        // turns look recent, never move the kept turns later.
         let sql = format!(
-            "SELECT CAST(t AS INTEGER) FROM ({}) ORDER BY t DESC LIMIT 1 OFFSET ?2",
+            "SELECT t FROM ({}) WHERE typeof(t) = 'integer' ORDER BY t DESC LIMIT 1 OFFSET ?2",
             users.join(" UNION ALL ")
         );
         let boundary: Option<i64> = crate::opencode::cached::query_row(
@@ -180,19 +187,20 @@ pub fn messages(
             None => return Ok(Vec::new()),
         }
     };
+    // Rows whose time is not a number come too (they are reported as unplaceable).
+    const PLACED: &str = "(typeof(time_created) <> 'integer' OR time_created < ?2)";
     let mut selects = Vec::new();
     if v1 {
         selects.push(format!(
             "SELECT CAST(time_created AS INTEGER) AS t, id FROM message \
-             WHERE session_id = ?1 AND {V1_ROLE} IS NOT 'user' AND time_created < ?2"
+             WHERE session_id = ?1 AND {V1_ROLE} IS NOT 'user' AND {PLACED}"
         ));
     }
     if v2 {
-        selects.push(
+        selects.push(format!(
             "SELECT CAST(time_created AS INTEGER) AS t, id FROM session_message \
-             WHERE session_id = ?1 AND type = 'assistant' AND time_created < ?2"
-                .to_string(),
-        );
+             WHERE session_id = ?1 AND type = 'assistant' AND {PLACED}"
+        ));
     }
     if selects.is_empty() {
         return Ok(Vec::new());
@@ -202,7 +210,9 @@ pub fn messages(
         selects.join(" UNION ALL ")
     );
     let mut stmt = conn.prepare(&sql)?;
-    let ids = stmt.query_map(rusqlite::params![session_id, before], |row| row.get(0))?;
+    let ids = stmt.query_map(rusqlite::params![session_id, before], |row| {
+        Ok(lenient_text(row.get_ref(0)?))
+    })?;
     ids.collect()
 }
 
@@ -220,6 +230,25 @@ pub fn orphan_parts(conn: &Connection, session_id: &str) -> rusqlite::Result<u64
         |row| row.get(0),
     )?;
     Ok(count.max(0) as u64)
+}
+
+/// Whether the message row is found by its id with a number for its time (V1 or V2).
+fn placed(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<bool> {
+    let schema = Schema::read(conn)?;
+    let mut found = false;
+    for table in ["message", "session_message"] {
+        if schema.has(table) {
+            let sql = format!(
+                "SELECT count(*) > 0 FROM {table} WHERE session_id = ?1 AND id = ?2 \
+                   AND typeof(time_created) = 'integer'"
+            );
+            found |=
+                crate::opencode::cached::query_row(conn, &sql, [session_id, message_id], |row| {
+                    row.get::<_, bool>(0)
+                })?;
+        }
+    }
+    Ok(found)
 }
 
 /// Bytes a message holds as stored: V2 `data`, or V1 `message.data` plus its parts' `data`.
@@ -257,6 +286,20 @@ pub fn plan(
     policy: &CleanPolicy,
     now_ms: i64,
 ) -> Result<Planned, StoreError> {
+    let Ok(request) = PreviewRequest::new(session_id.to_string(), message_id.to_string()) else {
+        return Ok(skipped(
+            SkipReason::Unplaceable,
+            "the id is not one a request can name (empty or over 256 characters)",
+        ));
+    };
+    if !placed(&store.connection(), session_id, message_id)
+        .map_err(|e| StoreError::Storage(e.to_string()))?
+    {
+        return Ok(skipped(
+            SkipReason::Unplaceable,
+            "time_created is not a number, or the row cannot be found by its id",
+        ));
+    }
     let bytes = stored_bytes(&store.connection(), session_id, message_id)
         .map_err(|e| StoreError::Storage(e.to_string()))?;
     if bytes > MAX_MESSAGE_BYTES as i64 {
@@ -265,8 +308,6 @@ pub fn plan(
             format!("{bytes} bytes, over the 16 MiB budget"),
         ));
     }
-    let request = PreviewRequest::new(session_id.to_string(), message_id.to_string())
-        .map_err(|e| StoreError::Storage(e.to_string()))?;
     let message = match store.read_message(&request)? {
         Ok(message) => message,
         Err(refusal) => return Ok(skipped(SkipReason::Malformed, refusal.detail)),

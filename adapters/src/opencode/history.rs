@@ -6,6 +6,7 @@
 //! same row whatever is appended; the horizon bounds the scan to the rows that existed when its
 //! first page ran.
 
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
@@ -74,7 +75,7 @@ fn run(
     let positions = rows.page(conn, scan.after, &horizon, scan.limit + 1)?;
     let mut visited = 0;
     for (position, session_id) in positions.iter().take(scan.limit) {
-        let row = read_row(conn, position, session_id)?;
+        let row = read_row(conn, &schema, position, session_id)?;
         visited += 1;
         if visit(row).is_break() {
             break;
@@ -96,24 +97,26 @@ fn sessions_in_scope(
         .into_iter()
         .filter(|table| schema.has(table.name()))
         .collect();
+    // A session id held by both session tables (an upgrade) is in scope only when every row of
+    // it is: each generation's messages belong to its own row.
     if let Some(session_id) = scan.session_id {
-        let mut owner = None;
+        let mut found = false;
         for table in &tables {
-            owner = ownership::read(conn, *table, session_id)?;
-            if owner.is_some() {
-                break;
+            let Some(owner) = ownership::read(conn, *table, session_id)? else {
+                continue;
+            };
+            found = true;
+            if let Err(why) = scan.scope.admits(&owner.as_ownership()) {
+                return Ok(Err(Refusal::new(
+                    BlockedReason::NotDeletable,
+                    format!("session {session_id} is outside the request's scope: {why}"),
+                )));
             }
         }
-        let Some(owner) = owner else {
+        if !found {
             return Ok(Err(Refusal::new(
                 BlockedReason::NotDeletable,
                 format!("there is no session {session_id} in this database"),
-            )));
-        };
-        if let Err(why) = scan.scope.admits(&owner.as_ownership()) {
-            return Ok(Err(Refusal::new(
-                BlockedReason::NotDeletable,
-                format!("session {session_id} is outside the request's scope: {why}"),
             )));
         }
         return Ok(Ok(Sessions::Only(
@@ -123,26 +126,17 @@ fn sessions_in_scope(
     if scan.scope.is_unscoped() {
         return Ok(Ok(Sessions::All));
     }
-    let mut ids = Vec::new();
+    let mut admitted: BTreeMap<String, bool> = BTreeMap::new();
     for table in tables {
-        let workspace = ownership::workspace_column(conn, table)?;
-        let sql = format!(
-            "SELECT id, directory, project_id, {workspace} FROM {}",
-            table.name()
-        );
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let owner = ownership::Owner {
-                directory: row.get(1)?,
-                project_id: row.get(2)?,
-                workspace_id: row.get(3)?,
-            };
-            if scan.scope.admits(&owner.as_ownership()).is_ok() {
-                ids.push(row.get::<_, String>(0)?);
-            }
+        for (id, owner) in ownership::all(conn, table)? {
+            let inside = scan.scope.admits(&owner.as_ownership()).is_ok();
+            *admitted.entry(id).or_insert(true) &= inside;
         }
     }
+    let ids: Vec<String> = admitted
+        .into_iter()
+        .filter_map(|(id, inside)| inside.then_some(id))
+        .collect();
     Ok(Ok(Sessions::Only(serde_json::Value::from(ids).to_string())))
 }
 
@@ -167,6 +161,9 @@ struct RowQuery {
 
 /// Rows with an integer time below [`UNTIMED`]; the others are "untimed".
 const TIMED: &str = "typeof(time_created) = 'integer' AND time_created < 9223372036854775807";
+/// Rows whose id a cursor and a request can name (short UTF-8 text); the others are not
+/// scanned: paging on a converted id would not move past them.
+const NAMED: &str = "session_prune_is_id(id)";
 
 impl RowQuery {
     fn new(schema: &Schema, sessions: &Sessions) -> Self {
@@ -194,8 +191,10 @@ impl RowQuery {
 
     fn filter(&self) -> &'static str {
         match self.sessions {
-            None => "1",
-            Some(_) => "session_id IN (SELECT value FROM json_each(:sessions))",
+            None => NAMED,
+            Some(_) => {
+                "session_prune_is_id(id) AND session_id IN (SELECT value FROM json_each(:sessions))"
+            }
         }
     }
 
@@ -364,6 +363,7 @@ impl RowQuery {
 /// Reads one row of the scan. A row that cannot be read is returned with why.
 fn read_row(
     conn: &Connection,
+    schema: &Schema,
     position: &Position,
     session_id: &str,
 ) -> rusqlite::Result<ScannedMessage> {
@@ -403,10 +403,12 @@ fn read_row(
             }
         }
     };
+    let v2 = v2::holds_message(conn, schema, session_id, id)?;
     Ok(ScannedMessage {
         position: position.clone(),
         session_id: session_id.to_string(),
         role,
         read,
+        addressable: v2 == (position.generation == 2),
     })
 }

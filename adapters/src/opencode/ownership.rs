@@ -8,6 +8,8 @@
 use pruning_engine::{BlockedReason, Ownership, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
+use crate::opencode::sessions::lenient_text;
+
 /// The table that holds a generation's sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionTable {
@@ -71,14 +73,33 @@ pub fn read(
         "SELECT directory, project_id, {workspace} FROM {} WHERE id = ?1",
         table.name()
     );
-    crate::opencode::cached::query_row(conn, &sql, [session_id], |row| {
-        Ok(Owner {
-            directory: row.get(0)?,
-            project_id: row.get(1)?,
-            workspace_id: row.get(2)?,
-        })
+    crate::opencode::cached::query_row(conn, &sql, [session_id], owner_of).optional()
+}
+
+/// Every session of `table` with its owner, as `(id, owner)`; ids and owners are read
+/// leniently (a damaged text still compares, and never matches a scope it is not in).
+pub fn all(conn: &Connection, table: SessionTable) -> rusqlite::Result<Vec<(String, Owner)>> {
+    let workspace = workspace_column(conn, table)?;
+    let sql = format!(
+        "SELECT directory, project_id, {workspace}, id FROM {}",
+        table.name()
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([], |row| {
+        Ok((lenient_text(row.get_ref(3)?), owner_of(row)?))
+    })?;
+    rows.collect()
+}
+
+/// An [`Owner`] from columns 0 to 2 (`directory`, `project_id`, `workspace_id`), read leniently.
+fn owner_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Owner> {
+    let workspace = row.get_ref(2)?;
+    Ok(Owner {
+        directory: lenient_text(row.get_ref(0)?),
+        project_id: lenient_text(row.get_ref(1)?),
+        workspace_id: (workspace != rusqlite::types::ValueRef::Null)
+            .then(|| lenient_text(workspace)),
     })
-    .optional()
 }
 
 /// Refuses (`not_deletable`) a session outside `scope`. An unscoped request reads nothing.

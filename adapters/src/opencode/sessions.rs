@@ -123,14 +123,17 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
             };
             Ok(SessionSummary {
                 session_id: lenient_text(row.get_ref(0)?),
-                title: row.get(1)?,
-                directory: row.get(2)?,
+                title: lenient_text(row.get_ref(1)?),
+                directory: lenient_text(row.get_ref(2)?),
                 time_updated: row.get(3)?,
                 messages: n(4)?,
                 total_bytes: n(5)?,
                 prunable_bytes: n(6)?,
-                project_id: row.get(7)?,
-                workspace_id: row.get(8)?,
+                project_id: lenient_text(row.get_ref(7)?),
+                workspace_id: match row.get_ref(8)? {
+                    rusqlite::types::ValueRef::Null => None,
+                    value => Some(lenient_text(value)),
+                },
             })
         })?;
         for row in rows {

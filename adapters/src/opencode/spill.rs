@@ -65,7 +65,9 @@ pub fn referenced(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
         let mut stmt = conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            if let rusqlite::types::ValueRef::Text(bytes) = row.get_ref(0)? {
+            if let rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) =
+                row.get_ref(0)?
+            {
                 collect_names(&String::from_utf8_lossy(bytes), &mut names);
             }
         }
@@ -86,18 +88,14 @@ fn collect_names(text: &str, names: &mut HashSet<String>) {
     }
 }
 
-/// Removes the spill files named in `stored_paths` from `folder` that no row names any more.
-/// Returns `(files removed, bytes removed)`; a file already gone is not counted.
-pub fn remove_unreferenced(
-    conn: &Connection,
-    folder: &Path,
-    stored_paths: &[String],
-) -> std::io::Result<(u64, u64)> {
+/// Removes every spill file of `folder` that no row names: those of parts just pruned, and
+/// any a killed run or an earlier clean without spill files left. Returns
+/// `(files removed, bytes removed)`.
+pub fn remove_unreferenced(conn: &Connection, folder: &Path) -> std::io::Result<(u64, u64)> {
     let referenced = referenced(conn).map_err(std::io::Error::other)?;
     let mut removed = (0, 0);
-    let mut seen = HashSet::new();
-    for name in stored_paths.iter().filter_map(|p| file_name(p)) {
-        if referenced.contains(name) || !seen.insert(name) {
+    for (name, _) in list(folder)? {
+        if referenced.contains(&name) {
             continue;
         }
         let path = folder.join(name);

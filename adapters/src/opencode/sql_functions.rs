@@ -4,6 +4,10 @@
 //! counts as absent). The fence and the snapshot scan use it to skip rows before parsing their
 //! JSON; SQLite's own `instr` compares at every position, while `memchr::memmem` searches
 //! whole blocks at a time, which matters when a session holds megabytes of tool output.
+//!
+//! `session_prune_is_id(value)`: 1 when `value` is text of valid UTF-8 of at most 900 bytes, else
+//! 0: what a history scan can name in its cursor and a request can address (a contract id is
+//! at most 256 characters).
 
 use memchr::memmem;
 use rusqlite::functions::FunctionFlags;
@@ -12,6 +16,10 @@ use rusqlite::Connection;
 
 /// Name of the substring test.
 pub const CONTAINS: &str = "session_prune_contains";
+/// Name of the id test.
+pub const IS_ID: &str = "session_prune_is_id";
+/// Longest id, in bytes, a history scan visits.
+pub const MAX_ID_BYTES: usize = 900;
 
 /// Registers the functions on `conn`.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
@@ -21,6 +29,14 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
         let needle = bytes_of(ctx.get_raw(1));
         Ok(match (haystack, needle) {
             (Some(h), Some(n)) => i64::from(memmem::find(h, n).is_some()),
+            _ => 0,
+        })
+    })?;
+    conn.create_scalar_function(IS_ID, 1, flags, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Text(bytes) => {
+                i64::from(bytes.len() <= MAX_ID_BYTES && std::str::from_utf8(bytes).is_ok())
+            }
             _ => 0,
         })
     })
@@ -52,5 +68,17 @@ mod tests {
         );
         assert_eq!(q("SELECT session_prune_contains(NULL, 'x')"), 0);
         assert_eq!(q("SELECT session_prune_contains('é✓', '✓')"), 1);
+    }
+
+    #[test]
+    fn an_id_is_short_utf8_text() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        let q = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(q("SELECT session_prune_is_id('msg_ü🚀')"), 1);
+        assert_eq!(q("SELECT session_prune_is_id(CAST(x'6dff' AS TEXT))"), 0);
+        assert_eq!(q("SELECT session_prune_is_id(x'6d73')"), 0);
+        assert_eq!(q("SELECT session_prune_is_id(12)"), 0);
+        assert_eq!(q("SELECT session_prune_is_id(printf('%.901c', 'x'))"), 0);
     }
 }

@@ -109,6 +109,22 @@ impl OpenCodeStore {
         })
     }
 
+    /// Keeps this connection from folding the WAL into the database file when it closes (as
+    /// the last connection otherwise does): a command that only reads leaves the file, and the
+    /// WAL, byte-for-byte as it found them. A command that writes keeps the default, so that
+    /// the database file alone holds its prunes once it exits with no other connection open.
+    ///
+    /// Errors: [`StoreError::Storage`] when SQLite refuses the setting.
+    pub fn leave_wal_on_close(&self) -> Result<(), StoreError> {
+        self.connection()
+            .set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            )
+            .map(|_| ())
+            .map_err(storage)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path

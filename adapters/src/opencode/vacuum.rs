@@ -104,11 +104,13 @@ pub enum VacuumError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// Runs `VACUUM`, then truncates the WAL it filled (`wal_checkpoint(TRUNCATE)`).
+/// Runs `VACUUM`, then truncates the WAL it filled (`wal_checkpoint(TRUNCATE)`). Returns
+/// whether the WAL was truncated: a reader of another process keeps it from being (the file
+/// then shrinks at OpenCode's next checkpoint).
 ///
 /// Errors: [`VacuumError::Busy`] while another connection reads or writes;
 /// [`VacuumError::Sqlite`] for anything else.
-pub fn run(conn: &Connection) -> Result<(), VacuumError> {
+pub fn run(conn: &Connection) -> Result<bool, VacuumError> {
     let busy = |error: rusqlite::Error| match error.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             VacuumError::Busy(error.to_string())
@@ -118,8 +120,11 @@ pub fn run(conn: &Connection) -> Result<(), VacuumError> {
     conn.execute_batch("VACUUM").map_err(busy)?;
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
     if mode.eq_ignore_ascii_case("wal") {
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        // The first column is 1 when a reader or writer kept the checkpoint from finishing.
+        let blocked: i64 = conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
             .map_err(busy)?;
+        return Ok(blocked == 0);
     }
-    Ok(())
+    Ok(true)
 }

@@ -180,6 +180,7 @@ fn take_row(
         }
     }
     if request.purpose == Purpose::Prune
+        && row.addressable
         && tools + reasoning > 0
         && message.check_prunable().is_ok()
     {

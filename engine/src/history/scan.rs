@@ -33,6 +33,9 @@ pub struct ScannedMessage {
     pub role: String,
     /// The message, or why it was not read (malformed JSON, over the 16 MiB budget).
     pub read: Result<ScannedContent, String>,
+    /// Whether a prune of this message id reaches this row: a message held by both storage
+    /// generations is pruned in one of them only, and only that row is a candidate.
+    pub addressable: bool,
 }
 
 /// A row that was read.

@@ -31,15 +31,22 @@ pub fn delete_snapshots(
     let mut doomed: Vec<(String, i64)> = Vec::new();
     {
         // A snapshot of a part of this message spells the message id out in `part.messageID`:
-        // the substring test skips the other snapshots without parsing their JSON.
+        // the substring test skips the other snapshots without parsing their JSON. A snapshot
+        // that is not JSON, or whose `part.id` is not a string, names no part: it stays.
         let mut stmt = conn.prepare_cached(
-            "SELECT id, json_extract(data, '$.part.id'), length(CAST(data AS BLOB)) FROM event \
+            "SELECT id, CASE WHEN json_valid(data) THEN json_extract(data, '$.part.id') END, \
+                    length(CAST(data AS BLOB)) FROM event \
              WHERE aggregate_id = ?1 AND type = ?2 AND session_prune_contains(data, ?3)",
         )?;
         let mut rows = stmt.query(params![session_id, PART_UPDATED, message_id])?;
         while let Some(row) = rows.next()? {
-            let part_id: Option<String> = row.get(1)?;
-            if part_id.as_deref().is_some_and(|id| part_ids.contains(id)) {
+            let names_part = match row.get_ref(1)? {
+                rusqlite::types::ValueRef::Text(id) => {
+                    std::str::from_utf8(id).is_ok_and(|id| part_ids.contains(id))
+                }
+                _ => false,
+            };
+            if names_part {
                 doomed.push((row.get(0)?, row.get(2)?));
             }
         }
