@@ -182,14 +182,7 @@ fn trigger_present_is_unsupported_storage() {
 fn attached_database_is_unsupported_storage() {
     let fx = Fixture::new();
     let revision = turn5_revision(&fx);
-    let other = fx.dir.path().join("other.db");
-    rusqlite::Connection::open(&other)
-        .unwrap()
-        .execute_batch("CREATE TABLE t (x)")
-        .unwrap();
-    let conn = rusqlite::Connection::open(&fx.db).unwrap();
-    conn.execute("ATTACH DATABASE ?1 AS other", [other.to_str().unwrap()])
-        .unwrap();
+    let conn = common::connection_with_attached_database(&fx.db, fx.dir.path());
     let store = OpenCodeStore::from_connection(conn, StoreOptions::default()).unwrap();
     assert_refused(
         &fx,

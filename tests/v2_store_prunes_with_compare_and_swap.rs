@@ -355,14 +355,7 @@ fn attached_database_is_unsupported_storage() {
     let fx = V2Fixture::new();
     let rev = revision(&open_engine(&fx));
     std::fs::remove_file(&fx.journal).unwrap();
-    let other = fx.dir.path().join("other.db");
-    rusqlite::Connection::open(&other)
-        .unwrap()
-        .execute_batch("CREATE TABLE t (x)")
-        .unwrap();
-    let conn = rusqlite::Connection::open(&fx.db).unwrap();
-    conn.execute("ATTACH DATABASE ?1 AS other", [other.to_str().unwrap()])
-        .unwrap();
+    let conn = common::connection_with_attached_database(&fx.db, fx.dir.path());
     let before = fx.file_digest();
     let engine = Engine::open(
         OpenCodeStore::from_connection(conn, StoreOptions::default()).unwrap(),

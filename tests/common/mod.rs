@@ -121,6 +121,20 @@ impl Fixture {
     }
 }
 
+/// A connection to `db` with another database (a new file in `dir`) attached to it, as the
+/// fence must refuse.
+pub fn connection_with_attached_database(db: &Path, dir: &Path) -> Connection {
+    let other = dir.join("other.db");
+    Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x)")
+        .unwrap();
+    let conn = Connection::open(db).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS other", [other.to_str().unwrap()])
+        .unwrap();
+    conn
+}
+
 /// Previews and returns the revision and the indexes of the technical parts.
 pub fn preview(engine: &Engine<OpenCodeStore>, session: &str, message: &str) -> (String, Vec<i64>) {
     let request = PreviewRequest::new(session.into(), message.into()).unwrap();
