@@ -234,3 +234,29 @@ fn malformed_rows_are_skipped_with_their_reason_and_the_clean_finishes() {
         1
     );
 }
+
+#[test]
+fn a_dry_run_reports_what_the_apply_then_does() {
+    let fx = Fixture::new();
+    let args = ["--json", "clean", "--all"];
+    let dry = json(&run(&fx.db, &args));
+    let mut apply_args = args.to_vec();
+    apply_args.push("--apply");
+    let applied = json(&run(&fx.db, &apply_args));
+    for key in [
+        "pruned",
+        "parts",
+        "bytes",
+        "keptRecent",
+        "considered",
+        "skipped",
+        "blocked",
+    ] {
+        assert_eq!(dry[key], applied[key], "{key}: {dry} vs {applied}");
+    }
+    assert_eq!(dry["status"], "dry-run");
+    assert_eq!(applied["status"], "cleaned");
+    let receipts = fx.scalar("SELECT sum(bytes_removed) FROM session_prune_receipt");
+    assert_eq!(applied["bytes"].as_i64().unwrap(), receipts);
+    assert!(applied["keptRecent"].as_u64().unwrap() > 0);
+}

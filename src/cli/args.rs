@@ -58,7 +58,9 @@ pub struct ScopeArgs {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List sessions with message count, total bytes and prunable bytes, largest first.
+    /// List sessions with message count, total bytes and prunable bytes (all their tool and
+    /// reasoning content and its snapshot copies, also in messages a clean skips), largest
+    /// first.
     Sessions,
     /// Where the bytes are: per table, per event type, technical content, snapshot copies,
     /// spill files, file and free-page sizes, and the largest sessions (read-only).

@@ -31,16 +31,19 @@ struct Report {
     sessions: u64,
     /// Messages the policy looked at (assistant messages before the kept turns).
     considered: u64,
+    /// Assistant messages in the last `--keep-last-turns` user turns, not looked at.
+    kept_recent: u64,
     /// Messages pruned (with `--apply`) or that would be pruned.
     pruned: u64,
-    /// Messages an identical earlier prune had already pruned.
+    /// Messages an identical earlier request had pruned (the same content and selection, as
+    /// after an interrupted run): answered from the receipt, nothing written.
     already_pruned: u64,
-    /// Messages with nothing the policy selects.
+    /// Messages with nothing the policy selects (a message pruned before has nothing left).
     nothing_to_prune: u64,
     /// Parts removed (or that would be).
     parts: u64,
-    /// Bytes of row data removed: the parts and their event snapshots (with `--apply`); with a
-    /// dry run, the selected parts' `bytes` only.
+    /// Bytes of row data removed (or, in a dry run, that would be): the part rows and their
+    /// event snapshots, as the receipts count them.
     bytes: u64,
     /// Messages left alone, by reason (`oversize`, `malformed`, `incomplete`, ...).
     skipped: BTreeMap<&'static str, u64>,
@@ -116,16 +119,17 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             ids.clone()
         }
     };
-    let total: u64 = session_ids
-        .iter()
-        .map(|id| clean::messages(&store.connection(), id, clean.policy.keep_last_turns))
-        .collect::<Result<Vec<_>, _>>()?
-        .iter()
-        .map(|ids| ids.len() as u64)
-        .sum();
+    let mut total = 0u64;
+    let mut kept = 0u64;
+    for id in &session_ids {
+        let listing = clean::messages(&store.connection(), id, clean.policy.keep_last_turns)?;
+        total += listing.ids.len() as u64;
+        kept += listing.kept;
+    }
     let mut report = Report {
         status: if clean.apply { "cleaned" } else { "dry-run" },
         sessions: session_ids.len() as u64,
+        kept_recent: kept,
         ..Report::default()
     };
     report.orphan_parts = session_ids
@@ -142,7 +146,8 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             &store.connection(),
             session_id,
             clean.policy.keep_last_turns,
-        )?;
+        )?
+        .ids;
         for message_id in &ids {
             if stop.load(Ordering::SeqCst) {
                 break 'sessions;
@@ -155,7 +160,19 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                 }
                 Planned::Prune { request, .. } => match &engine {
                     // A dry run checks what the prune would check, in a transaction it rolls back.
-                    None => dry(&mut report, pruning_engine::dry_run(store, &request)?),
+                    None => {
+                        let found = pruning_engine::dry_run(store, &request)?;
+                        if let Ok(DryRun::Plan(plan)) = &found {
+                            report.bytes += clean::freed_bytes(
+                                store,
+                                session_id,
+                                message_id,
+                                &plan.remove,
+                                plan.bytes,
+                            )?;
+                        }
+                        dry(&mut report, found);
+                    }
                     Some(_) => pending.requests.push(request),
                 },
             }
@@ -219,7 +236,6 @@ fn dry(report: &mut Report, found: Result<DryRun, pruning_engine::Refusal>) {
         Ok(DryRun::Plan(plan)) => {
             report.pruned += 1;
             report.parts += plan.remove.len() as u64;
-            report.bytes += plan.bytes;
         }
         Ok(DryRun::AlreadyPruned(_)) => report.already_pruned += 1,
         Err(refusal) => *report.blocked.entry(refusal.reason.as_str()).or_default() += 1,
@@ -267,16 +283,33 @@ fn tally(report: &mut Report, result: Result<pruning_engine::PruneOutcome, Engin
     }
 }
 
+/// What a skip reason means, for people.
+fn explain(reason: &str) -> &'static str {
+    match reason {
+        "read_only" => {
+            " - V2 rows in OpenCode 1.18's shared session table, which this tool only reads"
+        }
+        "incomplete" => " - no time.completed: a run is writing it, or was killed",
+        "unplaceable" => " - a time that is not a number, or an id no request can name",
+        "too_recent" => " - completed within --older-than",
+        _ => "",
+    }
+}
+
 fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
     let verb = if clean.apply { "pruned" } else { "would prune" };
     println!(
-        "{}: {} session(s), {} message(s) looked at",
-        report.status, report.sessions, report.considered
+        "{}: {} session(s), {} assistant message(s) looked at, {} left to the last {} turn(s)",
+        report.status,
+        report.sessions,
+        report.considered,
+        report.kept_recent,
+        clean.policy.keep_last_turns
     );
     let bytes_what = if clean.apply {
         "of row data removed (parts and their event snapshots)"
     } else {
-        "of part data (the event snapshots of those parts come on top)"
+        "of row data (parts and their event snapshots)"
     };
     println!(
         "{verb}: {} message(s), {} part(s), {} {bytes_what}",
@@ -292,7 +325,7 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
     }
     println!("nothing to prune: {} message(s)", report.nothing_to_prune);
     for (reason, count) in &report.skipped {
-        println!("skipped ({reason}): {count} message(s)");
+        println!("skipped ({reason}): {count} message(s){}", explain(reason));
     }
     for (reason, count) in &report.blocked {
         println!("blocked ({reason}): {count} message(s)");
@@ -323,9 +356,9 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
             output::bytes(report.spill_bytes_removed)
         );
     }
-    if !clean.apply && report.pruned > 0 {
+    if !clean.apply {
         println!("dry run: nothing written; add --apply to do it");
-    } else if clean.apply && report.pruned > 0 {
+    } else if report.pruned > 0 {
         println!("the file shrinks only after `{invocation} vacuum` (with OpenCode stopped)");
     }
 }

@@ -138,18 +138,50 @@ pub fn all_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     ids.collect()
 }
 
+/// The messages of a session a clean looks at, and how many it leaves to the kept turns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The ids looked at, oldest first.
+    pub ids: Vec<String>,
+    /// Assistant messages in the last `keep_last_turns` turns, left alone.
+    pub kept: u64,
+}
+
 /// The messages of `session_id` a clean looks at, oldest first: assistant messages (V1 rows
 /// whose role is not `user`, so that unreadable rows are looked at and reported; V2 rows of
-/// type `assistant`) created before the session's `keep_last_turns`-th last user message.
+/// type `assistant`) created before the session's `keep_last_turns`-th last user message, and
+/// those whose time is not a number (reported as unplaceable).
 pub fn messages(
     conn: &Connection,
     session_id: &str,
     keep_last_turns: u32,
-) -> rusqlite::Result<Vec<String>> {
+) -> rusqlite::Result<Listing> {
     let schema = Schema::read(conn)?;
     let v1 = schema.has("message") && schema.has("part");
     let v2 = schema.has_v2();
     const V1_ROLE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.role') END";
+    let mut assistants = Vec::new();
+    if v1 {
+        assistants.push(format!(
+            "SELECT time_created, id FROM message WHERE session_id = ?1 AND {V1_ROLE} IS NOT 'user'"
+        ));
+    }
+    if v2 {
+        assistants.push(
+            "SELECT time_created, id FROM session_message WHERE session_id = ?1 AND type = 'assistant'"
+                .to_string(),
+        );
+    }
+    if assistants.is_empty() {
+        return Ok(Listing::default());
+    }
+    let all = assistants.join(" UNION ALL ");
+    let total: i64 = crate::opencode::cached::query_row(
+        conn,
+        &format!("SELECT count(*) FROM ({all})"),
+        [session_id],
+        |row| row.get(0),
+    )?;
     let before = if keep_last_turns == 0 {
         i64::MAX
     } else {
@@ -165,55 +197,89 @@ pub fn messages(
                     .to_string(),
             );
         }
-        if users.is_empty() {
-            return Ok(Vec::new());
-        }
         // Only user rows with a number for a time count: a damaged time can only make fewer
         // turns look recent, never move the kept turns later.
         let sql = format!(
             "SELECT t FROM ({}) WHERE typeof(t) = 'integer' ORDER BY t DESC LIMIT 1 OFFSET ?2",
             users.join(" UNION ALL ")
         );
-        let boundary: Option<i64> = crate::opencode::cached::query_row(
-            conn,
-            &sql,
-            rusqlite::params![session_id, keep_last_turns - 1],
-            |row| row.get(0),
-        )
-        .ok();
+        let boundary: Option<i64> = conn
+            .query_row(
+                &sql,
+                rusqlite::params![session_id, keep_last_turns - 1],
+                |row| row.get(0),
+            )
+            .ok();
         match boundary {
             Some(t) => t,
             // Fewer user turns than kept: every turn is kept.
-            None => return Ok(Vec::new()),
+            None => {
+                return Ok(Listing {
+                    ids: Vec::new(),
+                    kept: total.max(0) as u64,
+                })
+            }
         }
     };
     // Rows whose time is not a number come too (they are reported as unplaceable).
-    const PLACED: &str = "(typeof(time_created) <> 'integer' OR time_created < ?2)";
-    let mut selects = Vec::new();
-    if v1 {
-        selects.push(format!(
-            "SELECT CAST(time_created AS INTEGER) AS t, id FROM message \
-             WHERE session_id = ?1 AND {V1_ROLE} IS NOT 'user' AND {PLACED}"
-        ));
-    }
-    if v2 {
-        selects.push(format!(
-            "SELECT CAST(time_created AS INTEGER) AS t, id FROM session_message \
-             WHERE session_id = ?1 AND type = 'assistant' AND {PLACED}"
-        ));
-    }
-    if selects.is_empty() {
-        return Ok(Vec::new());
-    }
     let sql = format!(
-        "SELECT id FROM ({}) ORDER BY t, id",
-        selects.join(" UNION ALL ")
+        "SELECT id FROM ({all}) WHERE typeof(time_created) <> 'integer' OR time_created < ?2 \
+         ORDER BY CAST(time_created AS INTEGER), id"
     );
     let mut stmt = conn.prepare(&sql)?;
-    let ids = stmt.query_map(rusqlite::params![session_id, before], |row| {
-        Ok(lenient_text(row.get_ref(0)?))
-    })?;
-    ids.collect()
+    let ids = stmt
+        .query_map(rusqlite::params![session_id, before], |row| {
+            Ok(lenient_text(row.get_ref(0)?))
+        })?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    let kept = (total.max(0) as u64).saturating_sub(ids.len() as u64);
+    Ok(Listing { ids, kept })
+}
+
+/// Bytes of row data a prune of the parts at `indexes` of a message would remove, as its receipt
+/// would count them: for a V1 message, the part rows and their `message.part.updated.1`
+/// snapshots; for a V2 message, `planned_bytes` (the entries' size, which is what the row
+/// shrinks by).
+pub fn freed_bytes(
+    store: &OpenCodeStore,
+    session_id: &str,
+    message_id: &str,
+    indexes: &[usize],
+    planned_bytes: u64,
+) -> Result<u64, StoreError> {
+    let conn = store.connection();
+    let storage = |e: rusqlite::Error| StoreError::Storage(e.to_string());
+    let schema = Schema::read(&conn).map_err(storage)?;
+    if super::v2::holds_message(&conn, &schema, session_id, message_id).map_err(storage)? {
+        return Ok(planned_bytes);
+    }
+    // Parts in content order (`ORDER BY id`, as OpenCode reads them).
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, length(CAST(data AS BLOB)) FROM part WHERE message_id = ?1 ORDER BY id",
+        )
+        .map_err(storage)?;
+    let parts: Vec<(String, i64)> = stmt
+        .query_map([message_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .map_err(storage)?
+        .collect::<Result<_, _>>()
+        .map_err(storage)?;
+    drop(stmt);
+    let mut bytes = 0u64;
+    let mut ids = std::collections::HashSet::new();
+    for &index in indexes {
+        if let Some((id, len)) = parts.get(index) {
+            bytes += u64::try_from(*len).unwrap_or(0);
+            ids.insert(id.as_str());
+        }
+    }
+    let snapshots =
+        super::v1::events::find_snapshots(&conn, session_id, message_id, &ids).map_err(storage)?;
+    Ok(bytes
+        + snapshots
+            .iter()
+            .map(|(_, len)| u64::try_from(*len).unwrap_or(0))
+            .sum::<u64>())
 }
 
 /// V1 `part` rows of `session_id` whose `message` row is missing: no clean looks at them.

@@ -28,6 +28,25 @@ pub fn delete_snapshots(
     message_id: &str,
     part_ids: &HashSet<&str>,
 ) -> rusqlite::Result<(u64, u64)> {
+    let doomed = find_snapshots(conn, session_id, message_id, part_ids)?;
+    let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
+    let mut bytes = 0u64;
+    for (id, len) in &doomed {
+        delete.execute([id])?;
+        bytes += u64::try_from(*len).unwrap_or(0);
+    }
+    Ok((doomed.len() as u64, bytes))
+}
+
+/// The `message.part.updated.1` events of `session_id` whose `data.part.id` is in `part_ids`
+/// (parts of message `message_id`), as `(event id, bytes of data)`: what a prune of those parts
+/// deletes.
+pub fn find_snapshots(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+    part_ids: &HashSet<&str>,
+) -> rusqlite::Result<Vec<(String, i64)>> {
     let mut doomed: Vec<(String, i64)> = Vec::new();
     {
         // A snapshot of a part of this message spells the message id out in `part.messageID`:
@@ -51,13 +70,7 @@ pub fn delete_snapshots(
             }
         }
     }
-    let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
-    let mut bytes = 0u64;
-    for (id, len) in &doomed {
-        delete.execute([id])?;
-        bytes += u64::try_from(*len).unwrap_or(0);
-    }
-    Ok((doomed.len() as u64, bytes))
+    Ok(doomed)
 }
 
 /// Appends one `message.part.removed.1` event per part id, in order, with consecutive seqs after
