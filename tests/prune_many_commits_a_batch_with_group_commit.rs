@@ -197,3 +197,25 @@ fn a_failed_sync_leaves_the_batch_to_recovery() {
     assert_eq!(engine.events_after(0, 10).unwrap().len(), 3);
     assert_eq!(engine.receipts(None).unwrap().len(), 3);
 }
+
+#[test]
+fn a_request_repeated_in_a_batch_is_its_own_retry() {
+    let fx = Fixture::new();
+    let requests = every_candidate(&fx);
+    let twice = vec![
+        requests[0].clone(),
+        requests[1].clone(),
+        requests[0].clone(),
+    ];
+    let engine = fx.engine_with(fx.store(30_000));
+    let results = engine.prune_many(&twice);
+    let first = results[0].as_ref().unwrap();
+    let again = results[2].as_ref().unwrap();
+    assert_eq!(again.result, first.result);
+    assert_eq!(again.receipt, first.receipt);
+    assert_eq!(again.event, first.event);
+    assert!(again.retried && !first.retried);
+    assert_eq!(engine.receipts(None).unwrap().len(), 2);
+    assert_eq!(engine.events_after(0, 10).unwrap().len(), 2);
+    assert_eq!(engine.journal().intents().unwrap().len(), 2);
+}

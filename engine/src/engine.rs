@@ -253,8 +253,17 @@ impl<S: SessionStore> Engine<S> {
             requests.iter().map(|_| None).collect();
         // Identical retries answer from the journal and the receipt, writing nothing.
         let mut fresh = Vec::new();
+        // A request repeated within the batch is answered as a retry of its first occurrence
+        // once the batch is done: `(slot, slot of the first)`.
+        let mut repeats = Vec::new();
+        let mut first_of: std::collections::HashMap<[u8; 32], usize> = Default::default();
         for (slot, request) in requests.iter().enumerate() {
             let key = request_key(request);
+            if let Some(&first) = first_of.get(&key) {
+                repeats.push((slot, first));
+                continue;
+            }
+            first_of.insert(key, slot);
             match self.replay(&key) {
                 Ok(Some(outcome)) => results[slot] = Some(Ok(outcome)),
                 Ok(None) => fresh.push((slot, request, key)),
@@ -384,6 +393,25 @@ impl<S: SessionStore> Engine<S> {
                     }
                 }
             }
+        }
+        for (slot, first) in repeats {
+            results[slot] = Some(match &results[first] {
+                Some(Ok(outcome)) => {
+                    if let Some(event) = &outcome.event {
+                        self.hub.republish(event.clone());
+                    }
+                    Ok(PruneOutcome {
+                        intent_id: None,
+                        // A pruned first occurrence makes this a retry of it.
+                        retried: outcome.receipt.is_some(),
+                        ..outcome.clone()
+                    })
+                }
+                Some(Err(error)) => Err(EngineError::Journal(format!(
+                    "the same request earlier in the batch failed: {error}"
+                ))),
+                None => Err(EngineError::Journal("no outcome was recorded".into())),
+            });
         }
         finish(results)
     }
