@@ -6,17 +6,12 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use common::cli::{assert_exit, json, run};
 use common::*;
-use pruning_engine::history::{history_with, PageLimits};
+use pruning_engine::history::history_with;
 use pruning_engine::{HistoryRequest, HistoryResult, PruneResult, Purpose, Scope};
 
-const ROWS_ONLY: PageLimits = PageLimits {
-    rows: 32,
-    time_budget: Duration::from_secs(3600),
-};
 /// The fixture's V2 session and its first assistant message (read-only in OpenCode 1.18).
 const V2_SESSION: &str = "ses_dd9925f43ffe2Is1MklYsLGbbU";
 const V2_MESSAGE: &str = "msg_2266dabb2001y39t0IapYwvrbI";
@@ -91,14 +86,7 @@ fn a_message_in_both_generations_is_one_candidate_of_the_writable_row() {
          INSERT INTO part SELECT id || '_copy', '{V2_MESSAGE}', '{V2_SESSION}', time_created, time_updated, data
            FROM part WHERE message_id = '{TURN5}';"
     ));
-    let request = HistoryRequest::new(
-        Some(V2_SESSION.into()),
-        String::new(),
-        true,
-        Purpose::Prune,
-        None,
-    )
-    .unwrap();
+    let request = prune_listing(V2_SESSION);
     let (_, candidates) = scan(&fx, request);
     let ids: Vec<&str> = candidates.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(ids, vec![V2_MESSAGE]);

@@ -4,19 +4,14 @@
 
 mod common;
 
+use common::ROWS_ONLY;
+
 use std::collections::HashSet;
-use std::time::Duration;
 
 use common::v2::{V2Fixture, V2_SESSION};
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
-use pruning_engine::history::{history_with, HistoryPage, PageLimits};
+use pruning_engine::history::{history_with, HistoryPage};
 use pruning_engine::{ContractError, EngineError, HistoryRequest, HistoryResult, Purpose, Scope};
-
-/// Pages of 32 rows with no time budget to end them early.
-const ROWS_ONLY: PageLimits = PageLimits {
-    rows: 32,
-    time_budget: Duration::from_secs(3600),
-};
 
 /// The V2 fixture's session grown to 257 messages: user and assistant turns, one per ms.
 fn session_of_257() -> V2Fixture {

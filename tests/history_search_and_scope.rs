@@ -5,17 +5,12 @@
 
 mod common;
 
-use std::time::Duration;
+use common::{prune_listing, ROWS_ONLY};
 
 use common::v2::{V2Fixture, V2_SESSION};
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
-use pruning_engine::history::{history_with, HistoryPage, PageLimits, SearchKind};
+use pruning_engine::history::{history_with, HistoryPage, SearchKind};
 use pruning_engine::{BlockedReason, HistoryRequest, HistoryResult, Purpose, Scope};
-
-const ROWS_ONLY: PageLimits = PageLimits {
-    rows: 32,
-    time_budget: Duration::from_secs(3600),
-};
 
 fn store(fx: &V2Fixture) -> OpenCodeStore {
     OpenCodeStore::open(&fx.db, StoreOptions::default()).unwrap()
@@ -230,14 +225,7 @@ fn incomplete_malformed_and_oversize_messages_are_skipped() {
         "x".repeat(16 * 1024 * 1024)
     );
     fx.insert_message(V2_SESSION, "msg_oversize", "assistant", 5, &huge);
-    let request = HistoryRequest::new(
-        Some(V2_SESSION.into()),
-        String::new(),
-        true,
-        Purpose::Prune,
-        None,
-    )
-    .unwrap();
+    let request = prune_listing(V2_SESSION);
     let outcome = history_with(&store(&fx), &request, ROWS_ONLY).unwrap();
     let HistoryResult::Page(page) = outcome.result else {
         panic!("{:?}", outcome.result)

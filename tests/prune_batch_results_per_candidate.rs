@@ -5,15 +5,17 @@
 
 mod common;
 
+use common::{prune_listing, ROWS_ONLY};
+
 use std::ops::ControlFlow;
 
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::history::{HistoryCandidate, HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
-    Applied, BatchItem, BlockedReason, DryRun, Engine, HistoryRequest, HistoryResult, IntentState,
-    Journal, PreviewRequest, PreviewResult, PruneBatchRequest, PruneCommand, PruneRequest,
-    PruneResult, Receipt, Refusal, SessionStore, StoreError, StoredMessage,
+    Applied, BatchItem, BlockedReason, DryRun, Engine, HistoryResult, IntentState, Journal,
+    PreviewRequest, PreviewResult, PruneBatchRequest, PruneCommand, PruneRequest, PruneResult,
+    Receipt, Refusal, SessionStore, StoreError, StoredMessage,
 };
 
 const MORE: [&str; 3] = ["msg_v2_more_0003", "msg_v2_more_0004", "msg_v2_more_0005"];
@@ -40,20 +42,8 @@ fn store(fx: &V2Fixture) -> OpenCodeStore {
 }
 
 fn candidates<S: SessionStore>(store: &S) -> Vec<HistoryCandidate> {
-    let request = HistoryRequest::new(
-        Some(V2_SESSION.into()),
-        String::new(),
-        true,
-        pruning_engine::Purpose::Prune,
-        None,
-    )
-    .unwrap();
-    // No time budget: the page holds every row (a page may otherwise end after about 40 ms).
-    let limits = pruning_engine::history::PageLimits {
-        rows: 32,
-        time_budget: std::time::Duration::from_secs(3600),
-    };
-    match pruning_engine::history::history_with(store, &request, limits)
+    let request = prune_listing(V2_SESSION);
+    match pruning_engine::history::history_with(store, &request, ROWS_ONLY)
         .unwrap()
         .result
     {

@@ -7,31 +7,21 @@
 mod common;
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use common::counting::{CountingFile, CountingStore};
 use common::*;
-use pruning_engine::history::{history_with, PageLimits};
+use pruning_engine::history::history_with;
 use pruning_engine::{
-    BlockedReason, Engine, EngineError, HistoryRequest, HistoryResult, IntentState, Journal,
-    PruneRequest, PruneResult, Purpose, StoreError,
+    BlockedReason, Engine, EngineError, HistoryResult, IntentState, Journal, PruneRequest,
+    PruneResult, StoreError,
 };
 
 /// An all-technical request for every prunable message of the many-turns session.
 fn every_candidate(fx: &Fixture) -> Vec<PruneRequest> {
-    let request = HistoryRequest::new(
-        Some(MANY_TURNS.into()),
-        String::new(),
-        true,
-        Purpose::Prune,
-        None,
-    )
-    .unwrap();
-    let limits = PageLimits {
-        rows: 32,
-        time_budget: Duration::from_secs(3600),
-    };
-    let HistoryResult::Page(page) = history_with(&fx.store(0), &request, limits).unwrap().result
+    let request = prune_listing(MANY_TURNS);
+    let HistoryResult::Page(page) = history_with(&fx.store(0), &request, ROWS_ONLY)
+        .unwrap()
+        .result
     else {
         panic!()
     };

@@ -259,3 +259,23 @@ pub fn assert_one_refused_intent(path: &Path, reason: pruning_engine::BlockedRea
         }
     );
 }
+
+/// History pages of 32 rows with no time budget to end them early, so that a test sees the
+/// same pages on a slow machine.
+pub const ROWS_ONLY: pruning_engine::history::PageLimits = pruning_engine::history::PageLimits {
+    rows: 32,
+    time_budget: std::time::Duration::from_secs(3600),
+};
+
+/// `{sessionID: session, purpose: "prune"}`: the history request that lists a session's
+/// candidates for a batch prune.
+pub fn prune_listing(session: &str) -> pruning_engine::HistoryRequest {
+    pruning_engine::HistoryRequest::new(
+        Some(session.into()),
+        String::new(),
+        true,
+        pruning_engine::Purpose::Prune,
+        None,
+    )
+    .expect("a valid history request")
+}
