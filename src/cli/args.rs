@@ -246,7 +246,7 @@ pub struct CleanArgs {
     /// Leave reasoning parts alone.
     #[arg(long)]
     pub no_reasoning: bool,
-    /// Also remove the spill files (<data>/tool-output/tool_*) that no remaining row names: those
+    /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
     /// of the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
     pub include_spill_files: bool,
