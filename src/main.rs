@@ -153,6 +153,7 @@ fn run(config: &Config) -> anyhow::Result<Outcome> {
             follow,
             poll,
         } => commands::events::run(config, *since, *follow, *poll),
+        Action::Serve(serve) => commands::serve::run(config, serve),
         Action::Demo { keep } => commands::demo::run(config.json, *keep),
     }
 }

@@ -5,10 +5,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde::Serialize;
 
-/// Prints one JSON document (pretty) on stdout.
+/// Prints one JSON document (pretty, as the HTTP API answers) on stdout.
 pub fn json_document<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut text = serde_json::to_vec_pretty(value)?;
-    text.push(b'\n');
+    // The same bytes the HTTP API answers with.
+    let text = pruning_adapters::http::document::bytes(value)?;
     std::io::stdout().lock().write_all(&text)?;
     Ok(())
 }

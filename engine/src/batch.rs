@@ -49,7 +49,7 @@ impl PruneBatchRequest {
     /// twice.
     pub fn from_json(body: &str) -> Result<Self, ContractError> {
         check_body_size(body)?;
-        let raw: RawBatch = serde_json::from_str(body).map_err(ContractError::from_json)?;
+        let raw: RawBatch = ContractError::parse(body)?;
         Self::new(raw.session_id, raw.candidates)
     }
 
@@ -136,21 +136,39 @@ impl BatchOutcome {
 }
 
 impl<S: SessionStore> Engine<S> {
-    /// Prunes every technical part of each candidate, one [`Engine::prune`] per candidate (each
-    /// journaled, applied in its own transaction and announced on its own), in order. A refusal
-    /// or an error of one candidate does not stop the others.
+    /// Prunes every technical part of each candidate, in order, each in its own transaction
+    /// with its own receipt and event, sharing the durable writes of the batch (the group
+    /// commit of [`Engine::prune_many`]: one journal write for the intents, one WAL sync, one
+    /// journal write for the commit marks). A refusal or an error of one candidate does not
+    /// stop the others.
     pub fn prune_batch(&self, batch: &PruneBatchRequest) -> BatchOutcome {
+        let mut requests = Vec::with_capacity(batch.candidates.len());
+        let mut invalid = Vec::new();
+        for (slot, candidate) in batch.candidates.iter().enumerate() {
+            match PruneRequest::all_technical(
+                batch.session_id.clone(),
+                candidate.message_id.clone(),
+                candidate.revision.clone(),
+            ) {
+                Ok(request) => requests.push((slot, request.within(batch.scope.clone()))),
+                Err(error) => invalid.push((slot, EngineError::from(error))),
+            }
+        }
+        let valid: Vec<PruneRequest> = requests.iter().map(|(_, r)| r.clone()).collect();
+        let mut outcomes: Vec<Option<Result<PruneOutcome, EngineError>>> =
+            batch.candidates.iter().map(|_| None).collect();
+        for ((slot, _), outcome) in requests.iter().zip(self.prune_many(&valid)) {
+            outcomes[*slot] = Some(outcome);
+        }
+        for (slot, error) in invalid {
+            outcomes[slot] = Some(Err(error));
+        }
         let items = batch
             .candidates
             .iter()
-            .map(|candidate| {
-                let outcome = PruneRequest::all_technical(
-                    batch.session_id.clone(),
-                    candidate.message_id.clone(),
-                    candidate.revision.clone(),
-                )
-                .map_err(EngineError::from)
-                .and_then(|request| self.prune(&request.within(batch.scope.clone())));
+            .zip(outcomes)
+            .map(|(candidate, outcome)| {
+                let outcome = outcome.unwrap_or(Err(EngineError::Interrupted));
                 (candidate.message_id.clone(), outcome)
             })
             .collect();

@@ -91,7 +91,7 @@ impl PreviewRequest {
     /// outside 1..=256 characters.
     pub fn from_json(body: &str) -> Result<Self, ContractError> {
         check_body_size(body)?;
-        let raw: RawPreview = serde_json::from_str(body).map_err(ContractError::from_json)?;
+        let raw: RawPreview = ContractError::parse(body)?;
         Self::new(raw.session_id, raw.message_id)
     }
 
@@ -120,7 +120,7 @@ impl PruneRequest {
     /// 100,001.
     pub fn from_json(body: &str) -> Result<Self, ContractError> {
         check_body_size(body)?;
-        let raw: RawPrune = serde_json::from_str(body).map_err(ContractError::from_json)?;
+        let raw: RawPrune = ContractError::parse(body)?;
         Self::with_indexes(raw.session_id, raw.message_id, raw.revision, &raw.indexes)
     }
 

@@ -448,6 +448,12 @@ impl<S: SessionStore> Engine<S> {
         self.hub.subscribe(since)
     }
 
+    /// The event hub, for subscribers that outlive a borrow of the engine (an HTTP event
+    /// stream): [`Hub::subscribe`] there is [`Engine::subscribe`] here.
+    pub fn hub(&self) -> Hub<JournalReplay> {
+        self.hub.clone()
+    }
+
     /// Up to `limit` journaled events after `since`, ascending (a one-shot replay).
     pub fn events_after(&self, since: u64, limit: usize) -> Result<Vec<PrunedEvent>, EngineError> {
         Ok(self

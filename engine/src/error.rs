@@ -18,8 +18,11 @@ pub enum ContractError {
     /// The body is not JSON of the expected shape.
     #[error("malformed request: {detail}")]
     Malformed {
-        /// serde's description, naming the field where it can.
+        /// serde's description of what is wrong.
         detail: String,
+        /// Where: the path of the offending value (`indexes[2]`, `candidates[0].revision`), or
+        /// `None` when the body is not JSON at all or the fault is at its top level.
+        field: Option<String>,
     },
     /// The body has a key the contract does not define.
     #[error("unknown key `{key}` in request")]
@@ -104,7 +107,42 @@ pub enum ContractError {
 }
 
 impl ContractError {
-    pub(crate) fn from_json(error: serde_json::Error) -> Self {
+    /// The request field the error is about, for callers that answer with a field name (the
+    /// HTTP API's 400 body): the unknown key itself, the field that is too long or out of
+    /// bounds, or the path of a value of the wrong type (`indexes[2]`). `None` for a body that
+    /// is too large or not JSON at all.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::BodyTooLarge { .. } => None,
+            Self::Malformed { field, .. } => field.as_deref(),
+            Self::UnknownKey { key } => Some(key),
+            Self::IdLength { field, .. } | Self::TooLong { field, .. } => Some(field),
+            Self::Revision { .. } => Some("revision"),
+            Self::NoIndexes
+            | Self::TooManyIndexes { .. }
+            | Self::IndexOutOfBounds { .. }
+            | Self::DuplicateIndex { .. } => Some("indexes"),
+            Self::PruneNeedsSession => Some("sessionID"),
+            Self::Cursor { .. } => Some("cursor"),
+            Self::CandidateCount { .. } | Self::DuplicateCandidate { .. } => Some("candidates"),
+        }
+    }
+
+    /// Parses a request body into its raw shape, turning serde's error into a contract error
+    /// that names the offending field.
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Self> {
+        let mut deserializer = serde_json::Deserializer::from_str(body);
+        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            let path = error.path().to_string();
+            Self::from_json(error.into_inner(), path)
+        })?;
+        deserializer
+            .end()
+            .map_err(|error| Self::from_json(error, String::new()))?;
+        Ok(value)
+    }
+
+    fn from_json(error: serde_json::Error, path: String) -> Self {
         let detail = error.to_string();
         // serde's message for deny_unknown_fields: "unknown field `x`, expected one of ...".
         if let Some(rest) = detail.strip_prefix("unknown field `") {
@@ -114,7 +152,18 @@ impl ContractError {
                 };
             }
         }
-        Self::Malformed { detail }
+        // The path is "." at the top level and "?" where the parser stopped before a value.
+        let path = (!matches!(path.as_str(), "" | "." | "?")).then_some(path);
+        // serde's message for a missing key names it; the path then points at its parent.
+        let missing = detail
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+            .map(|key| match &path {
+                None => key.to_string(),
+                Some(parent) => format!("{parent}.{key}"),
+            });
+        let field = missing.or(path);
+        Self::Malformed { detail, field }
     }
 }
 
@@ -192,4 +241,53 @@ pub enum EngineError {
         /// The database's id.
         found: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::contract::{PreviewRequest, PruneRequest};
+    use crate::PruneBatchRequest;
+
+    fn field_of<T: std::fmt::Debug>(parsed: Result<T, super::ContractError>) -> Option<String> {
+        parsed.unwrap_err().field().map(str::to_string)
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_by_its_path() {
+        let body = r#"{"sessionID":"s","messageID":"m","revision":"r","indexes":[1,"a"]}"#;
+        assert_eq!(
+            field_of(PruneRequest::from_json(body)),
+            Some("indexes[1]".into())
+        );
+        let body = r#"{"sessionID":"s","candidates":[{"messageID":"m","revision":7,"toolCount":1,"reasoningCount":0}]}"#;
+        assert_eq!(
+            field_of(PruneBatchRequest::from_json(body)),
+            Some("candidates[0].revision".into())
+        );
+    }
+
+    #[test]
+    fn a_missing_key_and_an_unknown_key_are_named() {
+        assert_eq!(
+            field_of(PreviewRequest::from_json(r#"{"sessionID":"s"}"#)),
+            Some("messageID".into())
+        );
+        assert_eq!(
+            field_of(PreviewRequest::from_json(
+                r#"{"sessionID":"s","messageID":"m","content":[]}"#
+            )),
+            Some("content".into())
+        );
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_names_no_field() {
+        assert_eq!(field_of(PreviewRequest::from_json("{")), None);
+        assert_eq!(
+            field_of(PreviewRequest::from_json(
+                r#"{"sessionID":"s","messageID":"m"} trailing"#
+            )),
+            None
+        );
+    }
 }

@@ -35,5 +35,5 @@ pub use request_key::request_key;
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
 pub use store::{Applied, DryRun, Durability, PruneCommand, Receipt, Refusal, SessionStore};
 
-pub use pruning_events::{Delivery, RecvError, Subscription};
+pub use pruning_events::{Delivery, Hub, RecvError, Subscription};
 pub use pruning_journal::{Intent, IntentState, Journal};

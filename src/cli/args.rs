@@ -124,6 +124,10 @@ pub enum Command {
         #[arg(long, default_value_t = 500, value_name = "MS", requires = "follow")]
         poll_ms: u64,
     },
+    /// Serve the engine over HTTP: the CodeNomad-compatible routes, receipts, and a resumable
+    /// Server-Sent Events stream of prunes (GET /openapi.json describes them). Holds the journal
+    /// until stopped with Ctrl-C or SIGTERM, so other `session-prune` processes report it busy.
+    Serve(ServeArgs),
     /// Run the whole flow on a copy of a small database made by real OpenCode (ignores --db and
     /// --journal: it makes its own in a temporary folder).
     Demo {
@@ -131,6 +135,27 @@ pub enum Command {
         #[arg(long)]
         keep: bool,
     },
+}
+
+/// `serve` arguments.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on, IP:PORT (port 0 picks a free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:7281", value_name = "ADDR")]
+    pub listen: String,
+    /// Require this password on every request (bearer token, or HTTP basic auth with any user
+    /// name). Prefer the SESSION_PRUNE_PASSWORD environment variable: other users can read a
+    /// command line. Required to listen beyond loopback.
+    #[arg(long, value_name = "PASSWORD")]
+    pub password: Option<String>,
+    /// A workspace the API serves, as ID=DIR: sessions in DIR or below belong to it.
+    /// Repeatable. Default: OpenCode's projects (their worktree) and workspaces (their
+    /// directory), read from the database.
+    #[arg(long = "workspace", value_name = "ID=DIR")]
+    pub workspaces: Vec<String>,
+    /// How often an idle event stream sends a `heartbeat` event (e.g. 15s, 500ms).
+    #[arg(long, default_value = "15s", value_name = "DURATION")]
+    pub heartbeat: String,
 }
 
 /// `prune` arguments.

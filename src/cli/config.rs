@@ -49,6 +49,23 @@ pub enum ConfigError {
     /// A scope id is empty.
     #[error("{0} needs an id (it may not be empty)")]
     EmptyScope(&'static str),
+    /// `serve --listen` is not an address.
+    #[error("--listen {0}: give an IP address and port such as 127.0.0.1:7281 (port 0 picks a free one)")]
+    Listen(String),
+    /// `serve` beyond loopback with no password.
+    #[error("--listen {0} is reachable from other machines: set a password (SESSION_PRUNE_PASSWORD or --password) or listen on 127.0.0.1")]
+    OpenWithoutPassword(std::net::SocketAddr),
+    /// An empty password.
+    #[error(
+        "the password is empty: set a non-empty SESSION_PRUNE_PASSWORD or --password, or neither"
+    )]
+    EmptyPassword,
+    /// `serve --workspace` is not `ID=DIR` with an absolute directory.
+    #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]
+    Workspace(String),
+    /// `serve --heartbeat` is not a duration from 10 ms to 1 hour.
+    #[error("--heartbeat {0}: give a duration from 10ms to 1h (e.g. 15s, 500ms)")]
+    Heartbeat(String),
     /// The candidates file cannot be read or holds no candidates.
     #[error("--candidates {path}: {detail}")]
     Candidates {
@@ -120,6 +137,8 @@ pub enum Action {
         /// Poll interval with `follow`.
         poll: Duration,
     },
+    /// Serve the HTTP API.
+    Serve(super::serve::ServeConfig),
     /// Run the demo.
     Demo {
         /// Keep the temporary folder.
@@ -255,6 +274,7 @@ impl Config {
                 follow,
                 poll: Duration::from_millis(poll_ms.max(10)),
             },
+            Command::Serve(args) => Action::Serve(super::serve::serve_config(args)?),
             Command::Demo { keep } => Action::Demo { keep },
         };
         let explicit_db = cli.global.db.is_some();
@@ -326,7 +346,7 @@ fn scope(args: ScopeArgs) -> Result<Scope, ConfigError> {
 }
 
 /// `/a/./b/../c/` -> `/a/c`; `None` for a path that is not absolute.
-fn normalize_directory(dir: &str) -> Option<String> {
+pub fn normalize_directory(dir: &str) -> Option<String> {
     let unified = dir.replace('\\', "/");
     let (root, rest) = if let Some(rest) = unified.strip_prefix('/') {
         ("/", rest)

@@ -1,4 +1,6 @@
-//! The command line: raw flags ([`args`]) and the validated configuration ([`config`]).
+//! The command line: raw flags ([`args`]) and the validated configuration ([`config`], with
+//! `serve`'s own in [`serve`]).
 
 pub mod args;
 pub mod config;
+pub mod serve;

@@ -9,6 +9,7 @@ pub mod preview;
 pub mod prune;
 pub mod prune_batch;
 pub mod receipts;
+pub mod serve;
 pub mod sessions;
 pub mod stats;
 pub mod vacuum;

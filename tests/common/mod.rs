@@ -100,6 +100,14 @@ impl Fixture {
         hex::encode(hasher.finalize())
     }
 
+    /// SHA-256 of the journal file ("" when there is none).
+    pub fn journal_digest(&self) -> String {
+        match std::fs::read(&self.journal) {
+            Ok(bytes) => hex::encode(Sha256::digest(bytes)),
+            Err(_) => String::new(),
+        }
+    }
+
     /// Number of rows of `table` whose `data` contains `needle`.
     pub fn rows_containing(&self, table: &str, needle: &str) -> i64 {
         let sql = format!("SELECT count(*) FROM {table} WHERE instr(CAST(data AS TEXT), ?1) > 0");
@@ -246,6 +254,9 @@ pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOut
 
 pub mod cli;
 pub mod counting;
+#[path = "../../benches/common.rs"]
+pub mod generate;
+pub mod http;
 pub mod v2;
 
 /// Checks that the journal at `path` holds exactly one intent, refused with `reason`.

@@ -76,6 +76,21 @@ pub fn read(
     crate::opencode::cached::query_row(conn, &sql, [session_id], owner_of).optional()
 }
 
+/// Reads the owner of session `session_id` from whichever generation holds it: opencode2's
+/// `session_v2` first, then the shared `session` table. `None` when neither has it.
+pub fn find(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<Owner>> {
+    let schema = crate::opencode::schema::Schema::read(conn)?;
+    for table in [SessionTable::V2, SessionTable::Shared] {
+        if !schema.has(table.name()) {
+            continue;
+        }
+        if let Some(owner) = read(conn, table, session_id)? {
+            return Ok(Some(owner));
+        }
+    }
+    Ok(None)
+}
+
 /// Every session of `table` with its owner, as `(id, owner)`; ids and owners are read
 /// leniently (a damaged text still compares, and never matches a scope it is not in).
 pub fn all(conn: &Connection, table: SessionTable) -> rusqlite::Result<Vec<(String, Owner)>> {

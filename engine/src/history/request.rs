@@ -84,7 +84,7 @@ impl HistoryRequest {
     /// `purpose: "prune"` without `sessionID`.
     pub fn from_json(body: &str) -> Result<Self, ContractError> {
         check_body_size(body)?;
-        let raw: RawHistory = serde_json::from_str(body).map_err(ContractError::from_json)?;
+        let raw: RawHistory = ContractError::parse(body)?;
         Self::new(
             raw.session_id,
             raw.query,

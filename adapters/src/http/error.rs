@@ -1,0 +1,105 @@
+//! The HTTP API's error answers: one status per kind, and a JSON body
+//! `{"error": "what went wrong and what to do", "field": "the request field"}` (`field` only
+//! when one is at fault). Contract refusals are not errors: they are `200` answers in the
+//! contract's `{status:"blocked", reason}` shape.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use pruning_engine::ContractError;
+use serde_json::json;
+
+/// Why a request was not carried out. Nothing was journaled or written for any of these.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// 401: a password is set and the request does not carry it.
+    #[error("this server needs its password: send `Authorization: Bearer PASSWORD` or HTTP basic auth with it as the password")]
+    Unauthorized,
+    /// 400: the body breaks the contract (malformed JSON, an unknown key, a bound).
+    #[error("invalid pruning request: {0}")]
+    Contract(#[from] ContractError),
+    /// 400: the body could not be read as text.
+    #[error("{0}")]
+    BadBody(String),
+    /// 400: a query parameter or header is malformed or unknown.
+    #[error("{detail}")]
+    BadParameter {
+        /// The parameter (`since`, `Last-Event-ID`, `sessionID`, ...).
+        field: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// 413: the body is over 1 MiB.
+    #[error(
+        "the request body is over the 1 MiB limit ({} bytes)",
+        pruning_engine::contract::MAX_REQUEST_BYTES
+    )]
+    TooLarge,
+    /// 403: the session (or the receipt's session) does not belong to the workspace.
+    #[error("session {session_id} does not belong to workspace {workspace} (its directory is outside {directory})")]
+    Forbidden {
+        /// The session asked for.
+        session_id: String,
+        /// The workspace of the route.
+        workspace: String,
+        /// The workspace's directory.
+        directory: String,
+    },
+    /// 404: no such workspace (`GET /api/workspaces` lists them).
+    #[error("there is no workspace {0}: GET /api/workspaces lists them")]
+    UnknownWorkspace(String),
+    /// 404: no such route or resource.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405: the route exists with another method.
+    #[error("method not allowed on this route (see GET /openapi.json)")]
+    MethodNotAllowed,
+    /// 500: the database or the journal failed; the message says which.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Contract(ContractError::BodyTooLarge { .. }) | Self::TooLarge => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            Self::Contract(_) | Self::BadBody(_) | Self::BadParameter { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Self::UnknownWorkspace(_) | Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The request field at fault, if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::Contract(error) => error.field(),
+            Self::BadParameter { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "error": self.to_string() });
+        if let Some(field) = self.field() {
+            body["field"] = json!(field);
+        }
+        let mut response = (self.status(), super::document::json(&body)).into_response();
+        if matches!(self, Self::Unauthorized) {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(r#"Basic realm="session-prune", charset="UTF-8""#),
+            );
+        }
+        response
+    }
+}

@@ -1,0 +1,223 @@
+//! `GET /api/workspaces/{id}/session-pruning/events`: the committed prunes of the workspace's
+//! sessions as Server-Sent Events, replayed from a cursor, then live.
+//!
+//! Every SSE `id:` is a journal sequence number. A client resumes with `Last-Event-ID` (what
+//! `EventSource` sends on reconnect) or `?since=SEQ` (the header wins): the stream replays
+//! every journaled event after it, then goes live, with no gap and no duplicate. Three event
+//! types:
+//!
+//! - `rpc.codenomad.session-pruning.pruned`, data `{sessionID, messageID, revision}` (the
+//!   contract's event; `revision` is the content hash after the prune). An identical retry
+//!   announces the same event again, with the same `id:`.
+//! - `heartbeat`, data `{cursor, time}` (ms since the epoch), after each quiet interval; its
+//!   `id:` is the cursor, which moves past events of other workspaces, so a client that
+//!   resumes from it does not scan them again.
+//! - `resync`, data `{firstKept, resumeAfter}`: the cursor is older than the journal keeps (or
+//!   newer than its last event: another journal). Reload everything; live events after
+//!   `resumeAfter` follow.
+//!
+//! A subscriber that falls behind (a client that stops reading) is caught up from the
+//! journal when it reads again, never dropped. The stream ends cleanly when the server shuts
+//! down.
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use futures_util::{FutureExt as _, StreamExt as _};
+use pruning_engine::{Delivery, JournalReplay, PrunedEvent, RecvError, Scope, Subscription};
+use serde_json::json;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
+
+use super::error::ApiError;
+use super::query;
+use super::state::AppState;
+
+/// The SSE event type of a heartbeat.
+pub const HEARTBEAT: &str = "heartbeat";
+/// The SSE event type of a resync order.
+pub const RESYNC: &str = "resync";
+/// How long a stream waits before reading the journal again after a failed read.
+const RETRY_AFTER_READ_ERROR: Duration = Duration::from_secs(1);
+/// Deliveries that are ready at once (a replay, a burst) go out together, in writes of about
+/// this many bytes.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Opens the event stream of a workspace.
+///
+/// Errors: 404 for an unknown workspace; 400 for a `Last-Event-ID` or `since` that is not a
+/// sequence number, or another query parameter; 500 when the journal cannot be read.
+pub async fn events(
+    State(state): State<AppState>,
+    Path(workspace): Path<String>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let workspace = state.workspace(workspace).await?;
+    let mut params = query::parse(raw.as_deref(), &["since"])?;
+    let since = match headers.get("last-event-id") {
+        Some(value) => sequence("Last-Event-ID", value.to_str().unwrap_or("\u{fffd}"))?,
+        None => match params.remove("since") {
+            Some(text) => sequence("since", &text)?,
+            None => 0,
+        },
+    };
+    let (first, last) = state
+        .read(|engine| {
+            let journal = engine.journal();
+            let first = journal.first_seq().map_err(|e| e.to_string())?;
+            let last = journal.last_seq().map_err(|e| e.to_string())?;
+            Ok((first, last))
+        })
+        .await?
+        .map_err(|error: String| {
+            ApiError::Internal(format!("the journal is unreadable: {error}"))
+        })?;
+    // A cursor past the journal's last event was made by another journal: what it saw is not
+    // what this one holds.
+    let (since, opening) = if since > last {
+        (last, Some(resync(first.unwrap_or(last + 1), last)))
+    } else {
+        (since, None)
+    };
+    let mut heartbeat = tokio::time::interval_at(
+        Instant::now() + state.options().heartbeat,
+        state.options().heartbeat,
+    );
+    heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let feed = Feed {
+        subscription: state.hub().subscribe(since),
+        scope: workspace.scope(),
+        state,
+        heartbeat,
+        opening,
+    };
+    let chunks = futures_util::stream::unfold(feed, |mut feed| async move {
+        feed.next().await.map(|chunk| (chunk, feed))
+    });
+    let body = Body::from_stream(chunks.map(Ok::<Bytes, Infallible>));
+    let headers = [
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        ),
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+    ];
+    Ok((headers, body).into_response())
+}
+
+/// One subscriber's stream state.
+struct Feed {
+    state: AppState,
+    subscription: Subscription<JournalReplay>,
+    scope: Scope,
+    heartbeat: Interval,
+    /// A resync to send before anything else.
+    opening: Option<String>,
+}
+
+impl Feed {
+    /// The next chunk of the stream: one SSE event, or all those ready at once (up to about
+    /// [`CHUNK_BYTES`]); `None` when the stream ends (server shutdown).
+    async fn next(&mut self) -> Option<Bytes> {
+        if let Some(opening) = self.opening.take() {
+            return Some(Bytes::from(opening));
+        }
+        let mut chunk = String::new();
+        let shutdown = self.state.shutdown().clone();
+        while chunk.is_empty() {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return None,
+                delivery = self.subscription.recv() => match delivery {
+                    Ok(delivery) => self.write(delivery, &mut chunk).await,
+                    Err(RecvError::Closed) => return None,
+                    Err(error) => {
+                        eprintln!("error: event stream: {error}; retrying");
+                        tokio::select! {
+                            () = shutdown.cancelled() => return None,
+                            () = tokio::time::sleep(RETRY_AFTER_READ_ERROR) => {}
+                        }
+                    }
+                },
+                _ = self.heartbeat.tick() => {
+                    chunk = heartbeat(self.subscription.cursor());
+                }
+            }
+        }
+        // `recv` is cancel safe: polling it once and dropping it loses nothing.
+        while chunk.len() < CHUNK_BYTES {
+            match self.subscription.recv().now_or_never() {
+                Some(Ok(delivery)) => self.write(delivery, &mut chunk).await,
+                // A closed hub or a failed read is met again by the next call.
+                Some(Err(_)) | None => break,
+            }
+        }
+        self.heartbeat.reset();
+        Some(Bytes::from(chunk))
+    }
+
+    /// Appends a delivery's SSE text (nothing for an event of another workspace).
+    async fn write(&self, delivery: Delivery<PrunedEvent>, chunk: &mut String) {
+        match delivery {
+            Delivery::Event(event) => {
+                if self.admits(&event).await {
+                    pruned(&event, chunk);
+                }
+            }
+            Delivery::Resync { first_kept } => {
+                chunk.push_str(&resync(first_kept, self.subscription.cursor()));
+            }
+        }
+    }
+
+    /// Whether the event's session lies in this stream's workspace.
+    async fn admits(&self, event: &PrunedEvent) -> bool {
+        self.state
+            .cached_owner(&event.data.session_id)
+            .await
+            .is_some_and(|owner| self.scope.admits(&owner.as_ownership()).is_ok())
+    }
+}
+
+/// A cursor from a header or query parameter: a sequence number (0 = from the first event).
+fn sequence(field: &str, text: &str) -> Result<u64, ApiError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse().map_err(|_| ApiError::BadParameter {
+        field: field.to_string(),
+        detail: format!(
+            "{field} must be an event id (a sequence number such as 42), got `{}`",
+            text.chars().take(80).collect::<String>()
+        ),
+    })
+}
+
+/// `event: rpc.codenomad.session-pruning.pruned`, `id: SEQ`, `data: {sessionID, messageID,
+/// revision}`.
+fn pruned(event: &PrunedEvent, chunk: &mut String) {
+    // serde_json writes no raw line break, so the data is one `data:` line.
+    let _ = write!(
+        chunk,
+        "event: {}\nid: {}\ndata: {}\n\n",
+        event.event_type,
+        event.seq,
+        json!(event.data)
+    );
+}
+
+fn heartbeat(cursor: u64) -> String {
+    let data = json!({ "cursor": cursor, "time": pruning_engine::now_ms() });
+    format!("event: {HEARTBEAT}\nid: {cursor}\ndata: {data}\n\n")
+}
+
+fn resync(first_kept: u64, resume_after: u64) -> String {
+    let data = json!({ "firstKept": first_kept, "resumeAfter": resume_after });
+    format!("event: {RESYNC}\nid: {resume_after}\ndata: {data}\n\n")
+}

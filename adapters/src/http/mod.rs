@@ -1,0 +1,31 @@
+//! The HTTP API (axum): the engine as a local server for UIs and TUIs.
+//!
+//! Routes (DESIGN.md "HTTP"): `POST /api/workspaces/{id}/session-pruning/{preview,prune,
+//! history,prune-batch}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
+//! `GET .../receipts/{receiptID}` (audit); `GET .../events` (Server-Sent Events, resumable);
+//! `GET /api/workspaces`; `GET /openapi.json`; `GET /health`.
+//!
+//! This module owns HTTP concerns only: routes, JSON answers and their status codes,
+//! authentication, the body limit, workspace scoping and the event stream. The engine does the
+//! work, on tokio's blocking pool.
+
+mod audit;
+pub mod auth;
+mod body;
+mod contract;
+pub mod document;
+pub mod error;
+mod events;
+mod openapi;
+mod query;
+mod server;
+mod state;
+pub mod workspaces;
+
+pub use auth::Password;
+pub use error::ApiError;
+pub use events::{HEARTBEAT, RESYNC};
+pub use openapi::OPENAPI;
+pub use server::{router, serve};
+pub use state::{AppState, ServerOptions};
+pub use workspaces::{Workspace, Workspaces};

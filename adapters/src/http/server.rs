@@ -1,0 +1,82 @@
+//! The router (every route, the authentication layer, JSON answers for unknown routes) and the
+//! server loop with graceful shutdown.
+
+use std::future::Future;
+
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::net::TcpListener;
+
+use super::error::ApiError;
+use super::state::AppState;
+use super::{audit, contract, events, openapi};
+
+/// Every route of the API, behind the password check when one is set.
+pub fn router(state: AppState) -> Router {
+    let pruning = "/api/workspaces/{id}/session-pruning";
+    Router::new()
+        .route("/health", get(audit::health))
+        .route("/openapi.json", get(openapi::document))
+        .route("/api/workspaces", get(audit::workspaces))
+        .route(&format!("{pruning}/preview"), post(contract::preview))
+        .route(&format!("{pruning}/prune"), post(contract::prune))
+        .route(&format!("{pruning}/history"), post(contract::history))
+        .route(
+            &format!("{pruning}/prune-batch"),
+            post(contract::prune_batch),
+        )
+        .route(&format!("{pruning}/receipts"), get(audit::receipts))
+        .route(
+            &format!("{pruning}/receipts/{{receipt}}"),
+            get(audit::receipt),
+        )
+        .route(&format!("{pruning}/events"), get(events::events))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .with_state(state)
+}
+
+/// Serves `router(state)` on `listener` until `signal` completes, then shuts down gracefully:
+/// no new connection is accepted, event streams end, requests in flight (a prune among them)
+/// finish and are answered. Returns once every connection is closed.
+///
+/// # Cancel safety
+///
+/// Dropping the returned future drops every connection at once; a prune already on the
+/// blocking pool still runs to its end (it never depends on the connection).
+///
+/// Errors: the listener's I/O error.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let shutdown = state.shutdown().clone();
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move {
+            signal.await;
+            shutdown.cancel();
+        })
+        .await
+}
+
+async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match &state.options().password {
+        Some(password) if !password.admits(request.headers()) => {
+            ApiError::Unauthorized.into_response()
+        }
+        _ => next.run(request).await,
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route (GET /openapi.json lists them)".into())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

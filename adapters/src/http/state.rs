@@ -1,0 +1,209 @@
+//! What every handler shares: the engine, the event hub, the workspace list, the password,
+//! the owner cache of event filtering, and the shutdown signal. Engine and store calls run on
+//! tokio's blocking pool (the store is synchronous SQLite), never on the async workers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pruning_engine::{Engine, Hub, JournalReplay};
+use tokio_util::sync::CancellationToken;
+
+use super::auth::Password;
+use super::error::ApiError;
+use super::workspaces::{Workspace, Workspaces};
+use crate::opencode::ownership::{self, Owner};
+use crate::opencode::OpenCodeStore;
+
+/// How the server is configured (the validated form of `serve`'s flags).
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// With a password, every route needs it (bearer token or basic auth).
+    pub password: Option<Password>,
+    /// Where workspace ids come from.
+    pub workspaces: Workspaces,
+    /// How often an idle event stream sends a `heartbeat` event.
+    pub heartbeat: Duration,
+}
+
+/// The shared state of all handlers; a cheap handle (an [`Arc`] inside).
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Arc<Engine<OpenCodeStore>>,
+    hub: Hub<JournalReplay>,
+    /// Held by every write (prune, prune-batch): one write at a time, in arrival order.
+    writes: Mutex<()>,
+    options: ServerOptions,
+    /// Session id -> owner, for filtering events by workspace. A session's directory is read
+    /// once per server run.
+    owners: Mutex<HashMap<String, Owner>>,
+    shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// State over an open engine.
+    pub fn new(engine: Arc<Engine<OpenCodeStore>>, options: ServerOptions) -> Self {
+        let hub = engine.hub();
+        Self {
+            inner: Arc::new(Inner {
+                engine,
+                hub,
+                writes: Mutex::new(()),
+                options,
+                owners: Mutex::new(HashMap::new()),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The options the server runs with.
+    pub fn options(&self) -> &ServerOptions {
+        &self.inner.options
+    }
+
+    /// The event hub.
+    pub fn hub(&self) -> &Hub<JournalReplay> {
+        &self.inner.hub
+    }
+
+    /// Cancelled when the server shuts down: event streams end on it.
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    /// Runs a read on the blocking pool with the engine.
+    ///
+    /// Errors: [`ApiError::Internal`] if the call panicked (the engine stays usable: its
+    /// state is in SQLite and the journal).
+    pub async fn read<T, F>(&self, call: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine<OpenCodeStore>) -> T + Send + 'static,
+    {
+        let engine = Arc::clone(&self.inner.engine);
+        tokio::task::spawn_blocking(move || call(&engine))
+            .await
+            .map_err(|error| ApiError::Internal(format!("the engine call failed: {error}")))
+    }
+
+    /// Runs a write on the blocking pool, after every write that arrived before it. The call
+    /// runs to its end even if the client goes away (an in-flight prune always finishes).
+    ///
+    /// Errors: as [`AppState::read`].
+    pub async fn write<T, F>(&self, call: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine<OpenCodeStore>) -> T + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let _one_at_a_time = inner
+                .writes
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            call(&inner.engine)
+        })
+        .await
+        .map_err(|error| ApiError::Internal(format!("the engine call failed: {error}")))
+    }
+
+    /// The workspace `id`.
+    ///
+    /// Errors: [`ApiError::UnknownWorkspace`] (404); [`ApiError::Internal`] when the database
+    /// cannot be read.
+    pub async fn workspace(&self, id: String) -> Result<Workspace, ApiError> {
+        let options = self.inner.options.workspaces.clone();
+        let found = self
+            .read(move |engine| {
+                options
+                    .find(&engine.store().connection(), &id)
+                    .map(|w| (w, id))
+            })
+            .await?;
+        match found {
+            Ok((Some(workspace), _)) => Ok(workspace),
+            Ok((None, id)) => Err(ApiError::UnknownWorkspace(id)),
+            Err(error) => Err(ApiError::Internal(format!(
+                "reading the workspaces failed: {error}"
+            ))),
+        }
+    }
+
+    /// Every workspace.
+    ///
+    /// Errors: [`ApiError::Internal`] when the database cannot be read.
+    pub async fn workspaces(&self) -> Result<Vec<Workspace>, ApiError> {
+        let options = self.inner.options.workspaces.clone();
+        self.read(move |engine| options.list(&engine.store().connection()))
+            .await?
+            .map_err(|error| ApiError::Internal(format!("reading the workspaces failed: {error}")))
+    }
+
+    /// Refuses (403) a session that exists outside `workspace`. A session that does not exist
+    /// passes: the engine answers for it in the contract's words (`not_deletable`).
+    ///
+    /// Errors: [`ApiError::Forbidden`]; [`ApiError::Internal`] when the database cannot be
+    /// read.
+    pub async fn admit(&self, workspace: &Workspace, session_id: &str) -> Result<(), ApiError> {
+        match self.owner(session_id).await? {
+            Some(owner) if workspace.scope().admits(&owner.as_ownership()).is_err() => {
+                Err(ApiError::Forbidden {
+                    session_id: session_id.to_string(),
+                    workspace: workspace.id.clone(),
+                    directory: workspace.directory.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The owner of a session as the database says now (no cache: requests are checked
+    /// against the present).
+    async fn owner(&self, session_id: &str) -> Result<Option<Owner>, ApiError> {
+        let id = session_id.to_string();
+        self.read(move |engine| ownership::find(&engine.store().connection(), &id))
+            .await?
+            .map_err(|error| ApiError::Internal(format!("reading the session failed: {error}")))
+    }
+
+    /// The owner of a session for event filtering: cached after the first read, since every
+    /// subscriber asks for the sessions of every event. `None` when the session no longer
+    /// exists (its events then belong to no workspace) or cannot be read.
+    pub async fn cached_owner(&self, session_id: &str) -> Option<Owner> {
+        if let Some(owner) = self.cached(session_id) {
+            return Some(owner);
+        }
+        let state = self.clone();
+        let id = session_id.to_string();
+        self.read(move |engine| {
+            // Another subscriber may have read it while this one waited for the pool.
+            if let Some(owner) = state.cached(&id) {
+                return Some(owner);
+            }
+            let owner = ownership::find(&engine.store().connection(), &id).ok()??;
+            state
+                .inner
+                .owners
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(id, owner.clone());
+            Some(owner)
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    fn cached(&self, session_id: &str) -> Option<Owner> {
+        self.inner
+            .owners
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(session_id)
+            .cloned()
+    }
+}

@@ -1,0 +1,93 @@
+//! `serve`'s flags validated: the listen address (loopback unless a password is set), the
+//! password (`--password` or `SESSION_PRUNE_PASSWORD`), the workspaces and the heartbeat.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use pruning_adapters::http::{Password, Workspace, Workspaces};
+
+use super::args::ServeArgs;
+use super::config::{normalize_directory, ConfigError};
+
+/// The environment variable that holds the server's password.
+pub const PASSWORD_VARIABLE: &str = "SESSION_PRUNE_PASSWORD";
+
+/// A validated `serve` command line.
+#[derive(Debug)]
+pub struct ServeConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The password every request must carry, if any.
+    pub password: Option<Password>,
+    /// Where workspace ids come from.
+    pub workspaces: Workspaces,
+    /// Heartbeat interval of idle event streams.
+    pub heartbeat: Duration,
+}
+
+/// Validates `serve`'s flags, reading the password from `SESSION_PRUNE_PASSWORD` when
+/// `--password` is not given.
+///
+/// Errors: [`ConfigError::Listen`], [`ConfigError::EmptyPassword`],
+/// [`ConfigError::OpenWithoutPassword`] (an address beyond loopback with no password),
+/// [`ConfigError::Workspace`], [`ConfigError::Heartbeat`].
+pub fn serve_config(args: ServeArgs) -> Result<ServeConfig, ConfigError> {
+    let listen = listen_address(&args.listen)?;
+    let password = match args
+        .password
+        .or_else(|| std::env::var(PASSWORD_VARIABLE).ok())
+    {
+        None => None,
+        Some(text) => Some(Password::new(text).ok_or(ConfigError::EmptyPassword)?),
+    };
+    if password.is_none() && !listen.ip().is_loopback() {
+        return Err(ConfigError::OpenWithoutPassword(listen));
+    }
+    let workspaces = if args.workspaces.is_empty() {
+        Workspaces::Discovered
+    } else {
+        let mut given: Vec<Workspace> = Vec::new();
+        for text in &args.workspaces {
+            let workspace = workspace(text).ok_or_else(|| ConfigError::Workspace(text.clone()))?;
+            if given.iter().any(|w| w.id == workspace.id) {
+                return Err(ConfigError::Workspace(text.clone()));
+            }
+            given.push(workspace);
+        }
+        Workspaces::Given(given)
+    };
+    let heartbeat = humantime::parse_duration(args.heartbeat.trim())
+        .ok()
+        .filter(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_secs(3600))
+        .ok_or_else(|| ConfigError::Heartbeat(args.heartbeat.clone()))?;
+    Ok(ServeConfig {
+        listen,
+        password,
+        workspaces,
+        heartbeat,
+    })
+}
+
+/// `127.0.0.1:7281`, `[::1]:7281`, or a name such as `localhost:7281` (its first address).
+fn listen_address(text: &str) -> Result<SocketAddr, ConfigError> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut found| found.next())
+        .ok_or_else(|| ConfigError::Listen(text.to_string()))
+}
+
+/// `ID=DIR` with a non-empty id and an absolute directory (normalized as the scope flags are).
+fn workspace(text: &str) -> Option<Workspace> {
+    let (id, directory) = text.split_once('=')?;
+    let id = id.trim();
+    if id.is_empty() || id.contains('/') {
+        return None;
+    }
+    Some(Workspace {
+        id: id.to_string(),
+        directory: normalize_directory(directory)?,
+    })
+}

@@ -1,0 +1,134 @@
+//! `session-prune serve`: the engine behind the HTTP API until Ctrl-C or SIGTERM.
+//!
+//! Start-up prints where it listens (with `--json`, one line
+//! `{"status":"listening","address","url","workspaces"}`), so that a script that asked for port
+//! 0 learns the port. On a signal the server stops accepting connections, ends every event
+//! stream, lets requests in flight finish (a prune is never cut short), closes the journal and
+//! prints `{"status":"stopped"}` (exit 0).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use pruning_adapters::http::{self, AppState, ServerOptions, Workspaces};
+use serde_json::json;
+
+use super::{open_engine_unless_busy, Outcome};
+use crate::cli::config::Config;
+use crate::cli::serve::ServeConfig;
+use crate::output;
+
+/// Serves until stopped.
+pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
+    let engine = match open_engine_unless_busy(config)? {
+        Ok(engine) => engine,
+        Err(detail) => {
+            eprintln!("blocked: {detail}");
+            if config.json {
+                output::json_line(&json!({ "status": "blocked", "error": detail }))?;
+            }
+            return Ok(Outcome::Blocked);
+        }
+    };
+    let options = ServerOptions {
+        password: serve.password.clone(),
+        workspaces: serve.workspaces.clone(),
+        heartbeat: serve.heartbeat,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let state = AppState::new(Arc::new(engine), options);
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(serve.listen)
+            .await
+            .with_context(|| format!("listening on {}", serve.listen))?;
+        let address = listener.local_addr()?;
+        // Installed before the address is announced: a signal sent as soon as a script reads
+        // it must stop the server gracefully, not kill it.
+        let stop = stop_signal().context("installing the signal handlers")?;
+        announce(
+            config.json,
+            address,
+            &serve.workspaces,
+            serve.password.is_some(),
+        )?;
+        http::serve(listener, state, stop)
+            .await
+            .context("serving HTTP")
+    })?;
+    // Dropping the runtime waits for engine calls still on the blocking pool; the last handle
+    // to the engine goes with them, which closes the journal.
+    drop(runtime);
+    if config.json {
+        output::json_line(&json!({ "status": "stopped" }))?;
+    } else {
+        println!("stopped: every request answered, the journal closed");
+    }
+    Ok(Outcome::Done)
+}
+
+fn announce(
+    json: bool,
+    address: std::net::SocketAddr,
+    workspaces: &Workspaces,
+    password: bool,
+) -> anyhow::Result<()> {
+    let url = format!("http://{address}");
+    let listed = match workspaces {
+        Workspaces::Discovered => json!("discovered"),
+        Workspaces::Given(list) => json!(list),
+    };
+    if json {
+        return output::json_line(&json!({
+            "status": "listening",
+            "address": address.to_string(),
+            "url": url,
+            "workspaces": listed,
+            "password": password,
+        }));
+    }
+    println!("listening on {url} (GET {url}/openapi.json describes the API)");
+    match workspaces {
+        Workspaces::Discovered => println!(
+            "workspaces: OpenCode's projects and workspaces (GET {url}/api/workspaces lists them)"
+        ),
+        Workspaces::Given(list) => {
+            for workspace in list {
+                println!("workspace {} = {}", workspace.id, workspace.directory);
+            }
+        }
+    }
+    if !password {
+        println!("no password: any program of this machine may use it (set SESSION_PRUNE_PASSWORD to require one)");
+    }
+    println!("stop with Ctrl-C");
+    Ok(())
+}
+
+/// A future that completes on Ctrl-C (SIGINT) or SIGTERM; the handlers are installed when
+/// this returns. Must be called within the runtime.
+///
+/// Errors: the I/O error of installing a handler.
+#[cfg(unix)]
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
+}
+
+/// A future that completes on Ctrl-C.
+///
+/// Errors: none here (the handler is installed when the future is first polled).
+#[cfg(not(unix))]
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+}

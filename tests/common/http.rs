@@ -1,0 +1,396 @@
+//! Running `session-prune serve` in tests and talking to it as clients do: plain HTTP
+//! requests (reqwest) and a Server-Sent Events reader over a raw TCP socket, so that a test
+//! decides exactly when bytes are read (a subscriber that stops reading really stops).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{generate, Fixture};
+
+/// The workspace id the tests give the fixture's directory.
+pub const WORKSPACE: &str = "work";
+/// The fixture's sessions' directory.
+pub const FIXTURE_DIRECTORY: &str = "/tmp/oc-cache/run/work";
+/// A workspace whose directory holds none of the fixture's sessions.
+pub const OTHER_WORKSPACE: &str = "elsewhere";
+
+/// A running `session-prune serve` on a free loopback port.
+pub struct Server {
+    child: Option<Child>,
+    stdout: BufReader<ChildStdout>,
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+    pub db: PathBuf,
+}
+
+impl Server {
+    /// Serves `db` with the test workspaces (`work` = the fixture's directory, `elsewhere` =
+    /// `/elsewhere`) and a 100 ms heartbeat, plus `args`.
+    pub fn start(db: &Path, args: &[&str]) -> Self {
+        let mut all = vec![
+            "--workspace".to_string(),
+            format!("{WORKSPACE}={FIXTURE_DIRECTORY}"),
+            "--workspace".to_string(),
+            format!("{OTHER_WORKSPACE}=/elsewhere"),
+            "--heartbeat".to_string(),
+            "100ms".to_string(),
+        ];
+        all.extend(args.iter().map(|a| a.to_string()));
+        Self::start_exactly(db, &all, &[])
+    }
+
+    /// Serves `db` with exactly `args` after `serve --json` (and `--listen 127.0.0.1:0` unless
+    /// `args` has a `--listen`), and `env`.
+    pub fn start_exactly(db: &Path, args: &[String], env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_session-prune"));
+        command
+            .arg("--db")
+            .arg(db)
+            .args(["serve", "--json"])
+            .args(args)
+            .env_remove("SESSION_PRUNE_PASSWORD")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if !args.iter().any(|a| a == "--listen") {
+            command.args(["--listen", "127.0.0.1:0"]);
+        }
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spawn serve");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let doc: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("serve did not start; it printed {line:?}"));
+        assert_eq!(doc["status"], "listening", "{doc}");
+        Self {
+            address: doc["address"].as_str().expect("address").to_string(),
+            child: Some(child),
+            stdout,
+            db: db.to_path_buf(),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// The route of `name` (`preview`, `prune`, ...) in the test workspace.
+    pub fn route(&self, name: &str) -> String {
+        self.url(&format!(
+            "/api/workspaces/{WORKSPACE}/session-pruning/{name}"
+        ))
+    }
+
+    /// Sends SIGTERM and waits (at most 60 s) for the process to end; returns its exit status
+    /// and what it printed after the listening line.
+    pub fn stop(mut self) -> (ExitStatus, String) {
+        let mut child = self.child.take().expect("running");
+        let pid = i32::try_from(child.id()).expect("pid");
+        // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "serve did not stop within 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).expect("stdout");
+        (status, rest)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A blocking HTTP client with a generous timeout.
+pub fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .expect("client")
+}
+
+/// `POST url` with `body`; returns the status and the body text.
+pub fn post(url: &str, body: &str) -> (u16, String) {
+    let response = client()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .expect("POST");
+    (response.status().as_u16(), response.text().expect("body"))
+}
+
+/// `GET url`; returns the status and the body text.
+pub fn get(url: &str) -> (u16, String) {
+    let response = client().get(url).send().expect("GET");
+    (response.status().as_u16(), response.text().expect("body"))
+}
+
+/// Parses a JSON answer.
+pub fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Previews `message` through the API and prunes all its technical parts; returns the prune
+/// answer.
+pub fn prune_all(server: &Server, session: &str, message: &str) -> Value {
+    let (status, body) = post(
+        &server.route("preview"),
+        &serde_json::json!({ "sessionID": session, "messageID": message }).to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let preview = parse(&body);
+    assert_eq!(preview["status"], "preview", "{preview}");
+    let indexes: Vec<Value> = preview["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .map(|p| p["index"].clone())
+        .collect();
+    let (status, body) = post(
+        &server.route("prune"),
+        &serde_json::json!({
+            "sessionID": session, "messageID": message,
+            "revision": preview["revision"], "indexes": indexes,
+        })
+        .to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let pruned = parse(&body);
+    assert_eq!(pruned["status"], "pruned", "{pruned}");
+    pruned
+}
+
+/// The fixture with `n` prunable messages `msg_http_0000`, ... (one bash tool part of 200
+/// bytes of output and a text each) in a new session `session` of the fixture's directory.
+pub fn with_messages(session: &str, n: usize) -> (Fixture, Vec<String>) {
+    let fx = Fixture::new();
+    let conn = fx.sql();
+    conn.execute_batch("BEGIN").expect("begin");
+    generate::add_session(&conn, session);
+    let ids: Vec<String> = (0..n).map(|i| format!("msg_http_{i:04}")).collect();
+    for id in &ids {
+        generate::insert_message(&conn, session, id, 1, 200);
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    (fx, ids)
+}
+
+/// The event stream route of `workspace`.
+pub fn events_path(workspace: &str) -> String {
+    format!("/api/workspaces/{workspace}/session-pruning/events")
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent {
+    /// `event:`.
+    pub event: String,
+    /// `id:`, as a number.
+    pub id: Option<u64>,
+    /// `data:`, parsed.
+    pub data: Value,
+}
+
+/// An event stream read over a raw socket, only when the test asks.
+pub struct Sse {
+    reader: BufReader<Dechunk>,
+}
+
+impl Sse {
+    /// Opens `path` on `address` with optional `Last-Event-ID` and `Authorization` headers, and
+    /// reads the response head. Panics unless the status is 200.
+    pub fn open(address: &str, path: &str, last_event_id: Option<u64>) -> Self {
+        let (status, sse) = Self::open_with(address, path, last_event_id, None);
+        assert_eq!(status, 200);
+        sse
+    }
+
+    /// Like [`Sse::open`], returning the status whatever it is.
+    pub fn open_with(
+        address: &str,
+        path: &str,
+        last_event_id: Option<u64>,
+        authorization: Option<&str>,
+    ) -> (u16, Self) {
+        let mut stream = TcpStream::connect(address).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let mut head =
+            format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream\r\n");
+        if let Some(id) = last_event_id {
+            head.push_str(&format!("Last-Event-ID: {id}\r\n"));
+        }
+        if let Some(value) = authorization {
+            head.push_str(&format!("Authorization: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).expect("send");
+        let mut reader = BufReader::new(stream);
+        let mut status_line = String::new();
+        reader.read_line(&mut status_line).expect("status line");
+        let status: u16 = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let mut chunked = false;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("header");
+            if line.trim().is_empty() {
+                break;
+            }
+            let lower = line.to_ascii_lowercase();
+            if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+                chunked = true;
+            }
+        }
+        assert!(chunked || status != 200, "an event stream is sent chunked");
+        let sse = Self {
+            reader: BufReader::new(Dechunk {
+                inner: reader,
+                left: 0,
+                done: false,
+                clean: false,
+            }),
+        };
+        (status, sse)
+    }
+
+    /// The next event, or `None` at the end of the stream. Panics after 60 s of silence.
+    pub fn next(&mut self) -> Option<SseEvent> {
+        let (mut event, mut id, mut data) = (String::from("message"), None, String::new());
+        let mut seen_field = false;
+        loop {
+            let mut line = String::new();
+            let read = self.reader.read_line(&mut line).expect("read event stream");
+            if read == 0 {
+                return None;
+            }
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                if seen_field {
+                    let data = serde_json::from_str(&data)
+                        .unwrap_or_else(|_| panic!("event data is not JSON: {data:?}"));
+                    return Some(SseEvent { event, id, data });
+                }
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            seen_field = true;
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "event" => event = value.to_string(),
+                "id" => id = Some(value.parse().expect("numeric id")),
+                "data" => {
+                    if !data.is_empty() {
+                        data.push('\n');
+                    }
+                    data.push_str(value);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The next event that is not a heartbeat.
+    pub fn next_not_heartbeat(&mut self) -> Option<SseEvent> {
+        loop {
+            match self.next() {
+                Some(event) if event.event == "heartbeat" => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+/// A reader of an HTTP/1.1 chunked body (RFC 9112 §7.1) without trailers.
+struct Dechunk {
+    inner: BufReader<TcpStream>,
+    left: usize,
+    done: bool,
+    /// The last, empty chunk was read (not just the connection's end).
+    clean: bool,
+}
+
+impl Read for Dechunk {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut size = String::new();
+            if self.inner.read_line(&mut size)? == 0 {
+                self.done = true;
+                return Ok(0);
+            }
+            if size.trim().is_empty() {
+                // The CRLF that ends the previous chunk.
+                size.clear();
+                if self.inner.read_line(&mut size)? == 0 {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+            let hex = size.trim().split(';').next().unwrap_or("");
+            self.left = usize::from_str_radix(hex, 16).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("chunk size {size:?}"),
+                )
+            })?;
+            if self.left == 0 {
+                self.done = true;
+                self.clean = true;
+                return Ok(0);
+            }
+        }
+        let want = buf.len().min(self.left);
+        let read = self.inner.read(&mut buf[..want])?;
+        if read == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.left -= read;
+        Ok(read)
+    }
+}
+
+impl Sse {
+    /// Whether the server ended the body properly (the last, empty chunk) after the last event.
+    /// Heartbeats before the end are passed over; any other event means it did not end.
+    pub fn ended_cleanly(&mut self) -> bool {
+        while let Some(event) = self.next() {
+            if event.event != "heartbeat" {
+                return false;
+            }
+        }
+        self.reader.get_ref().clean
+    }
+}

@@ -1,0 +1,115 @@
+//! The event stream over HTTP: every subscriber receives each prune event; a subscriber that
+//! reconnects with `Last-Event-ID` (or `?since=`) receives exactly the events it missed, in
+//! order, then live ones; another workspace's stream receives none of them, and its
+//! heartbeats carry the cursor past them; an identical retry announces the same event again.
+
+mod common;
+
+use common::http::{
+    events_path, parse, post, prune_all, with_messages, Server, Sse, SseEvent, OTHER_WORKSPACE,
+    WORKSPACE,
+};
+use serde_json::{json, Value};
+
+const SESSION: &str = "ses_http_events";
+const PRUNED: &str = "rpc.codenomad.session-pruning.pruned";
+
+/// The event a prune answer announces, at `seq`.
+fn expected(seq: u64, message: &str, pruned: &Value) -> SseEvent {
+    SseEvent {
+        event: PRUNED.into(),
+        id: Some(seq),
+        data: json!({ "sessionID": SESSION, "messageID": message, "revision": pruned["revision"] }),
+    }
+}
+
+/// Asserts that the next `n` events are heartbeats (nothing else was sent meanwhile), and
+/// returns the last one.
+fn only_heartbeats(sse: &mut Sse, n: usize) -> SseEvent {
+    let mut last = None;
+    for _ in 0..n {
+        let event = sse.next().expect("stream open");
+        assert_eq!(event.event, "heartbeat", "unexpected {event:?}");
+        last = Some(event);
+    }
+    last.expect("n > 0")
+}
+
+#[test]
+fn a_reconnecting_subscriber_receives_exactly_what_it_missed_then_live_events() {
+    let (fx, messages) = with_messages(SESSION, 6);
+    let server = Server::start(&fx.db, &[]);
+    let mut a = Sse::open(&server.address, &events_path(WORKSPACE), None);
+    let mut b = Sse::open(&server.address, &events_path(WORKSPACE), None);
+    let mut other = Sse::open(&server.address, &events_path(OTHER_WORKSPACE), None);
+
+    let first = prune_all(&server, SESSION, &messages[0]);
+    let one = expected(1, &messages[0], &first);
+    assert_eq!(a.next_not_heartbeat(), Some(one.clone()));
+    assert_eq!(b.next_not_heartbeat(), Some(one.clone()));
+    drop(b);
+
+    let mut missed = Vec::new();
+    for (i, message) in messages[1..4].iter().enumerate() {
+        let pruned = prune_all(&server, SESSION, message);
+        missed.push(expected(2 + i as u64, message, &pruned));
+    }
+    for event in &missed {
+        assert_eq!(a.next_not_heartbeat().as_ref(), Some(event));
+    }
+
+    let mut b = Sse::open(&server.address, &events_path(WORKSPACE), Some(1));
+    for event in &missed {
+        assert_eq!(b.next_not_heartbeat().as_ref(), Some(event));
+    }
+    let live = prune_all(&server, SESSION, &messages[4]);
+    let five = expected(5, &messages[4], &live);
+    assert_eq!(b.next_not_heartbeat(), Some(five.clone()));
+    assert_eq!(a.next_not_heartbeat(), Some(five.clone()));
+    // Nothing twice: only heartbeats follow, and they carry the cursor.
+    assert_eq!(only_heartbeats(&mut b, 3).id, Some(5));
+
+    // ?since= resumes the same way.
+    let mut c = Sse::open(
+        &server.address,
+        &format!("{}?since=3", events_path(WORKSPACE)),
+        None,
+    );
+    assert_eq!(c.next_not_heartbeat().as_ref(), Some(&missed[2]));
+    assert_eq!(c.next_not_heartbeat(), Some(five));
+    // The header wins over the query (what EventSource sends on reconnect).
+    let mut d = Sse::open(
+        &server.address,
+        &format!("{}?since=0", events_path(WORKSPACE)),
+        Some(4),
+    );
+    assert_eq!(d.next_not_heartbeat().map(|e| e.id), Some(Some(5)));
+
+    // Another workspace's stream saw none of it; its heartbeats moved its cursor past them.
+    let heartbeat = only_heartbeats(&mut other, 2);
+    assert_eq!(heartbeat.id, Some(5));
+    assert_eq!(heartbeat.data["cursor"], 5);
+}
+
+#[test]
+fn an_identical_retry_announces_the_same_event_again() {
+    let (fx, messages) = with_messages(SESSION, 1);
+    let server = Server::start(&fx.db, &[]);
+    let mut sse = Sse::open(&server.address, &events_path(WORKSPACE), None);
+    let pruned = prune_all(&server, SESSION, &messages[0]);
+    let event = expected(1, &messages[0], &pruned);
+    assert_eq!(sse.next_not_heartbeat().as_ref(), Some(&event));
+
+    // The retry names the revision the first prune was made against.
+    let receipts = parse(&common::http::get(&server.route("receipts")).1);
+    let receipt = &receipts[0];
+    let body = json!({
+        "sessionID": SESSION, "messageID": messages[0],
+        "revision": receipt["revisionBefore"], "indexes": receipt["indexes"],
+    })
+    .to_string();
+    let (status, again) = post(&server.route("prune"), &body);
+    assert_eq!(status, 200);
+    assert_eq!(parse(&again), pruned);
+    assert_eq!(sse.next_not_heartbeat(), Some(event));
+}
