@@ -5,7 +5,7 @@
 mod common;
 
 use common::cli::{assert_exit, run};
-use common::http::{events_path, parse, post, with_messages, Server, Sse, WORKSPACE};
+use common::http::{events_path, parse, prune_candidates, with_messages, Server, Sse, WORKSPACE};
 use pruning_engine::Journal;
 use serde_json::json;
 
@@ -18,13 +18,8 @@ fn sigterm_ends_streams_finishes_prunes_and_releases_the_journal() {
     let mut sse = Sse::open(&server.address, &events_path(WORKSPACE), None);
     assert_eq!(sse.next().expect("a heartbeat").event, "heartbeat");
 
-    let (status, page) = post(
-        &server.route("history"),
-        &json!({ "sessionID": SESSION, "purpose": "prune" }).to_string(),
-    );
-    assert_eq!(status, 200);
-    let candidates = parse(&page)["candidates"].clone();
-    assert_eq!(candidates.as_array().unwrap().len(), 16);
+    let candidates = prune_candidates(&server, SESSION);
+    assert_eq!(candidates.len(), 16);
     let route = server.route("prune-batch");
     let batch = std::thread::spawn(move || {
         let body = json!({ "sessionID": SESSION, "candidates": candidates }).to_string();

@@ -5,7 +5,7 @@
 mod common;
 
 use common::generate;
-use common::http::{parse, post, prune_all, Server, Sse, WORKSPACE};
+use common::http::{parse, post, prune_all, prune_candidates, Server, Sse, WORKSPACE};
 use common::Fixture;
 use serde_json::json;
 
@@ -42,19 +42,7 @@ fn a_subscriber_that_stops_reading_is_caught_up_from_the_journal() {
 
     let total = SESSIONS * PER_SESSION;
     for s in 0..SESSIONS {
-        let mut cursor: Option<String> = None;
-        let mut candidates = Vec::new();
-        loop {
-            let body = json!({ "sessionID": session(s), "purpose": "prune", "cursor": cursor });
-            let (status, page) = post(&server.route("history"), &body.to_string());
-            assert_eq!(status, 200, "{page}");
-            let page = parse(&page);
-            candidates.extend(page["candidates"].as_array().unwrap().iter().cloned());
-            match page["cursor"].as_str() {
-                Some(next) => cursor = Some(next.to_string()),
-                None => break,
-            }
-        }
+        let candidates = prune_candidates(&server, &session(s));
         assert_eq!(candidates.len(), PER_SESSION);
         for batch in candidates.chunks(16) {
             let body = json!({ "sessionID": session(s), "candidates": batch });

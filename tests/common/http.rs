@@ -203,6 +203,31 @@ pub fn events_path(workspace: &str) -> String {
     format!("/api/workspaces/{workspace}/session-pruning/events")
 }
 
+/// Every prune candidate of `session` in the test workspace, following the history cursor to
+/// the end (a page may end early on a loaded machine: it stops after about 40 ms).
+pub fn prune_candidates(server: &Server, session: &str) -> Vec<Value> {
+    let mut candidates = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let body =
+            serde_json::json!({ "sessionID": session, "purpose": "prune", "cursor": cursor });
+        let (status, page) = post(&server.route("history"), &body.to_string());
+        assert_eq!(status, 200, "{page}");
+        let page = parse(&page);
+        candidates.extend(
+            page["candidates"]
+                .as_array()
+                .expect("candidates")
+                .iter()
+                .cloned(),
+        );
+        match page["cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return candidates,
+        }
+    }
+}
+
 /// One Server-Sent Event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SseEvent {

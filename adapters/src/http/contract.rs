@@ -12,8 +12,8 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use pruning_engine::{
-    BatchResult, BlockedReason, EngineError, HistoryRequest, HistoryResult, PreviewRequest,
-    PreviewResult, PruneBatchRequest, PruneRequest, PruneResult,
+    BatchResult, BlockedReason, ContractError, EngineError, HistoryRequest, HistoryResult,
+    PreviewRequest, PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Scope,
 };
 
 use super::error::ApiError;
@@ -27,16 +27,13 @@ pub async fn preview(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let workspace = state.workspace(workspace).await?;
-    let request = PreviewRequest::from_json(&body::read(&headers, request).await?)?;
-    state.admit(&workspace, &request.session_id).await?;
-    let request = request.within(workspace.scope());
+    let (request, scope) = admitted(&state, workspace, &headers, request, |body| {
+        PreviewRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
+    })
+    .await?;
+    let request = request.within(scope);
     let result = state.read(move |engine| engine.preview(&request)).await?;
-    Ok(document::json(&answer(result, || {
-        PreviewResult::Blocked {
-            reason: BlockedReason::Unavailable,
-        }
-    })?))
+    answer(result)
 }
 
 /// `prune {sessionID, messageID, revision, indexes}` -> `{status:"pruned", messageID,
@@ -47,16 +44,15 @@ pub async fn prune(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let workspace = state.workspace(workspace).await?;
-    let request = PruneRequest::from_json(&body::read(&headers, request).await?)?;
-    state.admit(&workspace, &request.session_id).await?;
-    let request = request.within(workspace.scope());
+    let (request, scope) = admitted(&state, workspace, &headers, request, |body| {
+        PruneRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
+    })
+    .await?;
+    let request = request.within(scope);
     let result = state
         .write(move |engine| engine.prune(&request).map(|outcome| outcome.result))
         .await?;
-    Ok(document::json(&answer(result, || PruneResult::Blocked {
-        reason: BlockedReason::Unavailable,
-    })?))
+    answer(result)
 }
 
 /// `history {sessionID?, query, includeTechnical, purpose, cursor?}` -> one page
@@ -68,25 +64,17 @@ pub async fn history(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let workspace = state.workspace(workspace).await?;
-    let request = HistoryRequest::from_json(&body::read(&headers, request).await?)?;
-    if let Some(session_id) = &request.session_id {
-        state.admit(&workspace, session_id).await?;
-    }
-    let request = HistoryRequest {
-        scope: workspace.scope(),
-        ..request
-    };
+    let (request, scope) = admitted(&state, workspace, &headers, request, |body| {
+        HistoryRequest::from_json(body).map(|r| (r.session_id.clone(), r))
+    })
+    .await?;
+    let request = HistoryRequest { scope, ..request };
     let result = state
         .read(move |engine| {
             pruning_engine::history(engine.store(), &request).map(|outcome| outcome.result)
         })
         .await?;
-    Ok(document::json(&answer(result, || {
-        HistoryResult::Blocked {
-            reason: BlockedReason::Unavailable,
-        }
-    })?))
+    answer(result)
 }
 
 /// `pruneBatch {sessionID, candidates}` -> `{results:[{messageID, result}]}`: each candidate
@@ -97,28 +85,77 @@ pub async fn prune_batch(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let workspace = state.workspace(workspace).await?;
-    let batch = PruneBatchRequest::from_json(&body::read(&headers, request).await?)?;
-    state.admit(&workspace, &batch.session_id).await?;
-    let batch = batch.within(workspace.scope());
+    let (batch, scope) = admitted(&state, workspace, &headers, request, |body| {
+        PruneBatchRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
+    })
+    .await?;
+    let batch = batch.within(scope);
     let result: BatchResult = state
         .write(move |engine| engine.prune_batch(&batch).result())
         .await?;
     Ok(document::json(&result))
 }
 
-/// The contract answer of an engine call: its result; a bad cursor is the caller's fault
-/// (400); any other failure is logged and answered with `blocked`'s `unavailable` form.
-fn answer<T>(
+/// The checks every contract route makes first, each answering with nothing done: the
+/// workspace exists (404), the body is at most 1 MiB (413) and parses into a valid request
+/// (400), and the session it names, if any (`parse` returns it beside the request), lies in
+/// the workspace (403). Returns the request and the workspace's scope.
+async fn admitted<R>(
+    state: &AppState,
+    workspace: String,
+    headers: &HeaderMap,
+    body: Body,
+    parse: impl FnOnce(&str) -> Result<(Option<String>, R), ContractError>,
+) -> Result<(R, Scope), ApiError> {
+    let workspace = state.workspace(workspace).await?;
+    let (session_id, request) = parse(&body::read(headers, body).await?)?;
+    if let Some(session_id) = session_id {
+        state.admit(&workspace, &session_id).await?;
+    }
+    Ok((request, workspace.scope()))
+}
+
+/// A contract result that has a `blocked` form.
+trait Blockable {
+    /// `{status:"blocked", reason:"unavailable"}`.
+    fn unavailable() -> Self;
+}
+
+impl Blockable for PreviewResult {
+    fn unavailable() -> Self {
+        Self::Blocked {
+            reason: BlockedReason::Unavailable,
+        }
+    }
+}
+
+impl Blockable for PruneResult {
+    fn unavailable() -> Self {
+        Self::Blocked {
+            reason: BlockedReason::Unavailable,
+        }
+    }
+}
+
+impl Blockable for HistoryResult {
+    fn unavailable() -> Self {
+        Self::Blocked {
+            reason: BlockedReason::Unavailable,
+        }
+    }
+}
+
+/// The answer of an engine call: its result; a bad cursor is the caller's fault (400); any
+/// other failure is logged and answered with `blocked`'s `unavailable` form.
+fn answer<T: Blockable + serde::Serialize>(
     result: Result<T, EngineError>,
-    unavailable: impl FnOnce() -> T,
-) -> Result<T, ApiError> {
+) -> Result<Response, ApiError> {
     match result {
-        Ok(value) => Ok(value),
+        Ok(value) => Ok(document::json(&value)),
         Err(EngineError::Contract(error)) => Err(ApiError::Contract(error)),
         Err(error) => {
             eprintln!("error: answered blocked/unavailable: {error}");
-            Ok(unavailable())
+            Ok(document::json(&T::unavailable()))
         }
     }
 }
