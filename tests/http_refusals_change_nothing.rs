@@ -97,7 +97,7 @@ fn refused_requests_leave_database_and_journal_unchanged() {
     assert_error(
         post(&server.route("prune"), "{\"sessionID\": "),
         400,
-        Some("sessionID"),
+        None,
         "EOF while parsing a value",
     );
     let mut typed = body.clone();
@@ -211,6 +211,19 @@ fn refused_requests_leave_database_and_journal_unchanged() {
     let (status, answer) = post(&server.route("prune"), &body.to_string());
     assert_eq!(status, 200);
     assert_eq!(parse(&answer)["status"], "pruned", "{answer}");
+    // Its receipt is this workspace's: another workspace neither lists nor shows it.
+    let receipts = parse(&get(&server.route("receipts")).1);
+    let receipt_id = receipts[0]["receiptId"].as_str().unwrap().to_string();
+    let (status, one) = get(&server.route(&format!("receipts/{receipt_id}")));
+    assert_eq!((status, parse(&one)), (200, receipts[0].clone()));
+    let (status, listed) = get(&other_route(&server, "receipts"));
+    assert_eq!((status, parse(&listed)), (200, json!([])));
+    assert_error(
+        get(&other_route(&server, &format!("receipts/{receipt_id}"))),
+        404,
+        None,
+        "there is no receipt",
+    );
     server.stop();
     let journal = Journal::open(&fx.journal).unwrap();
     assert_eq!(

@@ -143,6 +143,13 @@ impl ContractError {
     }
 
     fn from_json(error: serde_json::Error, path: String) -> Self {
+        // A syntax error or a body cut short is about the text, not about a field.
+        if !error.is_data() {
+            return Self::Malformed {
+                detail: error.to_string(),
+                field: None,
+            };
+        }
         let detail = error.to_string();
         // serde's message for deny_unknown_fields: "unknown field `x`, expected one of ...".
         if let Some(rest) = detail.strip_prefix("unknown field `") {
@@ -154,6 +161,14 @@ impl ContractError {
         }
         // The path is "." at the top level and "?" where the parser stopped before a value.
         let path = (!matches!(path.as_str(), "" | "." | "?")).then_some(path);
+        // serde names the raw type a body that is not an object failed to be ("expected struct
+        // RawPrune"): say what it must be instead.
+        if path.is_none() && detail.contains("struct Raw") {
+            return Self::Malformed {
+                detail: "the body must be a JSON object of the request's keys".into(),
+                field: None,
+            };
+        }
         // serde's message for a missing key names it; the path then points at its parent.
         let missing = detail
             .strip_prefix("missing field `")
@@ -283,6 +298,15 @@ mod tests {
     #[test]
     fn a_body_that_is_not_json_names_no_field() {
         assert_eq!(field_of(PreviewRequest::from_json("{")), None);
+        assert_eq!(
+            field_of(PreviewRequest::from_json(r#"{"sessionID":"#)),
+            None
+        );
+        let not_an_object = PruneBatchRequest::from_json("[]").unwrap_err();
+        assert_eq!(
+            not_an_object.to_string(),
+            "malformed request: the body must be a JSON object of the request's keys"
+        );
         assert_eq!(
             field_of(PreviewRequest::from_json(
                 r#"{"sessionID":"s","messageID":"m"} trailing"#

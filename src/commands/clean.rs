@@ -96,7 +96,10 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     } else {
         if let Err(detail) = super::check_binding_unless_busy(config)? {
-            eprintln!("blocked: maintenance_required: {detail}");
+            eprintln!(
+                "note: {detail}. The dry run goes on; --apply would be refused \
+                 (maintenance_required) while the journal is held"
+            );
         }
         None
     };

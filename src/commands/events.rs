@@ -41,7 +41,10 @@ pub fn run(
         );
         return Ok(Outcome::Done);
     }
-    super::check_binding(config)?;
+    match super::check_binding(config) {
+        Err(error) if !follow && super::journal_busy(&error) => return busy(&error),
+        other => other?,
+    }
     let mut cursor = since;
     let mut seen: Option<(std::time::SystemTime, u64)> = None;
     let mut skipped = 0;
@@ -82,6 +85,7 @@ pub fn run(
             }
             Ok(None) => {}
             Err(error) if follow && super::journal_busy(&error) => seen = None,
+            Err(error) if super::journal_busy(&error) => return busy(&error),
             Err(error) => return Err(error),
         }
         if !follow {
@@ -89,6 +93,12 @@ pub fn run(
         }
         std::thread::sleep(poll);
     }
+}
+
+/// Reports the journal held by another process (exit 3: nothing was read).
+fn busy(error: &anyhow::Error) -> anyhow::Result<Outcome> {
+    eprintln!("blocked: {}", super::busy_detail(error));
+    Ok(Outcome::Blocked)
 }
 
 /// Modification time and length of the journal file, if it exists.

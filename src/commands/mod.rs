@@ -73,11 +73,18 @@ pub fn check_binding(config: &Config) -> anyhow::Result<()> {
 pub fn check_binding_unless_busy(config: &Config) -> anyhow::Result<Result<(), String>> {
     match check_binding(config) {
         Ok(()) => Ok(Ok(())),
-        Err(error) if journal_busy(&error) => Ok(Err(format!(
-            "{error:#}; another prune is running, try again shortly"
-        ))),
+        Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
         Err(error) => Err(error),
     }
+}
+
+/// What to tell a person whose command found the journal held by another process.
+pub fn busy_detail(error: &anyhow::Error) -> String {
+    format!(
+        "{error:#}; another session-prune process holds the journal (a prune or a clean, which \
+         ends by itself, or `serve`, which holds it until stopped: use its HTTP API, or stop \
+         it); try again when it is done"
+    )
 }
 
 /// Whether `error` is the journal being held by another process past the open's retry window.
@@ -109,9 +116,7 @@ pub fn open_engine_unless_busy(
 ) -> anyhow::Result<Result<Engine<OpenCodeStore>, String>> {
     match open_engine(config) {
         Ok(engine) => Ok(Ok(engine)),
-        Err(error) if journal_busy(&error) => Ok(Err(format!(
-            "{error:#}; another prune is running, try again shortly"
-        ))),
+        Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
         Err(error) => Err(error),
     }
 }

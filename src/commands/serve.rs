@@ -42,7 +42,12 @@ pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(serve.listen)
             .await
-            .with_context(|| format!("listening on {}", serve.listen))?;
+            .with_context(|| {
+                format!(
+                    "listening on {} (choose another address with --listen; 127.0.0.1:0 picks a free port)",
+                    serve.listen
+                )
+            })?;
         let address = listener.local_addr()?;
         // Installed before the address is announced: a signal sent as soon as a script reads
         // it must stop the server gracefully, not kill it.
@@ -99,7 +104,9 @@ fn announce(
             }
         }
     }
-    if !password {
+    if password {
+        println!("every request needs the password: Authorization: Bearer PASSWORD, or basic auth");
+    } else {
         println!("no password: any program of this machine may use it (set SESSION_PRUNE_PASSWORD to require one)");
     }
     println!("stop with Ctrl-C");

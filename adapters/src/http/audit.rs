@@ -59,8 +59,8 @@ pub async fn receipts(
     Ok(document::json(&receipts))
 }
 
-/// `GET .../receipts/{receiptID}` -> one receipt; `404` when there is none with that id, `403`
-/// when its session is outside the workspace.
+/// `GET .../receipts/{receiptID}` -> one receipt; `404` when the workspace has none with that
+/// id (a receipt of a session outside the workspace is not shown).
 pub async fn receipt(
     State(state): State<AppState>,
     Path((workspace, receipt_id)): Path<(String, String)>,
@@ -74,12 +74,17 @@ pub async fn receipt(
         .read(|engine| engine.receipts(None))
         .await?
         .map_err(|error| ApiError::Internal(format!("reading the receipts failed: {error}")))?;
+    let not_found = ApiError::NotFound(format!(
+        "there is no receipt {wanted} in workspace {} (GET .../receipts lists them)",
+        workspace.id
+    ));
     let Some(found) = all.into_iter().find(|r| r.receipt_id == wanted) else {
-        return Err(ApiError::NotFound(format!(
-            "there is no receipt {wanted} in this database"
-        )));
+        return Err(not_found);
     };
-    state.admit(&workspace, &found.session_id).await?;
+    // A receipt of another workspace's session is not this workspace's to show.
+    if state.admit(&workspace, &found.session_id).await.is_err() {
+        return Err(not_found);
+    }
     Ok(document::json(&found))
 }
 

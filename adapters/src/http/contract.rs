@@ -13,7 +13,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use pruning_engine::{
     BatchResult, BlockedReason, ContractError, EngineError, HistoryRequest, HistoryResult,
-    PreviewRequest, PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Scope,
+    PreviewRequest, PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Refusal, Scope,
 };
 
 use super::error::ApiError;
@@ -32,8 +32,13 @@ pub async fn preview(
     })
     .await?;
     let request = request.within(scope);
-    let result = state.read(move |engine| engine.preview(&request)).await?;
-    answer(result)
+    let result = state
+        .read(move |engine| {
+            pruning_engine::preview(engine.store(), &request)
+                .map(|outcome| (outcome.result, outcome.refusal))
+        })
+        .await?;
+    answer("preview", result)
 }
 
 /// `prune {sessionID, messageID, revision, indexes}` -> `{status:"pruned", messageID,
@@ -50,9 +55,13 @@ pub async fn prune(
     .await?;
     let request = request.within(scope);
     let result = state
-        .write(move |engine| engine.prune(&request).map(|outcome| outcome.result))
+        .write(move |engine| {
+            engine
+                .prune(&request)
+                .map(|outcome| (outcome.result, outcome.refusal))
+        })
         .await?;
-    answer(result)
+    answer("prune", result)
 }
 
 /// `history {sessionID?, query, includeTechnical, purpose, cursor?}` -> one page
@@ -71,10 +80,11 @@ pub async fn history(
     let request = HistoryRequest { scope, ..request };
     let result = state
         .read(move |engine| {
-            pruning_engine::history(engine.store(), &request).map(|outcome| outcome.result)
+            pruning_engine::history(engine.store(), &request)
+                .map(|outcome| (outcome.result, outcome.refusal))
         })
         .await?;
-    answer(result)
+    answer("history", result)
 }
 
 /// `pruneBatch {sessionID, candidates}` -> `{results:[{messageID, result}]}`: each candidate
@@ -91,7 +101,16 @@ pub async fn prune_batch(
     .await?;
     let batch = batch.within(scope);
     let result: BatchResult = state
-        .write(move |engine| engine.prune_batch(&batch).result())
+        .write(move |engine| {
+            let outcome = engine.prune_batch(&batch);
+            for (message_id, item) in &outcome.items {
+                match item {
+                    Ok(pruned) => log_refusal("prune-batch", message_id, pruned.refusal.as_ref()),
+                    Err(error) => log_failure("prune-batch", message_id, error),
+                }
+            }
+            outcome.result()
+        })
         .await?;
     Ok(document::json(&result))
 }
@@ -146,16 +165,41 @@ impl Blockable for HistoryResult {
 }
 
 /// The answer of an engine call: its result; a bad cursor is the caller's fault (400); any
-/// other failure is logged and answered with `blocked`'s `unavailable` form.
+/// other failure is answered with `blocked`'s `unavailable` form. Refusals and failures are
+/// logged on stderr with their explanation, which the contract's shapes have no room for.
 fn answer<T: Blockable + serde::Serialize>(
-    result: Result<T, EngineError>,
+    route: &str,
+    result: Result<(T, Option<Refusal>), EngineError>,
 ) -> Result<Response, ApiError> {
     match result {
-        Ok(value) => Ok(document::json(&value)),
+        Ok((value, refusal)) => {
+            log_refusal(route, "", refusal.as_ref());
+            Ok(document::json(&value))
+        }
         Err(EngineError::Contract(error)) => Err(ApiError::Contract(error)),
         Err(error) => {
-            eprintln!("error: answered blocked/unavailable: {error}");
+            log_failure(route, "", &error);
             Ok(document::json(&T::unavailable()))
         }
     }
+}
+
+/// `blocked: ROUTE [MESSAGE]: REASON: DETAIL` on stderr, for the operator.
+fn log_refusal(route: &str, message_id: &str, refusal: Option<&Refusal>) {
+    if let Some(refusal) = refusal {
+        eprintln!(
+            "blocked: {route} {}: {}: {}",
+            message_id.escape_debug(),
+            refusal.reason,
+            refusal.detail.escape_debug()
+        );
+    }
+}
+
+/// `error: ROUTE [MESSAGE]: ...; answered blocked/unavailable` on stderr.
+fn log_failure(route: &str, message_id: &str, error: &EngineError) {
+    eprintln!(
+        "error: {route} {}: {error}; answered blocked/unavailable",
+        message_id.escape_debug()
+    );
 }
