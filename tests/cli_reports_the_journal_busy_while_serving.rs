@@ -28,7 +28,16 @@ fn commands_that_need_the_journal_are_blocked_and_readers_work() {
     let revision = doc["revision"].as_str().unwrap();
     let prune = run(
         &fx.db,
-        &["--json", "prune", MANY_TURNS, TURN5, "--revision", revision, "--indexes", "1"],
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            revision,
+            "--indexes",
+            "1",
+        ],
     );
     assert_exit(&prune, 3);
     assert_eq!(

@@ -205,7 +205,47 @@ fn refused_requests_leave_database_and_journal_unchanged() {
         Some("Last-Event-ID"),
         "must be an event id",
     );
+    assert_error(
+        get(&server.url(&format!("{}?since=%2B3", events_path(WORKSPACE)))),
+        400,
+        Some("since"),
+        "must be an event id",
+    );
+    for headers in [vec!["x"], vec!["1", "2"]] {
+        let mut request = client().get(server.url(&format!("{}?since=1", events_path(WORKSPACE))));
+        for value in &headers {
+            request = request.header("last-event-id", *value);
+        }
+        let response = request.send().unwrap();
+        assert_error(
+            (response.status().as_u16(), response.text().unwrap()),
+            400,
+            Some("Last-Event-ID"),
+            "Last-Event-ID",
+        );
+    }
     unchanged("a bad cursor");
+
+    // A session that does not exist: refused at once, nothing journaled.
+    let mut missing = body.clone();
+    missing["sessionID"] = json!("ses_nowhere");
+    let (status, answer) = post(&server.route("prune"), &missing.to_string());
+    assert_eq!(status, 200);
+    assert_eq!(
+        parse(&answer),
+        json!({ "status": "blocked", "reason": "not_deletable" })
+    );
+    let batch = json!({ "sessionID": "ses_nowhere", "candidates": [{
+        "messageID": messages[0], "revision": body["revision"], "toolCount": 1, "reasoningCount": 0,
+    }] });
+    let (status, answer) = post(&server.route("prune-batch"), &batch.to_string());
+    assert_eq!(status, 200);
+    assert_eq!(
+        parse(&answer),
+        json!({ "results": [{ "messageID": messages[0],
+            "result": { "status": "blocked", "reason": "not_deletable" } }] })
+    );
+    unchanged("a prune of a session that does not exist");
 
     // The same body in the right workspace is pruned: the refusals were about the requests.
     let (status, answer) = post(&server.route("prune"), &body.to_string());
@@ -220,6 +260,14 @@ fn refused_requests_leave_database_and_journal_unchanged() {
     assert_eq!((status, parse(&listed)), (200, json!([])));
     assert_error(
         get(&other_route(&server, &format!("receipts/{receipt_id}"))),
+        404,
+        None,
+        "there is no receipt",
+    );
+    // Nor is the receipt of a session deleted since shown to any workspace.
+    fx.exec(&format!("DELETE FROM session WHERE id = '{SESSION}'"));
+    assert_error(
+        get(&server.route(&format!("receipts/{receipt_id}"))),
         404,
         None,
         "there is no receipt",

@@ -82,8 +82,11 @@ fn workspaces_are_discovered_from_the_database_at_each_request() {
     fx.exec(&format!(
         "INSERT INTO workspace (id, type, directory, project_id, time_used) \
          VALUES ('wrk_a', 'worktree', '/tmp/oc-cache/run/work/tree', '{PROJECT}', 1), \
-                ('wrk_b', 'remote', NULL, '{PROJECT}', 1)"
+                ('wrk_b', 'remote', NULL, '{PROJECT}', 1), \
+                ('wrk_c', 'worktree', '../..', '{PROJECT}', 1), \
+                ('wrk_d', 'worktree', '.', '{PROJECT}', 1)"
     ));
+    // A workspace without a directory, or with a relative one, scopes nothing and is not listed.
     let (_, body) = get(&server.url("/api/workspaces"));
     assert_eq!(
         parse(&body),
@@ -92,6 +95,8 @@ fn workspaces_are_discovered_from_the_database_at_each_request() {
             { "id": "wrk_a", "directory": "/tmp/oc-cache/run/work/tree" },
         ])
     );
+    let (status, _) = get(&server.url("/api/workspaces/wrk_c/session-pruning/receipts"));
+    assert_eq!(status, 404);
     // The project's workspace serves the fixture's sessions.
     let (status, _) = get(&server.url(&format!(
         "/api/workspaces/{PROJECT}/session-pruning/receipts"

@@ -1,11 +1,13 @@
 //! SIGTERM stops the server gracefully: event streams end with a proper end of body, a prune
 //! in flight finishes (its receipt and its journal commit both land, or it never started), the
-//! process exits 0 and the journal is free for the next process.
+//! process exits 0 and the journal is free for the next process; a client that never finishes
+//! its request holds the server no longer than the grace period.
 
 mod common;
 
 use common::cli::{assert_exit, run};
 use common::http::{events_path, parse, prune_candidates, with_messages, Server, Sse, WORKSPACE};
+use common::Fixture;
 use pruning_engine::Journal;
 use serde_json::json;
 
@@ -57,4 +59,28 @@ fn sigterm_ends_streams_finishes_prunes_and_releases_the_journal() {
         String::from_utf8_lossy(&out.stdout).lines().count(),
         receipts
     );
+}
+
+#[test]
+fn a_client_that_never_finishes_its_request_does_not_hold_the_server_past_the_grace_period() {
+    use std::io::Write;
+    let fx = Fixture::new();
+    let server = Server::start(&fx.db, &[]);
+    let mut stalled = std::net::TcpStream::connect(&server.address).unwrap();
+    let head = format!(
+        "POST /api/workspaces/{WORKSPACE}/session-pruning/preview HTTP/1.1\r\nHost: x\r\n\
+         Content-Length: 100\r\n\r\n{{"
+    );
+    stalled.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let (status, printed) = server.stop();
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(0), "{printed}");
+    assert!(
+        took >= pruning_adapters::http::SHUTDOWN_GRACE
+            && took < pruning_adapters::http::SHUTDOWN_GRACE * 3,
+        "stopped after {took:?}"
+    );
+    Journal::open(&fx.journal).expect("the journal is free");
 }

@@ -1,7 +1,8 @@
 //! The event stream over HTTP: every subscriber receives each prune event; a subscriber that
 //! reconnects with `Last-Event-ID` (or `?since=`) receives exactly the events it missed, in
 //! order, then live ones; another workspace's stream receives none of them, and its
-//! heartbeats carry the cursor past them; an identical retry announces the same event again.
+//! heartbeats carry the cursor past them; an identical retry announces the same event again;
+//! a session that moves to another workspace has its next events there.
 
 mod common;
 
@@ -21,6 +22,18 @@ fn expected(seq: u64, message: &str, pruned: &Value) -> SseEvent {
         id: Some(seq),
         data: json!({ "sessionID": SESSION, "messageID": message, "revision": pruned["revision"] }),
     }
+}
+
+/// Reads heartbeats, and nothing else, until one carries the cursor `seq` (those queued before
+/// the stream got there come first); returns it.
+fn heartbeats_until(sse: &mut Sse, seq: u64) -> SseEvent {
+    for _ in 0..1000 {
+        let heartbeat = only_heartbeats(sse, 1);
+        if heartbeat.id == Some(seq) {
+            return heartbeat;
+        }
+    }
+    panic!("no heartbeat reached cursor {seq}");
 }
 
 /// Asserts that the next `n` events are heartbeats (nothing else was sent meanwhile), and
@@ -67,7 +80,8 @@ fn a_reconnecting_subscriber_receives_exactly_what_it_missed_then_live_events() 
     assert_eq!(b.next_not_heartbeat(), Some(five.clone()));
     assert_eq!(a.next_not_heartbeat(), Some(five.clone()));
     // Nothing twice: only heartbeats follow, and they carry the cursor.
-    assert_eq!(only_heartbeats(&mut b, 3).id, Some(5));
+    heartbeats_until(&mut b, 5);
+    assert_eq!(only_heartbeats(&mut b, 2).id, Some(5));
 
     // ?since= resumes the same way.
     let mut c = Sse::open(
@@ -86,19 +100,23 @@ fn a_reconnecting_subscriber_receives_exactly_what_it_missed_then_live_events() 
     assert_eq!(d.next_not_heartbeat().map(|e| e.id), Some(Some(5)));
 
     // Another workspace's stream saw none of it; its heartbeats moved its cursor past them.
-    let heartbeat = only_heartbeats(&mut other, 2);
-    assert_eq!(heartbeat.id, Some(5));
+    let heartbeat = heartbeats_until(&mut other, 5);
     assert_eq!(heartbeat.data["cursor"], 5);
 }
 
 #[test]
-fn an_identical_retry_announces_the_same_event_again() {
-    let (fx, messages) = with_messages(SESSION, 1);
+fn an_identical_retry_announces_the_same_event_again_without_moving_the_resume_point_back() {
+    let (fx, messages) = with_messages(SESSION, 2);
     let server = Server::start(&fx.db, &[]);
     let mut sse = Sse::open(&server.address, &events_path(WORKSPACE), None);
-    let pruned = prune_all(&server, SESSION, &messages[0]);
-    let event = expected(1, &messages[0], &pruned);
+    let first = prune_all(&server, SESSION, &messages[0]);
+    let event = expected(1, &messages[0], &first);
     assert_eq!(sse.next_not_heartbeat().as_ref(), Some(&event));
+    let second = prune_all(&server, SESSION, &messages[1]);
+    assert_eq!(
+        sse.next_not_heartbeat(),
+        Some(expected(2, &messages[1], &second))
+    );
 
     // The retry names the revision the first prune was made against.
     let receipts = parse(&common::http::get(&server.route("receipts")).1);
@@ -110,6 +128,50 @@ fn an_identical_retry_announces_the_same_event_again() {
     .to_string();
     let (status, again) = post(&server.route("prune"), &body);
     assert_eq!(status, 200);
-    assert_eq!(parse(&again), pruned);
-    assert_eq!(sse.next_not_heartbeat(), Some(event));
+    assert_eq!(parse(&again), first);
+    // The same event again; the stream is past it, so it carries no id and the next
+    // heartbeat still says 2.
+    assert_eq!(
+        sse.next_not_heartbeat(),
+        Some(SseEvent { id: None, ..event })
+    );
+    heartbeats_until(&mut sse, 2);
+}
+
+#[test]
+fn events_follow_a_session_that_moved_to_another_workspace() {
+    let (fx, messages) = with_messages(SESSION, 2);
+    let server = Server::start(&fx.db, &[]);
+    let mut here = Sse::open(&server.address, &events_path(WORKSPACE), None);
+    let mut there = Sse::open(&server.address, &events_path(OTHER_WORKSPACE), None);
+    prune_all(&server, SESSION, &messages[0]);
+    assert_eq!(here.next_not_heartbeat().and_then(|e| e.id), Some(1));
+
+    fx.exec(&format!(
+        "UPDATE session SET directory = '/elsewhere/app' WHERE id = '{SESSION}'"
+    ));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let moved = common::http::post(
+        &server.url(&format!(
+            "/api/workspaces/{OTHER_WORKSPACE}/session-pruning/preview"
+        )),
+        &json!({ "sessionID": SESSION, "messageID": messages[1] }).to_string(),
+    );
+    assert_eq!(moved.0, 200, "{}", moved.1);
+    let preview = parse(&moved.1);
+    let body = json!({
+        "sessionID": SESSION, "messageID": messages[1],
+        "revision": preview["revision"], "indexes": [preview["parts"][0]["index"]],
+    });
+    let (status, pruned) = post(
+        &server.url(&format!(
+            "/api/workspaces/{OTHER_WORKSPACE}/session-pruning/prune"
+        )),
+        &body.to_string(),
+    );
+    assert_eq!(status, 200, "{pruned}");
+    assert_eq!(there.next_not_heartbeat().and_then(|e| e.id), Some(2));
+    // The old workspace's stream passes over it: only heartbeats, until they carry the cursor
+    // past it.
+    heartbeats_until(&mut here, 2);
 }

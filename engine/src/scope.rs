@@ -80,9 +80,21 @@ impl Scope {
 
 /// Whether `path` is `root` or lies below it, comparing whole path components after turning `\`
 /// into `/` and resolving `.` and `..` by name (`/repo` holds `/repo/a`, not `/repo-other` nor
-/// `/repo/../etc`). An empty path lies nowhere.
+/// `/repo/../etc`). An empty path lies nowhere, and a root that is not absolute holds nothing
+/// (`.` or `../..` would otherwise hold every path).
 pub fn within(path: &str, root: &str) -> bool {
-    !path.is_empty() && components(path).starts_with(&components(root))
+    !path.is_empty() && is_absolute(root) && components(path).starts_with(&components(root))
+}
+
+/// Whether `path` is absolute: it starts with `/` or `\`, or with a Windows drive (`C:/`,
+/// `C:\`).
+pub fn is_absolute(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    matches!(bytes.first(), Some(b'/' | b'\\'))
+        || (bytes.len() >= 3
+            && bytes[0].is_ascii_alphabetic()
+            && bytes[1] == b':'
+            && matches!(bytes[2], b'/' | b'\\'))
 }
 
 /// The components of `path`: `/` and `\` separate, empty and `.` components drop out, `..`
@@ -132,6 +144,10 @@ mod tests {
         assert!(within("/repo/./a/../b", "/repo"));
         assert!(!within("/../etc", "/repo"));
         assert!(!within("", "/"));
+        assert!(!within("/repo/a", "."));
+        assert!(!within("/repo/a", "../.."));
+        assert!(!within("/repo/a", "repo"));
+        assert!(!within("/repo/a", ""));
     }
 
     #[test]

@@ -96,3 +96,46 @@ fn identical_retry_short_circuits_to_the_same_event() {
     journal.mark_refused(again.intent_id, "conflict").unwrap();
     assert_eq!(journal.committed_event_for(&key(1)).unwrap(), None);
 }
+
+#[test]
+fn a_resolved_intent_keeps_no_index_list_so_refusals_do_not_grow_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let journal = Journal::open(&path).unwrap();
+    let mut big = intent(1);
+    big.selection = pruning_journal::Selection::Indexes((0..=100_000).collect());
+    journal.record_intent(&big).unwrap();
+    let grown = std::fs::metadata(&path).unwrap().len();
+    journal
+        .mark_refused(big.intent_id, "not_deletable")
+        .unwrap();
+    let stored = journal.intent(big.intent_id).unwrap().unwrap();
+    match &stored.selection {
+        pruning_journal::Selection::Indexes(kept) => {
+            assert!(kept.is_empty(), "kept {}", kept.len())
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(
+        (stored.request_key, stored.session_id, stored.revision),
+        (
+            big.request_key,
+            big.session_id.clone(),
+            big.revision.clone()
+        )
+    );
+    // Many more refusals of such requests reuse the space of the index lists they drop.
+    for n in 2..=40 {
+        let mut again = intent(n);
+        again.selection = pruning_journal::Selection::Indexes((0..=100_000).collect());
+        journal.record_intent(&again).unwrap();
+        journal
+            .mark_refused(again.intent_id, "not_deletable")
+            .unwrap();
+    }
+    let after = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        after < grown * 4,
+        "40 refusals of 100,001 indexes grew the journal from {grown} to {after} bytes"
+    );
+}

@@ -55,10 +55,8 @@ pub enum ConfigError {
     /// `serve` beyond loopback with no password.
     #[error("--listen {0} is reachable from other machines: set a password (SESSION_PRUNE_PASSWORD or --password) or listen on 127.0.0.1")]
     OpenWithoutPassword(std::net::SocketAddr),
-    /// An empty password.
-    #[error(
-        "the password is empty: set a non-empty SESSION_PRUNE_PASSWORD or --password, or neither"
-    )]
+    /// A password no `Authorization` header can carry.
+    #[error("the password is empty, starts or ends with a space, or holds a control character, so no Authorization header can carry it: set another SESSION_PRUNE_PASSWORD or --password, or neither")]
     EmptyPassword,
     /// `serve --workspace` is not `ID=DIR` with an absolute directory.
     #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]

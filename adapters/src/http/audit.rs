@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::document;
 use super::error::ApiError;
 use super::query;
-use super::state::AppState;
+use super::state::{Admission, AppState};
 use super::workspaces::Workspace;
 use crate::opencode::ownership;
 
@@ -81,8 +81,12 @@ pub async fn receipt(
     let Some(found) = all.into_iter().find(|r| r.receipt_id == wanted) else {
         return Err(not_found);
     };
-    // A receipt of another workspace's session is not this workspace's to show.
-    if state.admit(&workspace, &found.session_id).await.is_err() {
+    // A receipt of another workspace's session, or of a session deleted since, is not this
+    // workspace's to show (the list leaves them out too).
+    if !matches!(
+        state.admit(&workspace, &found.session_id).await,
+        Ok(Admission::Inside)
+    ) {
         return Err(not_found);
     }
     Ok(document::json(&found))

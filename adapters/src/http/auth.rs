@@ -12,29 +12,34 @@ use subtle::ConstantTimeEq;
 pub struct Password(String);
 
 impl Password {
-    /// A password; `None` for an empty one (which could not protect anything).
+    /// A password that can travel in an `Authorization` header; `None` for an empty one, one
+    /// with spaces at either end (HTTP drops them from a header) or one with control
+    /// characters (no header may carry them).
     pub fn new(password: String) -> Option<Self> {
-        (!password.is_empty()).then_some(Self(password))
+        let usable = !password.is_empty()
+            && password.trim() == password
+            && !password.chars().any(char::is_control);
+        usable.then_some(Self(password))
     }
 
-    /// Whether the request's `Authorization` header carries this password. A missing,
-    /// malformed or wrong header is `false`.
+    /// Whether the request's `Authorization` header carries this password (compared as bytes,
+    /// so a UTF-8 password works in both forms). A missing, malformed or wrong header is
+    /// `false`.
     pub fn admits(&self, headers: &HeaderMap) -> bool {
         let Some(value) = headers
             .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
+            .map(|v| v.as_bytes().trim_ascii())
         else {
             return false;
         };
-        let Some((scheme, credentials)) = value.split_once(' ') else {
+        let Some(space) = value.iter().position(|&b| b == b' ') else {
             return false;
         };
-        let credentials = credentials.trim();
-        if scheme.eq_ignore_ascii_case("bearer") {
-            return self.matches(credentials.as_bytes());
+        let (scheme, credentials) = (&value[..space], value[space..].trim_ascii());
+        if scheme.eq_ignore_ascii_case(b"bearer") {
+            return self.matches(credentials);
         }
-        if scheme.eq_ignore_ascii_case("basic") {
+        if scheme.eq_ignore_ascii_case(b"basic") {
             let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(credentials) else {
                 return false;
             };
@@ -96,5 +101,18 @@ mod tests {
         assert!(!password.admits(&with(&basic("s3cret"))));
         assert!(!password.admits(&with("Basic !!!")));
         assert!(Password::new(String::new()).is_none());
+        assert!(Password::new(" padded ".into()).is_none());
+        assert!(Password::new("line\nbreak".into()).is_none());
+    }
+
+    #[test]
+    fn a_utf8_password_works_as_a_bearer_token() {
+        let password = Password::new("pässwört".into()).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            AUTHORIZATION,
+            HeaderValue::from_bytes("Bearer pässwört".as_bytes()).unwrap(),
+        );
+        assert!(password.admits(&headers));
     }
 }

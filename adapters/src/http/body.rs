@@ -8,11 +8,15 @@ use pruning_engine::contract::MAX_REQUEST_BYTES;
 
 use super::error::ApiError;
 
+/// Longest a client may take to send a request body.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Reads a request body of at most [`MAX_REQUEST_BYTES`] bytes.
 ///
 /// Errors: [`ApiError::TooLarge`] (413) when the declared `Content-Length` or the bytes sent
 /// exceed the limit (nothing past the limit is read); [`ApiError::BadBody`] (400) when the
-/// body is not UTF-8 or the connection fails mid-body.
+/// body is not UTF-8 or the connection fails mid-body; [`ApiError::BodyTimeout`] (408) when
+/// the body takes longer than [`BODY_TIMEOUT`].
 pub async fn read(headers: &HeaderMap, body: Body) -> Result<String, ApiError> {
     let declared = headers
         .get(CONTENT_LENGTH)
@@ -21,8 +25,10 @@ pub async fn read(headers: &HeaderMap, body: Body) -> Result<String, ApiError> {
     if declared.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
         return Err(ApiError::TooLarge);
     }
-    let bytes = axum::body::to_bytes(body, MAX_REQUEST_BYTES)
+    let reading = axum::body::to_bytes(body, MAX_REQUEST_BYTES);
+    let bytes = tokio::time::timeout(BODY_TIMEOUT, reading)
         .await
+        .map_err(|_| ApiError::BodyTimeout)?
         .map_err(|error| {
             let too_large = std::error::Error::source(&error)
                 .is_some_and(|cause| cause.is::<http_body_util::LengthLimitError>());

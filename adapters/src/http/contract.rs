@@ -12,12 +12,13 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use pruning_engine::{
-    BatchResult, BlockedReason, ContractError, EngineError, HistoryRequest, HistoryResult,
-    PreviewRequest, PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Refusal, Scope,
+    BatchItem, BatchResult, BlockedReason, ContractError, EngineError, HistoryRequest,
+    HistoryResult, PreviewRequest, PreviewResult, PruneBatchRequest, PruneRequest, PruneResult,
+    Refusal, Scope,
 };
 
 use super::error::ApiError;
-use super::state::AppState;
+use super::state::{Admission, AppState};
 use super::{body, document};
 
 /// `preview {sessionID, messageID}` -> `{status:"preview", revision, liveMutation, parts}`.
@@ -27,10 +28,16 @@ pub async fn preview(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let (request, scope) = admitted(&state, workspace, &headers, request, |body| {
+    let (request, scope) = match admitted(&state, workspace, &headers, request, |body| {
         PreviewRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
     })
-    .await?;
+    .await?
+    {
+        Admitted::Inside(request, scope) => (request, scope),
+        Admitted::MissingSession(request, _) => {
+            return Ok(missing::<PreviewResult>("preview", &request.session_id))
+        }
+    };
     let request = request.within(scope);
     let result = state
         .read(move |engine| {
@@ -49,10 +56,16 @@ pub async fn prune(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let (request, scope) = admitted(&state, workspace, &headers, request, |body| {
+    let (request, scope) = match admitted(&state, workspace, &headers, request, |body| {
         PruneRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
     })
-    .await?;
+    .await?
+    {
+        Admitted::Inside(request, scope) => (request, scope),
+        Admitted::MissingSession(request, _) => {
+            return Ok(missing::<PruneResult>("prune", &request.session_id))
+        }
+    };
     let request = request.within(scope);
     let result = state
         .write(move |engine| {
@@ -73,10 +86,16 @@ pub async fn history(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let (request, scope) = admitted(&state, workspace, &headers, request, |body| {
+    let (request, scope) = match admitted(&state, workspace, &headers, request, |body| {
         HistoryRequest::from_json(body).map(|r| (r.session_id.clone(), r))
     })
-    .await?;
+    .await?
+    {
+        // A read journals nothing: the engine answers for a missing session as the CLI does.
+        Admitted::Inside(request, scope) | Admitted::MissingSession(request, scope) => {
+            (request, scope)
+        }
+    };
     let request = HistoryRequest { scope, ..request };
     let result = state
         .read(move |engine| {
@@ -95,10 +114,27 @@ pub async fn prune_batch(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let (batch, scope) = admitted(&state, workspace, &headers, request, |body| {
+    let (batch, scope) = match admitted(&state, workspace, &headers, request, |body| {
         PruneBatchRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
     })
-    .await?;
+    .await?
+    {
+        Admitted::Inside(batch, scope) => (batch, scope),
+        Admitted::MissingSession(batch, _) => {
+            log_missing("prune-batch", &batch.session_id);
+            let results = batch
+                .candidates
+                .iter()
+                .map(|candidate| BatchItem {
+                    message_id: candidate.message_id.clone(),
+                    result: PruneResult::Blocked {
+                        reason: BlockedReason::NotDeletable,
+                    },
+                })
+                .collect();
+            return Ok(document::json(&BatchResult { results }));
+        }
+    };
     let batch = batch.within(scope);
     let result: BatchResult = state
         .write(move |engine| {
@@ -115,52 +151,72 @@ pub async fn prune_batch(
     Ok(document::json(&result))
 }
 
+/// A request that passed the checks of every contract route.
+enum Admitted<R> {
+    /// Its session lies in the workspace (or it names none): the request and the scope the
+    /// engine checks again inside its transaction.
+    Inside(R, Scope),
+    /// Its session does not exist: a prune is answered `not_deletable` at once, with nothing
+    /// journaled (a refusal that costs a journal write is not given away to any caller who
+    /// asks).
+    MissingSession(R, Scope),
+}
+
 /// The checks every contract route makes first, each answering with nothing done: the
 /// workspace exists (404), the body is at most 1 MiB (413) and parses into a valid request
 /// (400), and the session it names, if any (`parse` returns it beside the request), lies in
-/// the workspace (403). Returns the request and the workspace's scope.
+/// the workspace (403) or does not exist.
 async fn admitted<R>(
     state: &AppState,
     workspace: String,
     headers: &HeaderMap,
     body: Body,
     parse: impl FnOnce(&str) -> Result<(Option<String>, R), ContractError>,
-) -> Result<(R, Scope), ApiError> {
+) -> Result<Admitted<R>, ApiError> {
     let workspace = state.workspace(workspace).await?;
     let (session_id, request) = parse(&body::read(headers, body).await?)?;
     if let Some(session_id) = session_id {
-        state.admit(&workspace, &session_id).await?;
+        if state.admit(&workspace, &session_id).await? == Admission::Missing {
+            return Ok(Admitted::MissingSession(request, workspace.scope()));
+        }
     }
-    Ok((request, workspace.scope()))
+    Ok(Admitted::Inside(request, workspace.scope()))
+}
+
+/// The `not_deletable` answer to a request about a session that does not exist.
+fn missing<T: Blockable + serde::Serialize>(route: &str, session_id: &str) -> Response {
+    log_missing(route, session_id);
+    document::json(&T::blocked(BlockedReason::NotDeletable))
+}
+
+fn log_missing(route: &str, session_id: &str) {
+    eprintln!(
+        "blocked: {route}: not_deletable: there is no session {} in this database",
+        session_id.escape_debug()
+    );
 }
 
 /// A contract result that has a `blocked` form.
 trait Blockable {
-    /// `{status:"blocked", reason:"unavailable"}`.
-    fn unavailable() -> Self;
+    /// `{status:"blocked", reason}`.
+    fn blocked(reason: BlockedReason) -> Self;
 }
 
 impl Blockable for PreviewResult {
-    fn unavailable() -> Self {
-        Self::Blocked {
-            reason: BlockedReason::Unavailable,
-        }
+    fn blocked(reason: BlockedReason) -> Self {
+        Self::Blocked { reason }
     }
 }
 
 impl Blockable for PruneResult {
-    fn unavailable() -> Self {
-        Self::Blocked {
-            reason: BlockedReason::Unavailable,
-        }
+    fn blocked(reason: BlockedReason) -> Self {
+        Self::Blocked { reason }
     }
 }
 
 impl Blockable for HistoryResult {
-    fn unavailable() -> Self {
-        Self::Blocked {
-            reason: BlockedReason::Unavailable,
-        }
+    fn blocked(reason: BlockedReason) -> Self {
+        Self::Blocked { reason }
     }
 }
 
@@ -179,7 +235,7 @@ fn answer<T: Blockable + serde::Serialize>(
         Err(EngineError::Contract(error)) => Err(ApiError::Contract(error)),
         Err(error) => {
             log_failure(route, "", &error);
-            Ok(document::json(&T::unavailable()))
+            Ok(document::json(&T::blocked(BlockedReason::Unavailable)))
         }
     }
 }

@@ -8,7 +8,8 @@
 //!
 //! - `rpc.codenomad.session-pruning.pruned`, data `{sessionID, messageID, revision}` (the
 //!   contract's event; `revision` is the content hash after the prune). An identical retry
-//!   announces the same event again, with the same `id:`.
+//!   announces the same event again; when a stream has already passed it, without `id:` (so
+//!   the client's resume point does not move back): dedupe by `messageID` and `revision`.
 //! - `heartbeat`, data `{cursor, time}` (ms since the epoch), after each quiet interval; its
 //!   `id:` is the cursor, which moves past events of other workspaces, so a client that
 //!   resumes from it does not scan them again.
@@ -62,13 +63,21 @@ pub async fn events(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let workspace = state.workspace(workspace).await?;
-    let mut params = query::parse(raw.as_deref(), &["since"])?;
-    let since = match headers.get("last-event-id") {
-        Some(value) => sequence("Last-Event-ID", value.to_str().unwrap_or("\u{fffd}"))?,
-        None => match params.remove("since") {
-            Some(text) => sequence("since", &text)?,
-            None => 0,
-        },
+    let params = query::parse(raw.as_deref(), &["since"])?;
+    let since = match params.get("since") {
+        Some(text) => sequence("since", text)?,
+        None => 0,
+    };
+    let mut last_ids = headers.get_all("last-event-id").iter();
+    let since = match (last_ids.next(), last_ids.next()) {
+        (None, _) => since,
+        (Some(value), None) => sequence("Last-Event-ID", value.to_str().unwrap_or("\u{fffd}"))?,
+        (Some(_), Some(_)) => {
+            return Err(ApiError::BadParameter {
+                field: "Last-Event-ID".into(),
+                detail: "Last-Event-ID is given twice; send one".into(),
+            })
+        }
     };
     let (first, last) = state
         .read(|engine| {
@@ -170,7 +179,10 @@ impl Feed {
         match delivery {
             Delivery::Event(event) => {
                 if self.admits(&event).await {
-                    pruned(&event, chunk);
+                    // An identical retry announces an older event again: sent without `id:`,
+                    // so that a client's resume point (its last event id) never moves back.
+                    let again = event.seq < self.subscription.cursor();
+                    pruned(&event, !again, chunk);
                 }
             }
             Delivery::Resync { first_kept } => {
@@ -194,7 +206,9 @@ fn sequence(field: &str, text: &str) -> Result<u64, ApiError> {
     if text.is_empty() {
         return Ok(0);
     }
-    text.parse().map_err(|_| ApiError::BadParameter {
+    let digits = text.bytes().all(|b| b.is_ascii_digit());
+    let parsed = if digits { text.parse().ok() } else { None };
+    parsed.ok_or_else(|| ApiError::BadParameter {
         field: field.to_string(),
         detail: format!(
             "{field} must be an event id (a sequence number such as 42), got `{}`",
@@ -203,17 +217,15 @@ fn sequence(field: &str, text: &str) -> Result<u64, ApiError> {
     })
 }
 
-/// `event: rpc.codenomad.session-pruning.pruned`, `id: SEQ`, `data: {sessionID, messageID,
-/// revision}`.
-fn pruned(event: &PrunedEvent, chunk: &mut String) {
+/// `event: rpc.codenomad.session-pruning.pruned`, `id: SEQ` (left out with `with_id` false),
+/// `data: {sessionID, messageID, revision}`.
+fn pruned(event: &PrunedEvent, with_id: bool, chunk: &mut String) {
+    let _ = writeln!(chunk, "event: {}", event.event_type);
+    if with_id {
+        let _ = writeln!(chunk, "id: {}", event.seq);
+    }
     // serde_json writes no raw line break, so the data is one `data:` line.
-    let _ = write!(
-        chunk,
-        "event: {}\nid: {}\ndata: {}\n\n",
-        event.event_type,
-        event.seq,
-        json!(event.data)
-    );
+    let _ = writeln!(chunk, "data: {}\n", json!(event.data));
 }
 
 fn heartbeat(cursor: u64) -> String {

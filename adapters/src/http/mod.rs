@@ -26,6 +26,6 @@ pub use auth::Password;
 pub use error::ApiError;
 pub use events::{HEARTBEAT, RESYNC};
 pub use openapi::OPENAPI;
-pub use server::{router, serve};
-pub use state::{AppState, ServerOptions};
+pub use server::{router, serve, SHUTDOWN_GRACE};
+pub use state::{Admission, AppState, ServerOptions};
 pub use workspaces::{Workspace, Workspaces};

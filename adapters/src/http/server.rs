@@ -1,7 +1,8 @@
 //! The router (every route, the authentication layer, JSON answers for unknown routes) and the
 //! server loop with graceful shutdown.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
@@ -40,9 +41,16 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// How long connections may stay open after the stop signal: a client that stopped reading
+/// its event stream, or a request whose body never ends, does not keep the server (and the
+/// journal) forever. Engine calls already running finish regardless (see [`serve`]).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// Serves `router(state)` on `listener` until `signal` completes, then shuts down gracefully:
-/// no new connection is accepted, event streams end, requests in flight (a prune among them)
-/// finish and are answered. Returns once every connection is closed.
+/// no new connection is accepted, event streams end, requests in flight are answered. Returns
+/// once every connection is closed, or [`SHUTDOWN_GRACE`] after the signal, dropping the
+/// connections left; an engine call (a prune) already on the blocking pool runs to its end
+/// either way, and the runtime's shutdown waits for it.
 ///
 /// # Cancel safety
 ///
@@ -56,12 +64,25 @@ pub async fn serve(
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let shutdown = state.shutdown().clone();
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move {
-            signal.await;
-            shutdown.cancel();
-        })
-        .await
+    let stopping = shutdown.clone();
+    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+        signal.await;
+        stopping.cancel();
+    });
+    let deadline = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = server.into_future() => served,
+        () = deadline => {
+            eprintln!(
+                "stopping: connections still open {} s after the signal were closed",
+                SHUTDOWN_GRACE.as_secs()
+            );
+            Ok(())
+        }
+    }
 }
 
 async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pruning_engine::{Engine, Hub, JournalReplay};
 use tokio_util::sync::CancellationToken;
@@ -14,6 +14,18 @@ use super::error::ApiError;
 use super::workspaces::{Workspace, Workspaces};
 use crate::opencode::ownership::{self, Owner};
 use crate::opencode::OpenCodeStore;
+
+/// How long event filtering trusts a session's owner once read.
+const OWNER_TTL: Duration = Duration::from_secs(1);
+
+/// Where a session stands against a workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// The session lies in the workspace.
+    Inside,
+    /// No session has this id (in either generation's table).
+    Missing,
+}
 
 /// How the server is configured (the validated form of `serve`'s flags).
 #[derive(Debug, Clone)]
@@ -38,9 +50,10 @@ struct Inner {
     /// Held by every write (prune, prune-batch): one write at a time, in arrival order.
     writes: Mutex<()>,
     options: ServerOptions,
-    /// Session id -> owner, for filtering events by workspace. A session's directory is read
-    /// once per server run.
-    owners: Mutex<HashMap<String, Owner>>,
+    /// Session id -> owner and when it was read, for filtering events by workspace: one read
+    /// serves every subscriber of an event, and a session that moves is seen within
+    /// [`OWNER_TTL`].
+    owners: Mutex<HashMap<String, (Owner, Instant)>>,
     shutdown: CancellationToken,
 }
 
@@ -143,21 +156,26 @@ impl AppState {
             .map_err(|error| ApiError::Internal(format!("reading the workspaces failed: {error}")))
     }
 
-    /// Refuses (403) a session that exists outside `workspace`. A session that does not exist
-    /// passes: the engine answers for it in the contract's words (`not_deletable`).
+    /// Refuses (403) a session that exists outside `workspace`; tells a missing session from
+    /// one inside (the caller answers a missing one without journaling anything).
     ///
     /// Errors: [`ApiError::Forbidden`]; [`ApiError::Internal`] when the database cannot be
     /// read.
-    pub async fn admit(&self, workspace: &Workspace, session_id: &str) -> Result<(), ApiError> {
+    pub async fn admit(
+        &self,
+        workspace: &Workspace,
+        session_id: &str,
+    ) -> Result<Admission, ApiError> {
         match self.owner(session_id).await? {
-            Some(owner) if workspace.scope().admits(&owner.as_ownership()).is_err() => {
-                Err(ApiError::Forbidden {
-                    session_id: session_id.to_string(),
-                    workspace: workspace.id.clone(),
-                    directory: workspace.directory.clone(),
-                })
+            None => Ok(Admission::Missing),
+            Some(owner) if workspace.scope().admits(&owner.as_ownership()).is_ok() => {
+                Ok(Admission::Inside)
             }
-            _ => Ok(()),
+            Some(_) => Err(ApiError::Forbidden {
+                session_id: session_id.to_string(),
+                workspace: workspace.id.clone(),
+                directory: workspace.directory.clone(),
+            }),
         }
     }
 
@@ -170,8 +188,8 @@ impl AppState {
             .map_err(|error| ApiError::Internal(format!("reading the session failed: {error}")))
     }
 
-    /// The owner of a session for event filtering: cached after the first read, since every
-    /// subscriber asks for the sessions of every event. `None` when the session no longer
+    /// The owner of a session for event filtering, read at most once a second (every
+    /// subscriber asks for the session of every event). `None` when the session no longer
     /// exists (its events then belong to no workspace) or cannot be read.
     pub async fn cached_owner(&self, session_id: &str) -> Option<Owner> {
         if let Some(owner) = self.cached(session_id) {
@@ -190,7 +208,7 @@ impl AppState {
                 .owners
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(id, owner.clone());
+                .insert(id, (owner.clone(), Instant::now()));
             Some(owner)
         })
         .await
@@ -204,6 +222,7 @@ impl AppState {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get(session_id)
-            .cloned()
+            .filter(|(_, read)| read.elapsed() < OWNER_TTL)
+            .map(|(owner, _)| owner.clone())
     }
 }

@@ -68,7 +68,7 @@ impl Workspaces {
 
 /// Reads OpenCode's projects (`project.worktree`) and workspaces (`workspace.directory`, where
 /// set), ordered by id. A table that does not exist contributes nothing; a row whose directory
-/// is empty or NULL is left out (it could not scope anything).
+/// is NULL, empty or not absolute is left out (it could not scope anything).
 pub fn discover(conn: &Connection) -> rusqlite::Result<Vec<Workspace>> {
     let schema = Schema::read(conn)?;
     let mut found = Vec::new();
@@ -91,7 +91,8 @@ pub fn discover(conn: &Connection) -> rusqlite::Result<Vec<Workspace>> {
         })?;
         for row in rows {
             let workspace = row?;
-            if !workspace.directory.is_empty() && !workspace.id.is_empty() {
+            if pruning_engine::scope::is_absolute(&workspace.directory) && !workspace.id.is_empty()
+            {
                 found.push(workspace);
             }
         }

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::codec;
 use crate::error::WriteError;
-use crate::record::{Commit, CommittedEvent, Intent, IntentState, Resolution};
+use crate::record::{Commit, CommittedEvent, Intent, IntentState, Resolution, Selection};
 
 impl Journal {
     /// Durably records new intents, all in ONE write transaction with immediate durability
@@ -99,7 +99,8 @@ impl Journal {
     }
 
     /// Durably moves pending intents to their resolutions, all in ONE write transaction (the
-    /// refusals of a batch cost one fsync). An empty slice writes nothing.
+    /// refusals of a batch cost one fsync). An empty slice writes nothing. A resolved intent
+    /// keeps its ids, revision, request key and reason, not its index list (stored empty).
     ///
     /// Errors (nothing of the batch is written): [`WriteError::UnknownIntent`];
     /// [`WriteError::NotPending`] with the current state (also when an intent repeats in the
@@ -115,6 +116,12 @@ impl Journal {
             for (intent_id, resolution) in resolutions {
                 let mut intent = tables.pending_intent(*intent_id)?;
                 intent.state = resolution.clone().into();
+                // Nothing reads a resolved intent's index list again (only a pending intent is
+                // applied, only a committed one answers a retry), and it can hold 100,001
+                // indexes: refusals repeated without end must not grow the journal by that.
+                if let Selection::Indexes(indexes) = &mut intent.selection {
+                    *indexes = Vec::new();
+                }
                 tables.put_intent(&intent)?;
             }
             Ok(())
