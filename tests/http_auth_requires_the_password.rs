@@ -140,6 +140,20 @@ fn listening_beyond_loopback_needs_a_password() {
     assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("the password is empty"));
 
+    // A password that is set but is not UTF-8 is refused, never taken for no password.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env(
+            "SESSION_PRUNE_PASSWORD",
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"\xff\xfepw"),
+        )
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8"));
+
     // With a password it starts.
     let server = Server::start_exactly(
         &fx.db,

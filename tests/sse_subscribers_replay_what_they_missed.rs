@@ -150,7 +150,7 @@ fn events_follow_a_session_that_moved_to_another_workspace() {
     fx.exec(&format!(
         "UPDATE session SET directory = '/elsewhere/app' WHERE id = '{SESSION}'"
     ));
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // No wait: the requests about the session read where it is now, for the streams too.
     let moved = common::http::post(
         &server.url(&format!(
             "/api/workspaces/{OTHER_WORKSPACE}/session-pruning/preview"

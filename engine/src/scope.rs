@@ -80,10 +80,11 @@ impl Scope {
 
 /// Whether `path` is `root` or lies below it, comparing whole path components after turning `\`
 /// into `/` and resolving `.` and `..` by name (`/repo` holds `/repo/a`, not `/repo-other` nor
-/// `/repo/../etc`). An empty path lies nowhere, and a root that is not absolute holds nothing
-/// (`.` or `../..` would otherwise hold every path).
+/// `/repo/../etc`). Only absolute paths compare: a root that is not absolute holds nothing (`.`
+/// or `../..` would otherwise hold every path), and a path that is not absolute lies nowhere
+/// (`x/../../C:/repo` would otherwise climb into any root).
 pub fn within(path: &str, root: &str) -> bool {
-    !path.is_empty() && is_absolute(root) && components(path).starts_with(&components(root))
+    is_absolute(path) && is_absolute(root) && components(path).starts_with(&components(root))
 }
 
 /// Whether `path` is absolute: it starts with `/` or `\`, or with a Windows drive (`C:/`,
@@ -148,6 +149,8 @@ mod tests {
         assert!(!within("/repo/a", "../.."));
         assert!(!within("/repo/a", "repo"));
         assert!(!within("/repo/a", ""));
+        assert!(!within("x/../../C:/repo/sub", "C:/repo"));
+        assert!(!within("repo/a", "/"));
     }
 
     #[test]

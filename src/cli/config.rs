@@ -56,7 +56,7 @@ pub enum ConfigError {
     #[error("--listen {0} is reachable from other machines: set a password (SESSION_PRUNE_PASSWORD or --password) or listen on 127.0.0.1")]
     OpenWithoutPassword(std::net::SocketAddr),
     /// A password no `Authorization` header can carry.
-    #[error("the password is empty, starts or ends with a space, or holds a control character, so no Authorization header can carry it: set another SESSION_PRUNE_PASSWORD or --password, or neither")]
+    #[error("the password is empty, not UTF-8, starts or ends with a space, or holds a control character, so no Authorization header can carry it: set another SESSION_PRUNE_PASSWORD or --password, or neither")]
     EmptyPassword,
     /// `serve --workspace` is not `ID=DIR` with an absolute directory.
     #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]

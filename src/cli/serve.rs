@@ -33,10 +33,15 @@ pub struct ServeConfig {
 /// [`ConfigError::Workspace`], [`ConfigError::Heartbeat`].
 pub fn serve_config(args: ServeArgs) -> Result<ServeConfig, ConfigError> {
     let listen = listen_address(&args.listen)?;
-    let password = match args
-        .password
-        .or_else(|| std::env::var(PASSWORD_VARIABLE).ok())
-    {
+    let given = match args.password {
+        Some(text) => Some(text),
+        // Set but not UTF-8 is not "unset": it must not leave the server open.
+        None => match std::env::var_os(PASSWORD_VARIABLE) {
+            None => None,
+            Some(raw) => Some(raw.into_string().map_err(|_| ConfigError::EmptyPassword)?),
+        },
+    };
+    let password = match given {
         None => None,
         Some(text) => Some(Password::new(text).ok_or(ConfigError::EmptyPassword)?),
     };

@@ -408,14 +408,10 @@ impl Read for Dechunk {
 }
 
 impl Sse {
-    /// Whether the server ended the body properly (the last, empty chunk) after the last event.
-    /// Heartbeats before the end are passed over; any other event means it did not end.
+    /// Reads what is left of the stream; whether the server then ended the body properly (the
+    /// last, empty chunk) rather than dropping the connection.
     pub fn ended_cleanly(&mut self) -> bool {
-        while let Some(event) = self.next() {
-            if event.event != "heartbeat" {
-                return false;
-            }
-        }
+        while self.next().is_some() {}
         self.reader.get_ref().clean
     }
 }

@@ -108,6 +108,7 @@ pub async fn events(
         state,
         heartbeat,
         opening,
+        failed: false,
     };
     let chunks = futures_util::stream::unfold(feed, |mut feed| async move {
         feed.next().await.map(|chunk| (chunk, feed))
@@ -131,6 +132,9 @@ struct Feed {
     heartbeat: Interval,
     /// A resync to send before anything else.
     opening: Option<String>,
+    /// An event's workspace could not be read: the stream ends after what it has sent, so
+    /// that the client resumes from its last id and gets that event then.
+    failed: bool,
 }
 
 impl Feed {
@@ -140,6 +144,9 @@ impl Feed {
         if let Some(opening) = self.opening.take() {
             return Some(Bytes::from(opening));
         }
+        if self.failed {
+            return None;
+        }
         let mut chunk = String::new();
         let shutdown = self.state.shutdown().clone();
         while chunk.is_empty() {
@@ -147,7 +154,11 @@ impl Feed {
                 biased;
                 () = shutdown.cancelled() => return None,
                 delivery = self.subscription.recv() => match delivery {
-                    Ok(delivery) => self.write(delivery, &mut chunk).await,
+                    Ok(delivery) => {
+                        if !self.write(delivery, &mut chunk).await {
+                            return None;
+                        }
+                    }
                     Err(RecvError::Closed) => return None,
                     Err(error) => {
                         eprintln!("error: event stream: {error}; retrying");
@@ -165,7 +176,12 @@ impl Feed {
         // `recv` is cancel safe: polling it once and dropping it loses nothing.
         while chunk.len() < CHUNK_BYTES {
             match self.subscription.recv().now_or_never() {
-                Some(Ok(delivery)) => self.write(delivery, &mut chunk).await,
+                Some(Ok(delivery)) => {
+                    if !self.write(delivery, &mut chunk).await {
+                        self.failed = true;
+                        break;
+                    }
+                }
                 // A closed hub or a failed read is met again by the next call.
                 Some(Err(_)) | None => break,
             }
@@ -174,11 +190,23 @@ impl Feed {
         Some(Bytes::from(chunk))
     }
 
-    /// Appends a delivery's SSE text (nothing for an event of another workspace).
-    async fn write(&self, delivery: Delivery<PrunedEvent>, chunk: &mut String) {
+    /// Appends a delivery's SSE text (nothing for an event of another workspace). `false` when
+    /// the event's workspace cannot be read: nothing is appended and the stream must end.
+    async fn write(&self, delivery: Delivery<PrunedEvent>, chunk: &mut String) -> bool {
         match delivery {
             Delivery::Event(event) => {
-                if self.admits(&event).await {
+                let admitted = match self.admits(&event).await {
+                    Ok(admitted) => admitted,
+                    Err(error) => {
+                        eprintln!(
+                            "error: event stream: the session of event {} cannot be read ({error}); \
+                             the stream ends so that its client resumes from its last id",
+                            event.seq
+                        );
+                        return false;
+                    }
+                };
+                if admitted {
                     // An identical retry announces an older event again: sent without `id:`,
                     // so that a client's resume point (its last event id) never moves back.
                     let again = event.seq < self.subscription.cursor();
@@ -189,14 +217,14 @@ impl Feed {
                 chunk.push_str(&resync(first_kept, self.subscription.cursor()));
             }
         }
+        true
     }
 
-    /// Whether the event's session lies in this stream's workspace.
-    async fn admits(&self, event: &PrunedEvent) -> bool {
-        self.state
-            .cached_owner(&event.data.session_id)
-            .await
-            .is_some_and(|owner| self.scope.admits(&owner.as_ownership()).is_ok())
+    /// Whether the event's session lies in this stream's workspace (a session that no longer
+    /// exists lies in none). Errors: the database cannot be read.
+    async fn admits(&self, event: &PrunedEvent) -> Result<bool, String> {
+        let owner = self.state.cached_owner(&event.data.session_id).await?;
+        Ok(owner.is_some_and(|owner| self.scope.admits(&owner.as_ownership()).is_ok()))
     }
 }
 

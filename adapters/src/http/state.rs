@@ -181,39 +181,62 @@ impl AppState {
 
     /// The owner of a session as the database says now (no cache: requests are checked
     /// against the present).
+    ///
+    /// What it reads also refreshes the owner event filtering uses, so that the event of a
+    /// prune admitted here goes to the streams of the workspace that admitted it.
     async fn owner(&self, session_id: &str) -> Result<Option<Owner>, ApiError> {
         let id = session_id.to_string();
-        self.read(move |engine| ownership::find(&engine.store().connection(), &id))
-            .await?
-            .map_err(|error| ApiError::Internal(format!("reading the session failed: {error}")))
+        let state = self.clone();
+        self.read(move |engine| {
+            let owner = ownership::find(&engine.store().connection(), &id)?;
+            let mut owners = state
+                .inner
+                .owners
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match &owner {
+                Some(owner) => owners.insert(id, (owner.clone(), Instant::now())),
+                None => owners.remove(&id),
+            };
+            Ok(owner)
+        })
+        .await?
+        .map_err(|error: rusqlite::Error| {
+            ApiError::Internal(format!("reading the session failed: {error}"))
+        })
     }
 
     /// The owner of a session for event filtering, read at most once a second (every
-    /// subscriber asks for the session of every event). `None` when the session no longer
-    /// exists (its events then belong to no workspace) or cannot be read.
-    pub async fn cached_owner(&self, session_id: &str) -> Option<Owner> {
+    /// subscriber asks for the session of every event). `Ok(None)` when the session no longer
+    /// exists (its events then belong to no workspace).
+    ///
+    /// Errors: `Err(detail)` when the database cannot be read (the caller must not pass over
+    /// the event as if it belonged elsewhere).
+    pub async fn cached_owner(&self, session_id: &str) -> Result<Option<Owner>, String> {
         if let Some(owner) = self.cached(session_id) {
-            return Some(owner);
+            return Ok(Some(owner));
         }
         let state = self.clone();
         let id = session_id.to_string();
         self.read(move |engine| {
             // Another subscriber may have read it while this one waited for the pool.
             if let Some(owner) = state.cached(&id) {
-                return Some(owner);
+                return Ok(Some(owner));
             }
-            let owner = ownership::find(&engine.store().connection(), &id).ok()??;
+            let found = ownership::find(&engine.store().connection(), &id);
+            let Some(owner) = found.map_err(|e| e.to_string())? else {
+                return Ok(None);
+            };
             state
                 .inner
                 .owners
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .insert(id, (owner.clone(), Instant::now()));
-            Some(owner)
+            Ok(Some(owner))
         })
         .await
-        .ok()
-        .flatten()
+        .map_err(|e| e.to_string())?
     }
 
     fn cached(&self, session_id: &str) -> Option<Owner> {
