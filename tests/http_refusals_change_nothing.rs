@@ -235,6 +235,15 @@ fn refused_requests_leave_database_and_journal_unchanged() {
         parse(&answer),
         json!({ "status": "blocked", "reason": "not_deletable" })
     );
+    let (status, answer) = post(
+        &server.route("preview"),
+        &json!({ "sessionID": "ses_nowhere", "messageID": messages[0] }).to_string(),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        parse(&answer),
+        json!({ "status": "blocked", "reason": "not_deletable" })
+    );
     let batch = json!({ "sessionID": "ses_nowhere", "candidates": [{
         "messageID": messages[0], "revision": body["revision"], "toolCount": 1, "reasoningCount": 0,
     }] });

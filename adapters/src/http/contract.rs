@@ -33,9 +33,9 @@ pub async fn preview(
     })
     .await?
     {
-        Admitted::Inside(request, scope) => (request, scope),
-        Admitted::MissingSession(request, _) => {
-            return Ok(missing::<PreviewResult>("preview", &request.session_id))
+        // A read journals nothing: the engine answers for a missing session as the CLI does.
+        Admitted::Inside(request, scope) | Admitted::MissingSession(request, scope) => {
+            (request, scope)
         }
     };
     let request = request.within(scope);
@@ -62,9 +62,7 @@ pub async fn prune(
     .await?
     {
         Admitted::Inside(request, scope) => (request, scope),
-        Admitted::MissingSession(request, _) => {
-            return Ok(missing::<PruneResult>("prune", &request.session_id))
-        }
+        Admitted::MissingSession(request, _) => return Ok(missing("prune", &request.session_id)),
     };
     let request = request.within(scope);
     let result = state
@@ -158,7 +156,7 @@ enum Admitted<R> {
     Inside(R, Scope),
     /// Its session does not exist: a prune is answered `not_deletable` at once, with nothing
     /// journaled (a refusal that costs a journal write is not given away to any caller who
-    /// asks).
+    /// asks); a read goes on to the engine, which answers as for the CLI.
     MissingSession(R, Scope),
 }
 
@@ -183,10 +181,10 @@ async fn admitted<R>(
     Ok(Admitted::Inside(request, workspace.scope()))
 }
 
-/// The `not_deletable` answer to a request about a session that does not exist.
-fn missing<T: Blockable + serde::Serialize>(route: &str, session_id: &str) -> Response {
+/// The `not_deletable` answer to a prune of a session that does not exist.
+fn missing(route: &str, session_id: &str) -> Response {
     log_missing(route, session_id);
-    document::json(&T::blocked(BlockedReason::NotDeletable))
+    document::json(&PruneResult::blocked(BlockedReason::NotDeletable))
 }
 
 fn log_missing(route: &str, session_id: &str) {
