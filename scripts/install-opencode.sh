@@ -1,17 +1,35 @@
 #!/usr/bin/env bash
-# install-opencode.sh: install the pinned OpenCode binary (npm opencode-linux-x64@1.18.34) into
-# <workspace>/target/opencode-real/ for the interoperability test, and print the binary's path.
+# install-opencode.sh [VERSION]: install an OpenCode binary (npm opencode-linux-x64@VERSION) under
+# <workspace>/target/ and print the binary's path.
 #
-# Idempotent: when the binary is already there and reports the pinned version, nothing is
+# Without VERSION (or with the pinned 1.18.34): the pinned release into
+# <workspace>/target/opencode-real/ (the interoperability test and CI use this). Any other VERSION
+# goes into <workspace>/target/opencode-versions/VERSION/ (the fixture generator in
+# scripts/opencode-fixtures/ uses this).
+#
+# Idempotent: when the binary is already there and reports the wanted version, nothing is
 # downloaded (about 2 s: the version probe). npm is needed only for the first install.
 # The version probe runs with its own throwaway HOME and XDG dirs, so it writes nothing into
-# the caller's home. Exits non-zero when npm is missing or the binary does not report the pin.
+# the caller's home. Exits non-zero when npm is missing or the binary does not report the version.
 set -euo pipefail
 
-VERSION=1.18.34
+PINNED=1.18.34
 PACKAGE=opencode-linux-x64
 WORKSPACE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PREFIX=$WORKSPACE/target/opencode-real
+if [ $# -gt 1 ]; then
+  echo "usage: install-opencode.sh [VERSION]" >&2
+  exit 2
+fi
+VERSION=${1:-$PINNED}
+if ! [[ "$VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+  echo "install-opencode.sh: '$VERSION' is not a release version (X.Y.Z)" >&2
+  exit 2
+fi
+if [ "$VERSION" = "$PINNED" ]; then
+  PREFIX=$WORKSPACE/target/opencode-real
+else
+  PREFIX=$WORKSPACE/target/opencode-versions/$VERSION
+fi
 BIN=$PREFIX/node_modules/$PACKAGE/bin/opencode
 
 PROBE_HOME=$(mktemp -d "${TMPDIR:-/tmp}/opencode-probe.XXXXXX")

@@ -95,7 +95,8 @@ fn main() -> ExitCode {
             } else {
                 EXIT_FAILURE
             };
-            fail(json, code, &format!("{error:#}"))
+            let message = commands::diagnose::explain(&format!("{error:#}"), &config);
+            fail(json, code, &message)
         }
     }
 }

@@ -210,7 +210,7 @@ fn event_table_without_event_sequence_is_unsupported_storage() {
     refused_after(
         "DROP TABLE event_sequence",
         BlockedReason::UnsupportedStorage,
-        "event and event_sequence",
+        "an event table but no event_sequence table",
     );
 }
 
@@ -303,5 +303,44 @@ fn a_damaged_message_row_in_the_session_is_unsupported_storage() {
         &format!("UPDATE message SET data = '{{not json' WHERE id = '{TURN1}'"),
         BlockedReason::UnsupportedStorage,
         "not valid JSON",
+    );
+}
+
+#[test]
+fn event_sequence_behind_the_sessions_events_is_unsupported_storage() {
+    refused_after(
+        &format!("UPDATE event_sequence SET seq = seq - 5 WHERE aggregate_id = '{MANY_TURNS}'"),
+        BlockedReason::UnsupportedStorage,
+        "event_sequence.seq is 286, behind its newest event (seq 291)",
+    );
+}
+
+#[test]
+fn missing_event_sequence_row_of_a_session_with_events_is_unsupported_storage() {
+    refused_after(
+        // Without the foreign key's cascade, which would delete the events too.
+        &format!(
+            "PRAGMA foreign_keys = OFF; DELETE FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}'"
+        ),
+        BlockedReason::UnsupportedStorage,
+        "it has events up to seq 291 but no event_sequence row",
+    );
+}
+
+#[test]
+fn event_sequence_seq_that_is_not_a_number_is_unsupported_storage() {
+    refused_after(
+        &format!("UPDATE event_sequence SET seq = 'x' WHERE aggregate_id = '{MANY_TURNS}'"),
+        BlockedReason::UnsupportedStorage,
+        "its event_sequence.seq is not a number",
+    );
+}
+
+#[test]
+fn event_table_without_the_columns_opencode_writes_is_unsupported_storage() {
+    refused_after(
+        "ALTER TABLE event_sequence RENAME COLUMN seq TO last",
+        BlockedReason::UnsupportedStorage,
+        "the event tables lack column(s) event_sequence.seq",
     );
 }

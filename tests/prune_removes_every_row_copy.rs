@@ -158,3 +158,65 @@ fn aborted_message_is_complete_and_its_reasoning_prunes() {
         2
     );
 }
+
+#[test]
+fn a_snapshot_filed_under_another_sessions_aggregate_is_removed_and_counted() {
+    let fx = Fixture::new();
+    let other = KILLED_MID_STREAM;
+    // A full copy of turn 5's tool snapshot filed under another session's aggregate, at that
+    // aggregate's next seq (its bookkeeping stays consistent).
+    fx.exec(&format!(
+        "INSERT INTO event (id, aggregate_id, seq, type, data) \
+           SELECT 'evt_foreign_copy', '{other}', \
+                  (SELECT seq + 1 FROM event_sequence WHERE aggregate_id = '{other}'), type, data \
+           FROM event WHERE aggregate_id = '{MANY_TURNS}' AND type = 'message.part.updated.1' \
+             AND instr(data, 'TOOL_CANARY_T05') > 0 ORDER BY seq DESC LIMIT 1; \
+         UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{other}';"
+    ));
+    let copy_bytes =
+        fx.scalar("SELECT length(CAST(data AS BLOB)) FROM event WHERE id = 'evt_foreign_copy'");
+    assert!(copy_bytes > 0);
+    let other_seq = fx.scalar(&format!(
+        "SELECT seq FROM event_sequence WHERE aggregate_id = '{other}'"
+    ));
+
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let request = request(MANY_TURNS, TURN5, &revision, &indexes);
+    let planned = match pruning_engine::dry_run(engine.store(), &request).unwrap() {
+        Ok(pruning_engine::DryRun::Plan(plan)) => plan,
+        other => panic!("{other:?}"),
+    };
+    let predicted = pruning_adapters::opencode::clean::freed_bytes(
+        engine.store(),
+        MANY_TURNS,
+        TURN5,
+        &planned.remove,
+        planned.bytes,
+    )
+    .unwrap();
+    let outcome = engine.prune(&request).unwrap();
+    let receipt = outcome.receipt.expect("receipt");
+    drop(engine);
+
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM event WHERE id = 'evt_foreign_copy'"),
+        0
+    );
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
+    assert_eq!(receipt.bytes_removed, predicted);
+    // The copy's bytes are counted: without it the prune frees exactly that much less.
+    let plain = Fixture::new();
+    let (_, outcome) = prune_turn5_once(&plain);
+    assert_eq!(
+        receipt.bytes_removed,
+        outcome.receipt.expect("receipt").bytes_removed + copy_bytes as u64
+    );
+    // The other aggregate's bookkeeping is untouched.
+    assert_eq!(
+        fx.scalar(&format!(
+            "SELECT seq FROM event_sequence WHERE aggregate_id = '{other}'"
+        )),
+        other_seq
+    );
+}

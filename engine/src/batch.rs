@@ -115,7 +115,9 @@ pub struct BatchOutcome {
 }
 
 impl BatchOutcome {
-    /// The contract answer: an error is `blocked/unavailable`.
+    /// The contract answer: a prune committed with its receipt is `pruned` (also when its
+    /// commit mark could not be journaled: the database holds it); any other error is
+    /// `blocked/unavailable`.
     pub fn result(&self) -> BatchResult {
         BatchResult {
             results: self
@@ -125,6 +127,13 @@ impl BatchOutcome {
                     message_id: message_id.clone(),
                     result: match outcome {
                         Ok(outcome) => outcome.result.clone(),
+                        Err(EngineError::CommittedNotJournaled { receipt, .. }) => {
+                            PruneResult::Pruned {
+                                message_id: receipt.message_id.clone(),
+                                revision: receipt.revision_after.clone(),
+                                removed_count: receipt.removed_count,
+                            }
+                        }
                         Err(_) => PruneResult::Blocked {
                             reason: BlockedReason::Unavailable,
                         },

@@ -275,7 +275,7 @@ impl<S: SessionStore> Engine<S> {
             .map(|(_, request, key)| new_intent(request, *key))
             .collect();
         if let Err(error) = self.journal.record_intents(&intents) {
-            let message = error.to_string();
+            let message = with_causes(&error);
             for (slot, _, _) in &fresh {
                 results[*slot] = Some(Err(EngineError::Journal(message.clone())));
             }
@@ -376,16 +376,19 @@ impl<S: SessionStore> Engine<S> {
             }
             Err(error) => {
                 // Committed in the database: recovery on the next open journals them.
-                let message = error.to_string();
-                for (slot, _, _, _) in committed {
-                    results[slot] = Some(Err(EngineError::Journal(message.clone())));
+                let cause = with_causes(&error);
+                for (slot, _, receipt, _) in committed {
+                    results[slot] = Some(Err(EngineError::CommittedNotJournaled {
+                        receipt,
+                        cause: cause.clone(),
+                    }));
                 }
             }
         }
         if let Err(error) = self.journal.resolve_all(&resolutions) {
             // A refusal that could not be journaled is reported as the journal's failure (an
             // abandon's own error stands).
-            let message = error.to_string();
+            let message = with_causes(&error);
             for (slot, _, _) in &fresh {
                 if let Some(Ok(outcome)) = &results[*slot] {
                     if outcome.refusal.is_some() {
@@ -548,8 +551,24 @@ fn pruned_result(event: &PrunedEvent) -> PruneResult {
     }
 }
 
-fn journal_error(error: impl std::fmt::Display) -> EngineError {
-    EngineError::Journal(error.to_string())
+fn journal_error(error: impl std::error::Error) -> EngineError {
+    EngineError::Journal(with_causes(&error))
+}
+
+/// `error: cause: cause...`: the journal's errors keep the I/O failure (a full disk, a
+/// read-only file) in their sources, which a person must see.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let words = cause.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Now in ms since the Unix epoch (0 if the clock is before 1970).

@@ -194,6 +194,15 @@ pub enum StoreError {
         /// Why.
         detail: String,
     },
+    /// The database cannot be written here (a read-only file, folder or mount): nothing was
+    /// written. Read commands work on it.
+    #[error("database {path} is read-only: {detail}")]
+    ReadOnly {
+        /// The path.
+        path: String,
+        /// Why, and what to do.
+        detail: String,
+    },
     /// The session or message does not exist.
     #[error("{what} not found")]
     NotFound {
@@ -244,6 +253,17 @@ pub enum EngineError {
         bound: String,
         /// How many intents are pending.
         pending: usize,
+    },
+    /// The prune committed in the database (its receipt is there), but its commit mark could
+    /// not be journaled (a full disk, a failed fsync): the journal is poisoned for this run,
+    /// and the next open's recovery journals the commit and announces its event. Counts as
+    /// pruned.
+    #[error("committed in the database (receipt {}) but not journaled: {cause}; the next run journals it and announces its event", receipt.receipt_id)]
+    CommittedNotJournaled {
+        /// The receipt written with the prune.
+        receipt: Box<crate::Receipt>,
+        /// Why the journal write failed, with its causes.
+        cause: String,
     },
     /// A batch was stopped before this prune was applied; nothing of it was written.
     #[error("stopped before this prune was applied; nothing was written")]

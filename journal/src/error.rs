@@ -84,6 +84,13 @@ pub enum OpenError {
         #[source]
         source: std::io::Error,
     },
+    /// A read-only open found a file that was not closed cleanly (a process holding it was
+    /// killed): redb must repair it, which only a writable open does. Nothing was written.
+    #[error("journal {} was not closed cleanly and needs a repair, which a read-only open cannot make", path.display())]
+    NeedsRepair {
+        /// The journal file.
+        path: PathBuf,
+    },
     /// redb could not open the file (I/O error, not a redb file, needs an upgrade, ...).
     #[error("journal database could not be opened")]
     Database(#[source] redb::DatabaseError),
@@ -119,6 +126,9 @@ pub enum WriteError {
     /// handle and open the file again to continue from its last durable state.
     #[error("journal refuses writes after a failed commit; reopen it")]
     Poisoned,
+    /// The handle was opened read-only ([`crate::Journal::open_read_only`]): nothing was written.
+    #[error("journal was opened read-only; nothing was written")]
+    ReadOnly,
     /// The commit of this write failed (for example a failed fsync). Nothing of this write is
     /// durable, and the handle is now poisoned.
     #[error("journal commit failed; the journal is now poisoned")]
@@ -182,6 +192,9 @@ pub enum BindError {
     /// An earlier commit of this handle failed (see [`WriteError::Poisoned`]).
     #[error("journal refuses writes after a failed commit; reopen it")]
     Poisoned,
+    /// The handle was opened read-only ([`crate::Journal::open_read_only`]): nothing was written.
+    #[error("journal was opened read-only; nothing was written")]
+    ReadOnly,
     /// The commit of the binding failed; the handle is now poisoned.
     #[error("journal commit failed; the journal is now poisoned")]
     Commit(#[source] redb::CommitError),

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redb::{
-    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
-    WriteTransaction,
+    Database, Durability, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
+    TableDefinition, WriteTransaction,
 };
 use uuid::Uuid;
 
@@ -65,10 +65,40 @@ pub const OPEN_RETRY: Duration = Duration::from_secs(2);
 /// journal, but redb itself latches an I/O failure, so they may fail with
 /// [`ReadError::Storage`]. Drop the handle and open the file again to continue from its last
 /// durable state.
+///
+/// Read-only: a handle from [`Journal::open_read_only`] reads like any other, writes nothing to
+/// the file (not even redb's open mark) and refuses every write with [`WriteError::ReadOnly`] /
+/// [`BindError::ReadOnly`].
 #[derive(Debug)]
 pub struct Journal {
-    db: Database,
+    db: Handle,
     poisoned: AtomicBool,
+}
+
+/// The redb handle behind a [`Journal`].
+enum Handle {
+    /// Opened for reading and writing (holds the file's writer lock).
+    Writable(Database),
+    /// Opened read-only: never writes to the file.
+    ReadOnly(ReadOnlyDatabase),
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Handle::Writable(_) => "Writable",
+            Handle::ReadOnly(_) => "ReadOnly",
+        })
+    }
+}
+
+impl Handle {
+    fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
+        match self {
+            Handle::Writable(db) => db.begin_read(),
+            Handle::ReadOnly(db) => db.begin_read(),
+        }
+    }
 }
 
 // A `Journal` is shared across threads (behind an `Arc`); keep it so.
@@ -80,9 +110,21 @@ const _: fn() = || {
 impl Journal {
     fn from_parts(db: Database) -> Journal {
         Journal {
-            db,
+            db: Handle::Writable(db),
             poisoned: AtomicBool::new(false),
         }
+    }
+
+    fn read_only_from(db: ReadOnlyDatabase) -> Journal {
+        Journal {
+            db: Handle::ReadOnly(db),
+            poisoned: AtomicBool::new(false),
+        }
+    }
+
+    /// `true` for a handle opened with [`Journal::open_read_only`]: it refuses every write.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.db, Handle::ReadOnly(_))
     }
 
     /// `true` once a commit of this handle failed; every write is refused from then on.
@@ -116,7 +158,10 @@ impl Journal {
         body: impl FnOnce(&WriteTransaction) -> Result<T, E>,
     ) -> Result<T, E> {
         self.refuse_if_poisoned::<E>()?;
-        let mut txn = self.db.begin_write().storage()?;
+        let Handle::Writable(db) = &self.db else {
+            return Err(E::read_only());
+        };
+        let mut txn = db.begin_write().storage()?;
         txn.set_durability(Durability::Immediate).storage()?;
         let value = body(&txn)?;
         match txn.commit() {
@@ -132,12 +177,16 @@ impl Journal {
 /// The error families of durable writes: both can report poisoning and a failed commit.
 trait WriteFailure: From<redb::Error> {
     fn poisoned() -> Self;
+    fn read_only() -> Self;
     fn commit_failed(error: redb::CommitError) -> Self;
 }
 
 impl WriteFailure for WriteError {
     fn poisoned() -> Self {
         WriteError::Poisoned
+    }
+    fn read_only() -> Self {
+        WriteError::ReadOnly
     }
     fn commit_failed(error: redb::CommitError) -> Self {
         WriteError::Commit(error)
@@ -147,6 +196,9 @@ impl WriteFailure for WriteError {
 impl WriteFailure for BindError {
     fn poisoned() -> Self {
         BindError::Poisoned
+    }
+    fn read_only() -> Self {
+        BindError::ReadOnly
     }
     fn commit_failed(error: redb::CommitError) -> Self {
         BindError::Commit(error)

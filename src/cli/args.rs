@@ -32,9 +32,16 @@ pub struct GlobalArgs {
     /// Print one JSON document (or JSON lines for streams) instead of text.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Refuse sessions updated within this many seconds (OpenCode may still be writing them).
-    #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
-    pub quiet_period: u64,
+    /// Refuse sessions updated within this long (OpenCode may still be writing them): seconds
+    /// (30, 0) or a duration (30s, 5m, 1h30m).
+    #[arg(
+        long,
+        global = true,
+        default_value = "30",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub quiet_period: String,
 }
 
 /// The sessions `preview`, `prune`, `history` and `prune-batch` may touch; a session outside is
@@ -153,8 +160,14 @@ pub struct ServeArgs {
     /// directory), read from the database.
     #[arg(long = "workspace", value_name = "ID=DIR")]
     pub workspaces: Vec<String>,
-    /// How often an idle event stream sends a `heartbeat` event (e.g. 15s, 500ms).
-    #[arg(long, default_value = "15s", value_name = "DURATION")]
+    /// How often an idle event stream sends a `heartbeat` event, from 10ms to 1h: seconds (15)
+    /// or a duration (15s, 500ms).
+    #[arg(
+        long,
+        default_value = "15s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
     pub heartbeat: String,
 }
 
@@ -246,8 +259,9 @@ pub struct CleanArgs {
     /// Do it (without this flag, only report what would be removed).
     #[arg(long)]
     pub apply: bool,
-    /// Only messages completed at least this long ago, e.g. 7d, 12h, 30m.
-    #[arg(long, value_name = "DURATION")]
+    /// Only messages completed at least this long ago: seconds (604800) or a duration (7d,
+    /// 12h, 30m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub older_than: Option<String>,
     /// Never touch the last N user turns of a session (OpenCode's own prune keeps 2).
     #[arg(long, default_value_t = 2, value_name = "N")]

@@ -1,6 +1,7 @@
 //! The validated configuration: raw flags turned into paths and contract requests, or one clear
 //! error (exit code 2) before anything is opened.
 
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use thiserror::Error;
 use super::args::{
     CleanArgs, Cli, Command, HistoryArgs, PruneArgs, PruneBatchArgs, PurposeArg, ScopeArgs,
 };
+use super::duration::{parse_duration, DurationProblem, DURATION_FORMS};
 
 /// A command line that cannot be run. Exit code 2.
 #[derive(Debug, Error)]
@@ -37,9 +39,17 @@ pub enum ConfigError {
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),
-    /// `--older-than` is not a duration.
-    #[error("--older-than {0} (expected e.g. 7d, 12h, 30m)")]
-    Duration(String),
+    /// A duration flag (`--quiet-period`, `--older-than`, `--heartbeat`) is unreadable or
+    /// outside the flag's bounds.
+    #[error("{flag} {value}: {problem} (accepted forms: {DURATION_FORMS})")]
+    Duration {
+        /// The flag, `--quiet-period`.
+        flag: &'static str,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        problem: DurationProblem,
+    },
     /// `--batch-size 0`.
     #[error("--batch-size must be at least 1")]
     BatchSize,
@@ -61,9 +71,6 @@ pub enum ConfigError {
     /// `serve --workspace` is not `ID=DIR` with an absolute directory.
     #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]
     Workspace(String),
-    /// `serve --heartbeat` is not a duration from 10 ms to 1 hour.
-    #[error("--heartbeat {0}: give a duration from 10ms to 1h (e.g. 15s, 500ms)")]
-    Heartbeat(String),
     /// The candidates file cannot be read or holds no candidates.
     #[error("--candidates {path}: {detail}")]
     Candidates {
@@ -182,10 +189,7 @@ pub struct CleanConfig {
 fn clean_config(args: CleanArgs) -> Result<CleanConfig, ConfigError> {
     let older_than = match args.older_than {
         None => None,
-        Some(text) => Some(
-            humantime::parse_duration(&text)
-                .map_err(|e| ConfigError::Duration(format!("{text}: {e}")))?,
-        ),
+        Some(text) => Some(duration_flag("--older-than", &text, ANY_DURATION)?),
     };
     if args.batch_size == 0 {
         return Err(ConfigError::BatchSize);
@@ -219,6 +223,25 @@ fn clean_config(args: CleanArgs) -> Result<CleanConfig, ConfigError> {
     })
 }
 
+/// The bounds of a duration flag that takes any duration, zero included.
+pub const ANY_DURATION: RangeInclusive<Duration> = Duration::ZERO..=Duration::MAX;
+
+/// The value of the duration flag `flag`, read by [`parse_duration`] (seconds or a humantime
+/// duration) and kept within `bounds`.
+///
+/// Errors: [`ConfigError::Duration`], naming the flag, the value and the accepted forms.
+pub fn duration_flag(
+    flag: &'static str,
+    text: &str,
+    bounds: RangeInclusive<Duration>,
+) -> Result<Duration, ConfigError> {
+    parse_duration(text, bounds).map_err(|problem| ConfigError::Duration {
+        flag,
+        value: text.to_string(),
+        problem,
+    })
+}
+
 /// `word` quoted for a POSIX shell when it holds anything but plain path characters.
 fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
@@ -242,6 +265,7 @@ pub fn default_journal(db: &Path) -> PathBuf {
 impl Config {
     /// Validates the raw command line. Errors: [`ConfigError`].
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
+        let quiet_period = duration_flag("--quiet-period", &cli.global.quiet_period, ANY_DURATION)?;
         let action = match cli.command {
             Command::Sessions => Action::Sessions,
             Command::Stats { top } => Action::Stats { top },
@@ -315,14 +339,14 @@ impl Config {
             db,
             journal,
             json: cli.global.json,
-            quiet_period: Duration::from_secs(cli.global.quiet_period),
+            quiet_period,
             action,
         })
     }
 }
 
-/// The scope flags as a [`Scope`]: the directory must be absolute and is normalized (`.` and
-/// `..` resolved by name, as OpenCode stores directories); ids must not be empty.
+/// The scope flags as a [`Scope`]: the directory must be absolute and is normalized by
+/// [`normalize_directory`]; ids must not be empty.
 fn scope(args: ScopeArgs) -> Result<Scope, ConfigError> {
     let directory = match args.directory {
         None => None,
@@ -343,31 +367,12 @@ fn scope(args: ScopeArgs) -> Result<Scope, ConfigError> {
     })
 }
 
-/// `/a/./b/../c/` -> `/a/c`; `None` for a path that is not absolute.
+/// A scope directory in its normalized text, or `None` when it is not absolute. The path rules
+/// (which paths are absolute, POSIX or Windows, and how `.` and `..` resolve) are the engine's,
+/// [`pruning_engine::scope::AbsolutePath`], so a directory compares the same way once normalized:
+/// `/a/./b/../c/` -> `/a/c`, `C:\work\repo\` -> `C:/work/repo`, `/x/work\sub` unchanged.
 pub fn normalize_directory(dir: &str) -> Option<String> {
-    let unified = dir.replace('\\', "/");
-    let (root, rest) = if let Some(rest) = unified.strip_prefix('/') {
-        ("/", rest)
-    } else {
-        // A Windows drive: `C:/...`.
-        let bytes = unified.as_bytes();
-        if bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && &bytes[1..3] == b":/" {
-            (&unified[..3], &unified[3..])
-        } else {
-            return None;
-        }
-    };
-    let mut parts: Vec<&str> = Vec::new();
-    for part in rest.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            name => parts.push(name),
-        }
-    }
-    Some(format!("{root}{}", parts.join("/")))
+    pruning_engine::scope::normalize(dir)
 }
 
 fn history_action(args: HistoryArgs) -> Result<Action, ConfigError> {
@@ -589,6 +594,15 @@ mod tests {
             normalize_directory("C:\\work\\repo").as_deref(),
             Some("C:/work/repo")
         );
+        assert_eq!(
+            normalize_directory("/x/work\\sub/..").as_deref(),
+            Some("/x")
+        );
+        assert_eq!(
+            normalize_directory("\\\\server\\share\\..").as_deref(),
+            Some("//server/share")
+        );
+        assert_eq!(normalize_directory("\\work"), None);
         assert_eq!(normalize_directory("tmp/work"), None);
         assert_eq!(normalize_directory(""), None);
     }

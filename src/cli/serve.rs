@@ -7,10 +7,14 @@ use std::time::Duration;
 use pruning_adapters::http::{Password, Workspace, Workspaces};
 
 use super::args::ServeArgs;
-use super::config::{normalize_directory, ConfigError};
+use super::config::{duration_flag, normalize_directory, ConfigError};
 
 /// The environment variable that holds the server's password.
 pub const PASSWORD_VARIABLE: &str = "SESSION_PRUNE_PASSWORD";
+
+/// The heartbeat intervals `--heartbeat` accepts: from 10 ms to 1 hour, both included.
+pub const HEARTBEAT_BOUNDS: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(10)..=Duration::from_secs(3600);
 
 /// A validated `serve` command line.
 #[derive(Debug)]
@@ -30,7 +34,8 @@ pub struct ServeConfig {
 ///
 /// Errors: [`ConfigError::Listen`], [`ConfigError::EmptyPassword`],
 /// [`ConfigError::OpenWithoutPassword`] (an address beyond loopback with no password),
-/// [`ConfigError::Workspace`], [`ConfigError::Heartbeat`].
+/// [`ConfigError::Workspace`], [`ConfigError::Duration`] (a `--heartbeat` that is not a
+/// duration within [`HEARTBEAT_BOUNDS`]).
 pub fn serve_config(args: ServeArgs) -> Result<ServeConfig, ConfigError> {
     let listen = listen_address(&args.listen)?;
     let given = match args.password {
@@ -61,10 +66,7 @@ pub fn serve_config(args: ServeArgs) -> Result<ServeConfig, ConfigError> {
         }
         Workspaces::Given(given)
     };
-    let heartbeat = humantime::parse_duration(args.heartbeat.trim())
-        .ok()
-        .filter(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_secs(3600))
-        .ok_or_else(|| ConfigError::Heartbeat(args.heartbeat.clone()))?;
+    let heartbeat = duration_flag("--heartbeat", &args.heartbeat, HEARTBEAT_BOUNDS)?;
     Ok(ServeConfig {
         listen,
         password,

@@ -49,8 +49,13 @@ struct Report {
     skipped: BTreeMap<&'static str, u64>,
     /// Messages the prune refused, by contract reason (`maintenance_required`, `conflict`, ...).
     blocked: BTreeMap<&'static str, u64>,
-    /// Messages whose prune failed (storage or journal errors).
+    /// Messages whose prune failed (storage or journal errors): nothing of them was written.
     failed: u64,
+    /// Of `pruned`, messages committed in the database (with their receipts) whose commit
+    /// marks could not be journaled: the next run's recovery journals them and announces their
+    /// events. Present only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    unjournaled: u64,
     /// The first failure, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     first_failure: Option<String>,
@@ -111,6 +116,13 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             &own_store
         }
     };
+    if let Some(cause) = store.media_read_only() {
+        eprintln!(
+            "note: {} cannot be written ({cause}): its messages are counted as skipped \
+             (read_only), and --apply would be refused",
+            config.db.display()
+        );
+    }
     let session_ids = match &clean.sessions {
         None => clean::all_sessions(&store.connection())?,
         Some(ids) => {
@@ -219,6 +231,9 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             }
         }
     }
+    if let Some(failure) = report.first_failure.take() {
+        report.first_failure = Some(super::diagnose::explain(&failure, config));
+    }
     if config.json {
         output::json_document(&report)?;
     } else {
@@ -226,7 +241,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     }
     Ok(if report.status == "interrupted" {
         Outcome::Interrupted
-    } else if report.failed > 0 {
+    } else if report.failed > 0 || report.unjournaled > 0 {
         Outcome::Failed
     } else {
         Outcome::Done
@@ -277,6 +292,16 @@ fn tally(report: &mut Report, result: Result<pruning_engine::PruneOutcome, Engin
         },
         // Not reached: counted with the messages never looked at.
         Err(EngineError::Interrupted) => report.considered -= 1,
+        // Committed with its receipt: pruned, though its event waits for the next run.
+        Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
+            report.pruned += 1;
+            report.unjournaled += 1;
+            report.parts += u64::from(receipt.removed_count);
+            report.bytes += receipt.bytes_removed;
+            report.first_failure.get_or_insert_with(|| {
+                format!("the journal could not record committed prunes: {cause}")
+            });
+        }
         Err(error) => {
             report.failed += 1;
             report
@@ -290,7 +315,7 @@ fn tally(report: &mut Report, result: Result<pruning_engine::PruneOutcome, Engin
 fn explain(reason: &str) -> &'static str {
     match reason {
         "read_only" => {
-            " - V2 rows in OpenCode 1.18's shared session table, which this tool only reads"
+            " - stored where prunes are not written: read-only media, or V2 rows in OpenCode 1.18's shared session table"
         }
         "incomplete" => " - no time.completed: a run is writing it, or was killed",
         "unplaceable" => " - a time that is not a number, or an id no request can name",
@@ -333,9 +358,15 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
     for (reason, count) in &report.blocked {
         println!("blocked ({reason}): {count} message(s)");
     }
-    if report.failed > 0 {
+    if report.unjournaled > 0 {
         println!(
-            "failed: {} message(s); first: {}",
+            "of those, {} committed with their receipts but not yet journaled: the next run journals them and announces their events",
+            report.unjournaled
+        );
+    }
+    if report.failed > 0 || report.unjournaled > 0 {
+        println!(
+            "failed: {} message(s) (nothing of them was written); first failure: {}",
             report.failed,
             report.first_failure.as_deref().unwrap_or("")
         );
@@ -420,4 +451,8 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

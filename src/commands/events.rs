@@ -49,10 +49,10 @@ pub fn run(
     let mut seen: Option<(std::time::SystemTime, u64)> = None;
     let mut skipped = 0;
     loop {
-        // Opening the journal writes to it (redb marks it open): skip polls in which nobody else
-        // changed the file since this command last read all of it and closed it. A write in the
-        // same clock tick as that close would look like no change, so every
-        // `MAX_SKIPPED_POLLS`-th poll reads anyway.
+        // Skip polls in which nobody changed the file since this command last read all of it
+        // (it opens the journal read-only, so only writers move the stamp). A write in the same
+        // clock tick as that read would look like no change, so every `MAX_SKIPPED_POLLS`-th
+        // poll reads anyway.
         if follow && seen.is_some() && stamp(&config.journal) == seen && skipped < MAX_SKIPPED_POLLS
         {
             skipped += 1;
@@ -109,17 +109,22 @@ fn stamp(path: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
 
 /// One visit: recover pending intents if any, then read a page. `None` when there is no journal.
 fn read_page(config: &Config, cursor: u64) -> anyhow::Result<Option<Page>> {
-    if !config.journal.exists() {
+    let Some(journal) = super::open_journal_for_reading(&config.journal)? else {
         return Ok(None);
-    }
-    let journal = Journal::open(&config.journal)?;
-    if !journal.pending_intents()?.is_empty() && config.db.is_file() {
+    };
+    if !journal.pending_intents()?.is_empty() && config.db.is_file() && writable(&config.journal) {
         drop(journal);
         // Opening the engine resolves them against the database, then releases everything.
         drop(super::open_engine(config)?);
         return read_page_from(&Journal::open(&config.journal)?, cursor).map(Some);
     }
     read_page_from(&journal, cursor).map(Some)
+}
+
+/// Whether this process may write `path` (a pending intent is resolved only then; on read-only
+/// media the events already journaled are read as they are).
+fn writable(path: &std::path::Path) -> bool {
+    std::fs::OpenOptions::new().append(true).open(path).is_ok()
 }
 
 fn read_page_from(journal: &Journal, cursor: u64) -> anyhow::Result<Page> {

@@ -2,6 +2,7 @@
 
 pub mod clean;
 pub mod demo;
+pub mod diagnose;
 pub mod events;
 pub mod history;
 pub mod messages;
@@ -55,7 +56,9 @@ pub fn check_binding(config: &Config) -> anyhow::Result<()> {
     if !config.journal.exists() || !config.db.is_file() {
         return Ok(());
     }
-    let journal = Journal::open(&config.journal)?;
+    let Some(journal) = open_journal_for_reading(&config.journal)? else {
+        return Ok(());
+    };
     let found = pruning_engine::SessionStore::database_id(&open_store(config)?)?;
     match (journal.bound_database()?, found) {
         (Some(bound), Some(found)) if bound != found => {
@@ -65,6 +68,31 @@ pub fn check_binding(config: &Config) -> anyhow::Result<()> {
             Err(pruning_engine::EngineError::UnknownDatabase { bound }.into())
         }
         _ => Ok(()),
+    }
+}
+
+/// Opens the journal for a command that only reads it: read-only, so that it writes nothing
+/// (no fsync) and works on a read-only file, folder or mount. `None` when there is no journal
+/// file (nothing was journaled there). A journal a killed process left unclosed is repaired by
+/// one writable open first, when the file can be written; otherwise the error says so.
+///
+/// Errors: the journal's open errors ([`pruning_journal::OpenError`]), with the path.
+pub fn open_journal_for_reading(path: &std::path::Path) -> anyhow::Result<Option<Journal>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    match Journal::open_read_only(path) {
+        Ok(journal) => Ok(Some(journal)),
+        Err(pruning_journal::OpenError::NeedsRepair { .. }) => {
+            drop(Journal::open(path).with_context(|| {
+                format!(
+                    "journal {} was not closed cleanly and must be repaired by a writable open,                      which failed; make it writable once (or run a command that writes) and retry",
+                    path.display()
+                )
+            })?);
+            Ok(Some(Journal::open_read_only(path)?))
+        }
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -97,9 +125,22 @@ pub fn journal_busy(error: &anyhow::Error) -> bool {
     })
 }
 
-/// Opens the database named by the configuration for a command that only reads (or, `vacuum`,
-/// checkpoints itself): closing it leaves the WAL as it is.
+/// Opens the database named by the configuration for a command that only reads: read-only, so
+/// that it works on read-only files, folders and mounts and never writes; closing it leaves the
+/// WAL as it is.
 pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
+    let options = StoreOptions {
+        quiet_period: config.quiet_period,
+    };
+    let store = OpenCodeStore::open_read_only(&config.db, options)?;
+    store.leave_wal_on_close()?;
+    Ok(store)
+}
+
+/// Opens the database for a command that writes or predicts a write (`vacuum`, the dry runs of
+/// `prune` and `prune-batch`): a database that cannot be written is refused here, as the prune
+/// would be. Closing it leaves the WAL as it is.
+pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
     };
@@ -127,8 +168,13 @@ pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
         quiet_period: config.quiet_period,
     };
     let store = OpenCodeStore::open(&config.db, options)?;
-    let journal = Journal::open(&config.journal)
-        .with_context(|| format!("opening journal {}", config.journal.display()))?;
+    let journal = Journal::open(&config.journal).with_context(|| {
+        format!(
+            "opening journal {} for writing (every prune is journaled first; pass --journal \
+             PATH to keep it on writable storage)",
+            config.journal.display()
+        )
+    })?;
     let engine = Engine::open(store, journal)?;
     let recovery = engine.recovery();
     if !recovery.completed.is_empty() || !recovery.abandoned.is_empty() {

@@ -5,12 +5,13 @@
 use pruning_engine::{BlockedReason, DryRun, Plan, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;
 
-use super::{open_engine_unless_busy, open_store, Outcome};
+use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 
 /// The `--dry-run --json` document: `{status:"dry-run", messageID, revision, revisionAfter,
-/// indexes, removedCount, bytes}`.
+/// indexes, removedCount, bytes}`; `bytes` is the row data the prune would free, counted as its
+/// receipt will count it (the part rows and their event snapshots).
 #[derive(Debug, Serialize)]
 pub struct DryRunDocument<'a> {
     status: &'static str,
@@ -26,8 +27,8 @@ pub struct DryRunDocument<'a> {
 }
 
 impl<'a> DryRunDocument<'a> {
-    /// What a prune of `message_id` would do, from its plan.
-    pub fn new(message_id: &'a str, plan: Plan) -> Self {
+    /// What a prune of `message_id` would do, from its plan and the bytes it would free.
+    pub fn new(message_id: &'a str, plan: Plan, freed: u64) -> Self {
         Self {
             status: "dry-run",
             message_id,
@@ -35,7 +36,7 @@ impl<'a> DryRunDocument<'a> {
             revision_after: plan.revision_after,
             removed_count: plan.remove.len(),
             indexes: plan.remove,
-            bytes: plan.bytes,
+            bytes: freed,
         }
     }
 }
@@ -72,7 +73,7 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
     if let Err(detail) = super::check_binding_unless_busy(config)? {
         return busy(config, &detail);
     }
-    let store = open_store(config)?;
+    let store = open_store_for_writing(config)?;
     let plan = match pruning_engine::dry_run(&store, request)? {
         Err(refusal) => {
             if config.json {
@@ -111,13 +112,20 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
         }
         Ok(DryRun::Plan(plan)) => plan,
     };
-    let doc = DryRunDocument::new(&request.message_id, plan);
+    let freed = pruning_adapters::opencode::clean::freed_bytes(
+        &store,
+        &request.session_id,
+        &request.message_id,
+        &plan.remove,
+        plan.bytes,
+    )?;
+    let doc = DryRunDocument::new(&request.message_id, plan, freed);
     if config.json {
         output::json_document(&doc)?;
     } else {
         let indexes: Vec<String> = doc.indexes.iter().map(|i| i.to_string()).collect();
         println!(
-            "dry run: would remove {} part(s) [{}], {} of part data, from {}; nothing written",
+            "dry run: would remove {} part(s) [{}], {} of row data (the parts and their event snapshots), from {}; nothing written",
             doc.removed_count,
             indexes.join(","),
             output::bytes(doc.bytes),

@@ -7,12 +7,13 @@
 //! prune already committed.
 
 use pruning_engine::{
-    BatchItem, BatchResult, BlockedReason, DryRun, PruneBatchRequest, PruneRequest, PruneResult,
+    BatchItem, BatchResult, BlockedReason, DryRun, EngineError, PruneBatchRequest, PruneRequest,
+    PruneResult,
 };
 use serde::Serialize;
 
 use super::prune::DryRunDocument;
-use super::{open_engine_unless_busy, open_store, Outcome};
+use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 
@@ -56,10 +57,22 @@ fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outco
     };
     let mut results = Vec::new();
     let (mut pruned, mut again, mut bytes) = (0, 0, 0u64);
+    let mut unjournaled: Option<String> = None;
     for batch in batches {
         let outcome = engine.prune_batch(batch);
         for (item, (_, done)) in outcome.result().results.into_iter().zip(&outcome.items) {
             let line = match done {
+                Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
+                    pruned += 1;
+                    unjournaled = Some(cause.clone());
+                    bytes += receipt.bytes_removed;
+                    format!(
+                        "pruned: {} part(s) removed, {} of row data freed, revision {}; not yet journaled: the next run announces its event",
+                        receipt.removed_count,
+                        output::bytes(receipt.bytes_removed),
+                        receipt.revision_after
+                    )
+                }
                 Err(error) => blocked_line(BlockedReason::Unavailable, &format!("{error}")),
                 Ok(done) if done.retried => {
                     again += 1;
@@ -103,6 +116,16 @@ fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outco
         if pruned > 0 {
             println!("the file shrinks only after VACUUM (with OpenCode stopped); SQLite reuses the freed pages meanwhile");
         }
+    }
+    if let Some(cause) = unjournaled {
+        eprintln!(
+            "error: {}",
+            super::diagnose::explain(
+                &format!("the journal could not record committed prunes: {cause}"),
+                config
+            )
+        );
+        return Ok(Outcome::Failed);
     }
     Ok(if blocked == 0 {
         Outcome::Done
@@ -153,7 +176,7 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
     if let Err(detail) = super::check_binding_unless_busy(config)? {
         return all_blocked(config, batches, &detail);
     }
-    let store = open_store(config)?;
+    let store = open_store_for_writing(config)?;
     let mut results = Vec::new();
     let (mut would, mut already, mut blocked, mut bytes) = (0, 0, 0, 0u64);
     for batch in batches {
@@ -189,13 +212,20 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
                 }
                 Ok(DryRun::Plan(plan)) => {
                     would += 1;
-                    bytes += plan.bytes;
+                    let freed = pruning_adapters::opencode::clean::freed_bytes(
+                        &store,
+                        &batch.session_id,
+                        id,
+                        &plan.remove,
+                        plan.bytes,
+                    )?;
+                    bytes += freed;
                     let line = format!(
-                        "would remove {} part(s), {} of part data",
+                        "would remove {} part(s), {} of row data",
                         plan.remove.len(),
-                        output::bytes(plan.bytes)
+                        output::bytes(freed)
                     );
-                    let doc = DryRunDocument::new(id, plan);
+                    let doc = DryRunDocument::new(id, plan, freed);
                     (serde_json::to_value(doc)?, line, false)
                 }
             };
@@ -210,7 +240,7 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
         output::json_document(&PlannedBatch { results })?;
     } else {
         println!(
-            "dry run, nothing written: {would} would be pruned ({} of part data), {already} already pruned, {blocked} would be blocked",
+            "dry run, nothing written: {would} would be pruned ({} of row data), {already} already pruned, {blocked} would be blocked",
             output::bytes(bytes)
         );
     }

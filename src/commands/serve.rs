@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use pruning_adapters::http::{self, AppState, ServerOptions, Workspaces};
+use pruning_adapters::http::{self, AppState, ConnectionLimits, ServerOptions, Workspaces};
 use serde_json::json;
 
 use super::{open_engine_unless_busy, Outcome};
@@ -19,6 +19,7 @@ use crate::output;
 
 /// Serves until stopped.
 pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
+    let limits = connection_limits()?;
     let engine = match open_engine_unless_busy(config)? {
         Ok(engine) => engine,
         Err(detail) => {
@@ -58,7 +59,7 @@ pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
             &serve.workspaces,
             serve.password.is_some(),
         )?;
-        http::serve(listener, state, stop)
+        http::serve_with(listener, state, limits, stop)
             .await
             .context("serving HTTP")
     })?;
@@ -71,6 +72,57 @@ pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
         println!("stopped: every request answered, the journal closed");
     }
     Ok(Outcome::Done)
+}
+
+// Hidden settings, for tests: they override the defaults of
+// `ConnectionLimits::for_this_process`, so that a test sees a timeout in a second.
+
+/// The header-read timeout, a duration such as `500ms`.
+const HEADER_READ_TIMEOUT_VARIABLE: &str = "SESSION_PRUNE_SERVE_HEADER_READ_TIMEOUT";
+/// The idle timeout, a duration such as `1s`.
+const IDLE_TIMEOUT_VARIABLE: &str = "SESSION_PRUNE_SERVE_IDLE_TIMEOUT";
+/// The most connections served at once, a count.
+const MAX_CONNECTIONS_VARIABLE: &str = "SESSION_PRUNE_SERVE_MAX_CONNECTIONS";
+
+/// The connection limits, with the hidden overrides applied.
+///
+/// Errors: an override that is not a positive duration or count (or not UTF-8).
+fn connection_limits() -> anyhow::Result<ConnectionLimits> {
+    let mut limits = ConnectionLimits::for_this_process();
+    let duration = |name: &str, text: String| {
+        humantime::parse_duration(text.trim())
+            .ok()
+            .filter(|d| !d.is_zero())
+            .with_context(|| format!("{name}={text:?} is not a positive duration"))
+    };
+    if let Some(text) = variable(HEADER_READ_TIMEOUT_VARIABLE)? {
+        limits.header_read_timeout = duration(HEADER_READ_TIMEOUT_VARIABLE, text)?;
+    }
+    if let Some(text) = variable(IDLE_TIMEOUT_VARIABLE)? {
+        limits.idle_timeout = duration(IDLE_TIMEOUT_VARIABLE, text)?;
+    }
+    if let Some(text) = variable(MAX_CONNECTIONS_VARIABLE)? {
+        limits.max_connections =
+            text.trim()
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .with_context(|| {
+                    format!("{MAX_CONNECTIONS_VARIABLE}={text:?} is not a positive count")
+                })?;
+    }
+    Ok(limits)
+}
+
+/// The value of the environment variable `name`, if set.
+///
+/// Errors: a value that is not UTF-8.
+fn variable(name: &str) -> anyhow::Result<Option<String>> {
+    match std::env::var(name) {
+        Ok(text) => Ok(Some(text)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{name} is not UTF-8"),
+    }
 }
 
 fn announce(

@@ -5,7 +5,7 @@
 use pruning_adapters::opencode::vacuum;
 use serde::Serialize;
 
-use super::{open_store, Outcome};
+use super::{open_store_for_writing, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 
@@ -33,7 +33,7 @@ struct Document {
 
 /// Runs the checks and, when they pass, VACUUM.
 pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Result<Outcome> {
-    let store = open_store(config)?;
+    let store = open_store_for_writing(config)?;
     let before = files_size(config);
     let conn = store.connection();
     super::require_opencode(
@@ -68,16 +68,8 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
         needs.live_bytes
     };
     doc.free_bytes = temp_free.min(db_free);
-    if doc.free_bytes < doc.needed_bytes {
-        doc.reason = Some(format!(
-            "not enough free disk space: VACUUM needs {} ({} for its temporary copy in {}, and {} for the WAL beside the database{}), {} is free; free some space or set SQLITE_TMPDIR to a roomier folder",
-            output::bytes(doc.needed_bytes),
-            output::bytes(needs.live_bytes),
-            needs.temp_dir.display(),
-            output::bytes(needs.live_bytes),
-            if same { ", on the same disk" } else { "" },
-            output::bytes(doc.free_bytes)
-        ));
+    if let Some(shortage) = room_shortage(&needs, same, temp_free, db_free) {
+        doc.reason = Some(shortage);
         return refuse(config, &doc);
     }
 
@@ -149,4 +141,47 @@ fn files_size(config: &Config) -> u64 {
     let mut wal = config.db.clone().into_os_string();
     wal.push("-wal");
     size(&config.db) + size(std::path::Path::new(&wal))
+}
+
+/// Why VACUUM lacks room, naming each place it writes, the free space there, and the remedy
+/// that helps: `SQLITE_TMPDIR` moves the temporary copy only, never the WAL beside the
+/// database. `None` when there is room.
+fn room_shortage(
+    needs: &vacuum::Needs,
+    same_disk: bool,
+    temp_free: u64,
+    db_free: u64,
+) -> Option<String> {
+    let live = output::bytes(needs.live_bytes);
+    let temp = needs.temp_dir.display();
+    let beside = needs.database_dir.display();
+    if same_disk {
+        let needed = needs.live_bytes.saturating_mul(2);
+        return (temp_free < needed).then(|| {
+            format!(
+                "not enough free disk space: VACUUM needs {} on the disk holding {beside}: {live} \
+                 for its temporary copy (in {temp}) and {live} for the WAL beside the database; \
+                 that disk has {} free. Free space there, or set SQLITE_TMPDIR to a folder on \
+                 another disk with {live} free (the WAL stays beside the database)",
+                output::bytes(needed),
+                output::bytes(temp_free)
+            )
+        });
+    }
+    let mut short = Vec::new();
+    if db_free < needs.live_bytes {
+        short.push(format!(
+            "the WAL beside the database needs {live} in {beside}, which has {} free (free space \
+             on that disk: SQLITE_TMPDIR does not move the WAL)",
+            output::bytes(db_free)
+        ));
+    }
+    if temp_free < needs.live_bytes {
+        short.push(format!(
+            "the temporary copy needs {live} in {temp}, which has {} free (free space there, or \
+             set SQLITE_TMPDIR to a roomier folder)",
+            output::bytes(temp_free)
+        ));
+    }
+    (!short.is_empty()).then(|| format!("not enough free disk space: {}", short.join("; ")))
 }

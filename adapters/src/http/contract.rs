@@ -66,10 +66,27 @@ pub async fn prune(
     };
     let request = request.within(scope);
     let result = state
-        .write(move |engine| {
-            engine
-                .prune(&request)
-                .map(|outcome| (outcome.result, outcome.refusal))
+        .write(move |engine| match engine.prune(&request) {
+            Ok(outcome) => Ok((outcome.result, outcome.refusal)),
+            // Committed with its receipt: the answer is `pruned`, and the operator is told
+            // that the event waits for the journal.
+            Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
+                eprintln!(
+                    "error: prune {}: committed (receipt {}) but not journaled: {cause}; \
+                     restart the server once the journal can be written: recovery announces it",
+                    receipt.message_id.escape_debug(),
+                    receipt.receipt_id
+                );
+                Ok((
+                    PruneResult::Pruned {
+                        message_id: receipt.message_id,
+                        revision: receipt.revision_after,
+                        removed_count: receipt.removed_count,
+                    },
+                    None,
+                ))
+            }
+            Err(error) => Err(error),
         })
         .await?;
     answer("prune", result)

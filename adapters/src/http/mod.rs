@@ -6,12 +6,13 @@
 //! `GET /api/workspaces`; `GET /openapi.json`; `GET /health`.
 //!
 //! This module owns HTTP concerns only: routes, JSON answers and their status codes,
-//! authentication, the body limit, workspace scoping and the event stream. The engine does the
-//! work, on tokio's blocking pool.
+//! authentication, the body limit, workspace scoping, the event stream and the bounds on
+//! connections (`connections`). The engine does the work, on tokio's blocking pool.
 
 mod audit;
 pub mod auth;
 mod body;
+pub mod connections;
 mod contract;
 pub mod document;
 pub mod error;
@@ -23,9 +24,10 @@ mod state;
 pub mod workspaces;
 
 pub use auth::Password;
+pub use connections::ConnectionLimits;
 pub use error::ApiError;
 pub use events::{HEARTBEAT, RESYNC};
 pub use openapi::OPENAPI;
-pub use server::{router, serve, SHUTDOWN_GRACE};
+pub use server::{router, serve, serve_with, SHUTDOWN_GRACE};
 pub use state::{Admission, AppState, ServerOptions};
 pub use workspaces::{Workspace, Workspaces};

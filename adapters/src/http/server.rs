@@ -1,7 +1,7 @@
 //! The router (every route, the authentication layer, JSON answers for unknown routes) and the
-//! server loop with graceful shutdown.
+//! server loop with graceful shutdown (connections are accepted and bounded in `connections`).
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::time::Duration;
 
 use axum::extract::{Request, State};
@@ -11,6 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use tokio::net::TcpListener;
 
+use super::connections::{self, ConnectionLimits};
 use super::error::ApiError;
 use super::state::AppState;
 use super::{audit, contract, events, openapi};
@@ -46,26 +47,51 @@ pub fn router(state: AppState) -> Router {
 /// journal) forever. Engine calls already running finish regardless (see [`serve`]).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Serves `router(state)` on `listener` until `signal` completes, then shuts down gracefully:
-/// no new connection is accepted, event streams end, requests in flight are answered. Returns
-/// once every connection is closed, or [`SHUTDOWN_GRACE`] after the signal, dropping the
-/// connections left; an engine call (a prune) already on the blocking pool runs to its end
-/// either way, and the runtime's shutdown waits for it.
+/// Serves `router(state)` on `listener` within [`ConnectionLimits::for_this_process`] until
+/// `signal` completes; see [`serve_with`].
 ///
 /// # Cancel safety
 ///
-/// Dropping the returned future drops every connection at once; a prune already on the
-/// blocking pool still runs to its end (it never depends on the connection).
+/// As [`serve_with`].
 ///
-/// Errors: the listener's I/O error.
+/// Errors: as [`serve_with`].
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(
+        listener,
+        state,
+        ConnectionLimits::for_this_process(),
+        signal,
+    )
+    .await
+}
+
+/// Serves `router(state)` on `listener` within `limits` until `signal` completes, then shuts
+/// down gracefully: no new connection is accepted, event streams end, requests in flight are
+/// answered. Returns once every connection is closed, or [`SHUTDOWN_GRACE`] after the signal,
+/// dropping the connections left; an engine call (a prune) already on the blocking pool runs
+/// to its end either way, and the runtime's shutdown waits for it.
+///
+/// # Cancel safety
+///
+/// Dropping the returned future closes the listener; connections already open are served
+/// until they end or the runtime stops, and a prune already on the blocking pool still runs to
+/// its end (it never depends on the connection).
+///
+/// Errors: none at present (an accept error is logged and accepting goes on); the
+/// `io::Result` leaves room for listener errors.
+pub async fn serve_with(
+    listener: TcpListener,
+    state: AppState,
+    limits: ConnectionLimits,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let shutdown = state.shutdown().clone();
     let stopping = shutdown.clone();
-    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+    let server = connections::serve(listener, router(state), limits, async move {
         signal.await;
         stopping.cancel();
     });
@@ -74,7 +100,7 @@ pub async fn serve(
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     tokio::select! {
-        served = server.into_future() => served,
+        () = server => Ok(()),
         () = deadline => {
             eprintln!(
                 "stopping: connections still open {} s after the signal were closed",

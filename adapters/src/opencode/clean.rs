@@ -249,7 +249,7 @@ pub fn freed_bytes(
 ) -> Result<u64, StoreError> {
     let conn = store.connection();
     let storage = |e: rusqlite::Error| StoreError::Storage(e.to_string());
-    let schema = Schema::read(&conn).map_err(storage)?;
+    let schema = store.schema_of(&conn).map_err(storage)?;
     if super::v2::holds_message(&conn, &schema, session_id, message_id).map_err(storage)? {
         return Ok(planned_bytes);
     }
@@ -273,8 +273,20 @@ pub fn freed_bytes(
             ids.insert(id.as_str());
         }
     }
-    let snapshots =
-        super::v1::events::find_snapshots(&conn, session_id, message_id, &ids).map_err(storage)?;
+    // No event log (OpenCode 1.2, 1.3): a prune deletes no snapshot.
+    let snapshots = if schema.has_events() {
+        let foreign = store.foreign_snapshots(&conn, &schema)?;
+        super::v1::events::find_snapshots(
+            &conn,
+            session_id,
+            message_id,
+            &ids,
+            &foreign.of_parts(&ids),
+        )
+        .map_err(storage)?
+    } else {
+        Vec::new()
+    };
     Ok(bytes
         + snapshots
             .iter()
@@ -378,13 +390,13 @@ pub fn plan(
         Ok(message) => message,
         Err(refusal) => return Ok(skipped(SkipReason::Malformed, refusal.detail)),
     };
-    match select(&message, session_id, message_id, policy, now_ms) {
-        Planned::Prune { .. } if !store.live_mutation(session_id, message_id) => Ok(skipped(
-            SkipReason::ReadOnly,
-            "V2 rows in OpenCode 1.18's shared session table are read-only for prunes",
-        )),
-        planned => Ok(planned),
+    let planned = select(&message, session_id, message_id, policy, now_ms);
+    if matches!(planned, Planned::Prune { .. }) {
+        if let Some(why) = store.read_only_reason(session_id, message_id) {
+            return Ok(skipped(SkipReason::ReadOnly, why));
+        }
     }
+    Ok(planned)
 }
 
 fn skipped(reason: SkipReason, detail: impl Into<String>) -> Planned {

@@ -1,29 +1,112 @@
-//! Which storage generations a database holds, read from `sqlite_schema`.
+//! The schema profile of one OpenCode database: which tables, columns and indexes it has, and
+//! what follows from them for every path (listings, history, preview's `liveMutation`, dry runs,
+//! prunes, clean, stats). Read from `sqlite_schema` and `pragma_table_info`, never guessed from a
+//! version number: a database upgraded in place has the newest tables beside rows of old shapes.
 //!
-//! Source: opencode-storage.md §1 and §6. V1 is `session` + `message` + `part` (OpenCode 1.2 to
-//! 1.18); V1 events are `event` + `event_sequence` (migration `20260323234822_events`). V2 is
-//! `session_message` with its sessions in `session_v2` (opencode2) or, in OpenCode 1.18, in the
-//! shared `session` table. A database with neither is `unsupported_storage`.
+//! The layouts OpenCode 1.2 to 1.18 wrote are in `docs/opencode-versions.md`. In short:
+//! - V1 is `session` + `message` + `part` (every release from 1.2). Some `session` columns came
+//!   later (`workspace_id` in 1.3, `time_compacting`/`revert` may be absent in damaged or
+//!   hand-made files): the engine reads a missing optional column as NULL.
+//! - The event log is `event` + `event_sequence` (from 1.14; rows written from 1.17). Without
+//!   both tables a V1 prune deletes and appends no event; with only one of them, or without the
+//!   columns OpenCode's own writes use, the storage is refused (`unsupported_storage`).
+//!   `event_sequence.owner_id` (remote event owners) may be absent: then no session has a
+//!   remote owner.
+//! - V2 is `session_message` with a `seq` column (1.17 on, and opencode2's `session_v2`). The
+//!   `session_message` of 1.14 and 1.15 has no `seq` and holds only agent and model switches,
+//!   not messages: it is not V2 history and is ignored.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::Connection;
 
-/// The tables found, as far as the engine cares.
+/// Columns a V1 prune and every V1 listing read, per table. Any of them missing: V1 is
+/// `unsupported_storage` (read commands list what they can; writes are refused).
+const V1_REQUIRED: [(&str, &[&str]); 3] = [
+    (
+        "session",
+        &["id", "project_id", "directory", "time_updated"],
+    ),
+    ("message", &["id", "session_id", "time_created", "data"]),
+    ("part", &["id", "message_id", "session_id", "data"]),
+];
+
+/// Columns OpenCode's own event writes use (and a prune's event rewrite uses).
+const EVENT_REQUIRED: [(&str, &[&str]); 2] = [
+    ("event", &["id", "aggregate_id", "seq", "type", "data"]),
+    ("event_sequence", &["aggregate_id", "seq"]),
+];
+
+/// Columns of `session_message` that make it V2 history.
+const V2_REQUIRED: [&str; 6] = ["id", "session_id", "type", "seq", "time_created", "data"];
+
+/// Tables whose columns the profile records.
+const PROFILED: [&str; 7] = [
+    "session",
+    "session_v2",
+    "message",
+    "part",
+    "event",
+    "event_sequence",
+    "session_message",
+];
+
+/// What the database's event log looks like to a V1 prune.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventLog {
+    /// Neither `event` nor `event_sequence` (OpenCode 1.2, 1.3): a prune deletes and appends no
+    /// event.
+    Absent,
+    /// Both tables, with the columns OpenCode writes.
+    Present {
+        /// `event_sequence.owner_id` exists (remote owners can be recorded).
+        owner_column: bool,
+    },
+    /// Something in between: no prune can keep the log consistent. The words say what.
+    Unusable(String),
+}
+
+/// The schema profile: tables, the columns of the tables the engine reads, and the facts the
+/// paths consult. Cheap to clone; compare [`Schema::version`] to tell whether it is stale.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schema {
     tables: HashSet<String>,
+    columns: HashMap<&'static str, HashSet<String>>,
+    version: i64,
 }
 
 impl Schema {
-    /// Reads the table names of the `main` database.
+    /// Reads the profile of the `main` database.
+    ///
+    /// Errors: SQLite's, when the schema cannot be read (not a database, cannot open).
     pub fn read(conn: &Connection) -> rusqlite::Result<Self> {
+        let version = schema_version(conn)?;
         let mut stmt =
             conn.prepare_cached("SELECT name FROM main.sqlite_schema WHERE type = 'table'")?;
-        let tables = stmt
+        let tables: HashSet<String> = stmt
             .query_map([], |row| row.get::<_, String>(0))?
             .collect::<Result<_, _>>()?;
-        Ok(Self { tables })
+        let mut columns = HashMap::new();
+        let mut info = conn.prepare_cached("SELECT name FROM pragma_table_info(?1)")?;
+        for table in PROFILED {
+            if tables.contains(table) {
+                let names: HashSet<String> = info
+                    .query_map([table], |row| row.get::<_, String>(0))?
+                    .collect::<Result<_, _>>()?;
+                columns.insert(table, names);
+            }
+        }
+        Ok(Self {
+            tables,
+            columns,
+            version,
+        })
+    }
+
+    /// SQLite's schema cookie when the profile was read (`PRAGMA schema_version`): another
+    /// value now means the schema changed (OpenCode ran a migration) and the profile is stale.
+    pub fn version(&self) -> i64 {
+        self.version
     }
 
     /// Whether a table exists.
@@ -31,23 +114,123 @@ impl Schema {
         self.tables.contains(table)
     }
 
+    /// Whether `table` (one of the profiled tables) has `column`.
+    pub fn has_column(&self, table: &str, column: &str) -> bool {
+        self.columns
+            .get(table)
+            .is_some_and(|names| names.contains(column))
+    }
+
+    /// `column` of `table` for a SELECT list, or `NULL` where the table lacks it (an optional
+    /// column of an older layout, such as `session.workspace_id` before OpenCode 1.3).
+    pub fn column_or_null(&self, table: &str, column: &'static str) -> &'static str {
+        if self.has_column(table, column) {
+            column
+        } else {
+            "NULL"
+        }
+    }
+
     /// V1 history: `session`, `message` and `part`.
     pub fn has_v1(&self) -> bool {
         self.has("session") && self.has("message") && self.has("part")
     }
 
-    /// V1 sync events: `event` and `event_sequence`.
-    pub fn has_events(&self) -> bool {
-        self.has("event") && self.has("event_sequence")
+    /// Why V1 messages cannot be pruned here (missing tables or columns), in words; `None` when
+    /// they can as far as the schema tells (the event log is checked by [`Self::event_log`]).
+    pub fn v1_unsupported(&self) -> Option<String> {
+        if !self.has_v1() {
+            return Some(
+                "the database has no V1 session/message/part tables: not an OpenCode 1.2 to 1.18 database"
+                    .into(),
+            );
+        }
+        let missing = missing_columns(self, &V1_REQUIRED);
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the V1 tables lack column(s) {}: a layout this version does not know",
+                missing.join(", ")
+            )
+        })
     }
 
-    /// V2 history: `session_message`.
+    /// Why a V1 prune cannot be written here, in words: [`Self::v1_unsupported`] or an
+    /// [`EventLog::Unusable`] log. `None` when it can (the fence still checks each session).
+    pub fn v1_write_refusal(&self) -> Option<String> {
+        if let Some(why) = self.v1_unsupported() {
+            return Some(why);
+        }
+        match self.event_log() {
+            EventLog::Unusable(why) => Some(why),
+            EventLog::Absent | EventLog::Present { .. } => None,
+        }
+    }
+
+    /// The event log as a V1 prune sees it.
+    pub fn event_log(&self) -> EventLog {
+        match (self.has("event"), self.has("event_sequence")) {
+            (false, false) => EventLog::Absent,
+            (true, false) => EventLog::Unusable(
+                "the database has an event table but no event_sequence table".into(),
+            ),
+            (false, true) => EventLog::Unusable(
+                "the database has an event_sequence table but no event table".into(),
+            ),
+            (true, true) => {
+                let missing = missing_columns(self, &EVENT_REQUIRED);
+                if missing.is_empty() {
+                    EventLog::Present {
+                        owner_column: self.has_column("event_sequence", "owner_id"),
+                    }
+                } else {
+                    EventLog::Unusable(format!(
+                        "the event tables lack column(s) {}: a layout this version does not know",
+                        missing.join(", ")
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Whether the event tables are there and usable (see [`Self::event_log`]).
+    pub fn has_events(&self) -> bool {
+        matches!(self.event_log(), EventLog::Present { .. })
+    }
+
+    /// V2 history: `session_message` with the columns of V2 messages (`seq` among them).
     pub fn has_v2(&self) -> bool {
         self.has("session_message")
+            && V2_REQUIRED
+                .iter()
+                .all(|column| self.has_column("session_message", column))
     }
 
     /// Whether any generation this engine knows is present.
     pub fn is_supported(&self) -> bool {
         self.has_v1() || self.has_v2()
     }
+}
+
+/// `table.column` for every required column missing from a table that exists (a missing table
+/// is reported by its caller).
+fn missing_columns(schema: &Schema, required: &[(&str, &[&str])]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (table, columns) in required {
+        if !schema.has(table) {
+            continue;
+        }
+        for column in *columns {
+            if !schema.has_column(table, column) {
+                missing.push(format!("{table}.{column}"));
+            }
+        }
+    }
+    missing
+}
+
+/// SQLite's schema cookie (`PRAGMA schema_version`), bumped by every schema change.
+///
+/// Errors: SQLite's.
+pub fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
+    crate::opencode::cached::query_row(conn, "PRAGMA schema_version", [], |row| row.get(0))
 }

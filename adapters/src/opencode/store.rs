@@ -5,7 +5,7 @@
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
@@ -18,7 +18,8 @@ use rusqlite::{Connection, OpenFlags};
 use super::history;
 use super::ownership::{self, SessionTable};
 use super::receipts;
-use super::schema::Schema;
+use super::schema::{self, Schema};
+use super::v1::foreign::ForeignSnapshots;
 use super::v1::{apply, read};
 use super::v2;
 
@@ -40,15 +41,20 @@ impl Default for StoreOptions {
     }
 }
 
-/// A V1 OpenCode database opened for pruning.
+/// An OpenCode database opened for pruning ([`OpenCodeStore::open`]) or for reading only
+/// ([`OpenCodeStore::open_read_only`]).
 ///
 /// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL`,
 /// `foreign_keys = ON`, `cache_size = -16000` and `wal_autocheckpoint = 10000`; the file's
-/// `journal_mode` is never changed.
+/// `journal_mode` is never changed. The schema profile ([`Schema`]) is read once and read
+/// again only when SQLite's schema cookie changes (OpenCode migrated the file meanwhile).
 pub struct OpenCodeStore {
     conn: Mutex<Connection>,
     path: PathBuf,
     options: StoreOptions,
+    schema: Mutex<Option<Arc<Schema>>>,
+    foreign: Mutex<ForeignSnapshots>,
+    read_only: bool,
 }
 
 impl OpenCodeStore {
@@ -56,30 +62,90 @@ impl OpenCodeStore {
     ///
     /// Errors: [`StoreError::Open`] when the file is missing, unreadable or not SQLite.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
-        let open_error = |detail: String| StoreError::Open {
-            path: path.display().to_string(),
-            detail,
-        };
-        if path.is_dir() {
-            return Err(open_error(
-                "it is a directory; pass the database file".into(),
-            ));
-        }
-        if !path.is_file() {
-            return Err(open_error(
-                "no such file (is OpenCode's data elsewhere? pass --db PATH or --channel NAME)"
-                    .into(),
-            ));
-        }
+        let open_error = |detail: String| open_error(path, detail);
+        existing_file(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn =
             Connection::open_with_flags(path, flags).map_err(|e| open_error(e.to_string()))?;
         let store = Self::from_connection(conn, options).map_err(|e| match e {
+            StoreError::Storage(_) if read_only_media(path) => StoreError::ReadOnly {
+                path: path.display().to_string(),
+                detail: format!(
+                    "{}; read commands work, prunes need a writable copy",
+                    read_only_cause(path)
+                ),
+            },
             StoreError::Storage(detail) => open_error(detail),
             other => other,
         })?;
+        // SQLite opens a file it may not write read-only without saying so.
+        if store
+            .connection()
+            .is_readonly(rusqlite::MAIN_DB)
+            .unwrap_or(true)
+        {
+            return Err(StoreError::ReadOnly {
+                path: path.display().to_string(),
+                detail: format!(
+                    "{}; read commands work, prunes need a writable copy",
+                    read_only_cause(path)
+                ),
+            });
+        }
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         Ok(Self { path, ..store })
+    }
+
+    /// Opens an existing database file for reading only (`SQLITE_OPEN_READONLY`): it works on
+    /// a read-only file, folder or mount, WAL or rollback journal, with or without `-wal` and
+    /// `-shm` files, and never writes the file. Every prune through it is refused
+    /// ([`StoreError::ReadOnly`]).
+    ///
+    /// A WAL database at rest on read-only media (no `-shm` file, and none can be created) is
+    /// one SQLite cannot open read-only: then, and only when no writer can exist (see
+    /// [`immutable_is_safe`]), it is opened with SQLite's `immutable=1`, which reads the file
+    /// without locks or side files.
+    ///
+    /// Errors: [`StoreError::Open`] when the file is missing, unreadable or not SQLite.
+    pub fn open_read_only(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
+        let open_error = |detail: String| open_error(path, detail);
+        existing_file(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(|e| open_error(e.to_string()))?;
+        let store = match Self::from_connection(conn, options) {
+            Ok(store) => store,
+            Err(StoreError::Storage(detail)) if immutable_is_safe(path) => {
+                let conn = Connection::open_with_flags(
+                    immutable_uri(path),
+                    flags | OpenFlags::SQLITE_OPEN_URI,
+                )
+                .map_err(|e| open_error(format!("{detail}; read as immutable: {e}")))?;
+                Self::from_connection(conn, options).map_err(|e| match e {
+                    StoreError::Storage(again) => {
+                        open_error(format!("{detail}; read as immutable: {again}"))
+                    }
+                    other => other,
+                })?
+            }
+            Err(StoreError::Storage(_)) if read_only_media(path) => {
+                return Err(open_error(format!(
+                    "it cannot be written here ({}), and its -wal file holds commits that are \
+                     not in the database file yet while no -shm index exists: SQLite can read \
+                     that only by writing the index beside it. Copy the database together with \
+                     its -wal file to writable storage and read the copy",
+                    read_only_cause(path)
+                )))
+            }
+            Err(StoreError::Storage(detail)) => return Err(open_error(detail)),
+            Err(other) => return Err(other),
+        };
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        Ok(Self {
+            path,
+            read_only: true,
+            ..store
+        })
     }
 
     /// Wraps a connection the caller opened (for embedding, and for tests that attach a
@@ -87,6 +153,7 @@ impl OpenCodeStore {
     pub fn from_connection(conn: Connection, options: StoreOptions) -> Result<Self, StoreError> {
         conn.busy_timeout(Duration::ZERO).map_err(storage)?;
         conn.set_prepared_statement_cache_capacity(super::cached::STATEMENT_CACHE);
+        let read_only = conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
         // A 16 MB page cache keeps a clean of any database well under 64 MiB of memory (a 16 MiB
         // message read twice comes back from the OS cache). Checkpoints every 10,000 pages (40 MB
         // of WAL) rather than 1,000: a clean rewrites many pages, and fewer checkpoints write
@@ -96,7 +163,7 @@ impl OpenCodeStore {
         )
         .map_err(storage)?;
         super::sql_functions::register(&conn).map_err(storage)?;
-        Schema::read(&conn).map_err(storage)?;
+        let profile = Schema::read(&conn).map_err(storage)?;
         let path = conn
             .path()
             .filter(|p| !p.is_empty())
@@ -106,7 +173,97 @@ impl OpenCodeStore {
             conn: Mutex::new(conn),
             path,
             options,
+            schema: Mutex::new(Some(Arc::new(profile))),
+            foreign: Mutex::new(ForeignSnapshots::default()),
+            read_only,
         })
+    }
+
+    /// Whether the connection cannot write (opened with [`Self::open_read_only`], or a
+    /// connection given to [`Self::from_connection`] that SQLite opened read-only).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The schema profile as `conn` (this store's connection) sees it now: the cached one while
+    /// SQLite's schema cookie is unchanged, else read again.
+    ///
+    /// Errors: SQLite's.
+    pub fn schema_of(&self, conn: &Connection) -> rusqlite::Result<Arc<Schema>> {
+        let version = schema::schema_version(conn)?;
+        let mut cached = self
+            .schema
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(profile) = cached.as_ref().filter(|p| p.version() == version) {
+            return Ok(Arc::clone(profile));
+        }
+        let profile = Arc::new(Schema::read(conn)?);
+        *cached = Some(Arc::clone(&profile));
+        Ok(profile)
+    }
+
+    /// Why the database file cannot be written where it is (a read-only file, folder or mount,
+    /// checked with `access(2)`), in words that say what to do; `None` when it can.
+    pub fn media_read_only(&self) -> Option<String> {
+        (!self.path.as_os_str().is_empty() && read_only_media(&self.path))
+            .then(|| read_only_cause(&self.path))
+    }
+
+    /// Why no prune of the message can be written where it is stored, in words; `None` when
+    /// one can. The file or its folder cannot be written (read-only media: checked with
+    /// `access(2)`, whether or not this store was opened read-only), or the message is a V2 row
+    /// where V2 prunes are not written (OpenCode 1.18's shared session table, see
+    /// [`v2::writable`]). An error reading the schema fails closed with its words.
+    pub fn read_only_reason(&self, session_id: &str, message_id: &str) -> Option<String> {
+        if let Some(cause) = self.media_read_only() {
+            return Some(cause);
+        }
+        let conn = self.connection();
+        let schema = match self.schema_of(&conn) {
+            Ok(schema) => schema,
+            Err(error) => return Some(format!("the schema cannot be read: {error}")),
+        };
+        match v2::holds_message(&conn, &schema, session_id, message_id) {
+            Ok(false) => None,
+            Ok(true) => match v2::writable(&conn) {
+                Ok(true) => None,
+                Ok(false) => Some(
+                    "V2 rows in OpenCode 1.18's shared session table are read-only for prunes"
+                        .into(),
+                ),
+                Err(error) => Some(format!("the schema cannot be read: {error}")),
+            },
+            Err(error) => Some(format!("the message cannot be located: {error}")),
+        }
+    }
+
+    /// The snapshots filed under another session's aggregate ([`ForeignSnapshots`]), caught up
+    /// with the `event` table outside any transaction (the first call reads the whole table,
+    /// later ones only the rows appended since), locked for the caller. Empty where the schema
+    /// has no event log.
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn foreign_snapshots(
+        &self,
+        conn: &Connection,
+        schema: &Schema,
+    ) -> Result<MutexGuard<'_, ForeignSnapshots>, StoreError> {
+        let mut foreign = self
+            .foreign
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if schema.has_events() && conn.is_autocommit() {
+            foreign.catch_up(conn).map_err(storage)?;
+        }
+        Ok(foreign)
+    }
+
+    /// [`Self::schema_of`] on this store's connection.
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn schema(&self) -> Result<Arc<Schema>, StoreError> {
+        self.schema_of(&self.connection()).map_err(storage)
     }
 
     /// Keeps this connection from folding the WAL into the database file when it closes (as
@@ -174,6 +331,120 @@ fn read_any(
     Ok(read::read_message(conn, session_id, message_id, read::Texts::Skip)?.map(|m| m.message))
 }
 
+/// [`StoreError::Open`] for `path`.
+fn open_error(path: &Path, detail: String) -> StoreError {
+    StoreError::Open {
+        path: path.display().to_string(),
+        detail,
+    }
+}
+
+/// Refuses a path that is a directory or names no file: the store never creates a database.
+fn existing_file(path: &Path) -> Result<(), StoreError> {
+    if path.is_dir() {
+        return Err(open_error(
+            path,
+            "it is a directory; pass the database file".into(),
+        ));
+    }
+    if !path.is_file() {
+        return Err(open_error(
+            path,
+            "no such file (is OpenCode's data elsewhere? pass --db PATH or --channel NAME)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the database's file or folder cannot be written by this process, or sits on a
+/// read-only mount: then a failure to open it for writing is that, whatever SQLite called it.
+fn read_only_media(path: &Path) -> bool {
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    !writable(path) || !writable(folder)
+}
+
+/// Whether the database may be read with SQLite's `immutable=1` (no locks, no `-shm`, the
+/// `-wal` ignored) after a read-only open failed. Only when nothing can change the file while
+/// it is read and nothing committed lies outside it: its folder cannot be written (a read-only
+/// mount or folder: no process can create the `-wal` or `-journal` file a write needs) and
+/// there is no `-wal` file with content (a WAL's commits are invisible to an immutable read).
+/// docs/read-only-media.md says why this is safe.
+fn immutable_is_safe(path: &Path) -> bool {
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal_empty = match std::fs::metadata(&wal) {
+        Ok(meta) => meta.len() == 0,
+        Err(error) => error.kind() == std::io::ErrorKind::NotFound,
+    };
+    !writable(folder) && wal_empty
+}
+
+/// `file:` URI of `path` with `immutable=1`: every byte outside `A-Z a-z 0-9 / . _ ~ -` is
+/// percent-encoded, as SQLite's URI filenames require.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'/' | b'.' | b'_' | b'~' | b'-') {
+            uri.push(char::from(byte));
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
+/// Whether this process may write `path` (`access(2)` with `W_OK`, which also answers `EROFS`
+/// for a read-only mount).
+fn writable(path: &Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+/// Why the database cannot be written, in words: a read-only mount, a file or a folder this user
+/// may not write.
+fn read_only_cause(path: &Path) -> String {
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let cause = match rustix::fs::access(path, rustix::fs::Access::WRITE_OK) {
+        Err(rustix::io::Errno::ROFS) => "it is on a read-only mount".to_string(),
+        Err(_) => "the file is not writable by this user".to_string(),
+        Ok(()) => match rustix::fs::access(folder, rustix::fs::Access::WRITE_OK) {
+            Err(rustix::io::Errno::ROFS) => "it is on a read-only mount".to_string(),
+            Err(_) => format!(
+                "its folder {} is not writable by this user (SQLite needs to create its -wal, -shm or -journal file there)",
+                folder.display()
+            ),
+            Ok(()) => "SQLite opened it read-only".to_string(),
+        },
+    };
+    cause
+}
+
+/// Whether the session's event bookkeeping lets a V1 prune append its events (the fence's
+/// check, see [`super::v1::fence`]); `false` when it cannot be read (failing closed).
+fn v1_events_consistent(conn: &Connection, schema: &Schema, session_id: &str) -> bool {
+    match schema.event_log() {
+        schema::EventLog::Absent => true,
+        schema::EventLog::Unusable(_) => false,
+        schema::EventLog::Present { owner_column } => {
+            matches!(
+                super::v1::fence::event_bookkeeping(conn, session_id, owner_column),
+                Ok(None)
+            )
+        }
+    }
+}
+
 /// Whether the database is in WAL mode (OpenCode's own setting).
 fn is_wal(conn: &Connection) -> bool {
     super::cached::query_row(conn, "PRAGMA journal_mode", [], |row| {
@@ -201,7 +472,7 @@ impl SessionStore for OpenCodeStore {
         request: &PreviewRequest,
     ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
         let conn = self.connection();
-        let schema = Schema::read(&conn).map_err(storage)?;
+        let schema = self.schema_of(&conn).map_err(storage)?;
         if !schema.is_supported() {
             return Ok(Err(Refusal::new(
                 BlockedReason::UnsupportedStorage,
@@ -218,16 +489,26 @@ impl SessionStore for OpenCodeStore {
         }
     }
 
-    /// V1 messages can be pruned here; V2 messages only where `session_v2.time_suspended`
-    /// exists (see [`v2::writable`]).
+    /// `true` when a prune of the message can succeed as far as storage tells: the media is
+    /// writable and the message's generation is written here ([`OpenCodeStore::read_only_reason`]),
+    /// and for a V1 message the schema profile admits V1 writes ([`Schema::v1_write_refusal`])
+    /// and the session's event bookkeeping is consistent. Whether OpenCode is using the
+    /// session is left to the fence of `prune` and its dry run.
     fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
+        if self.read_only_reason(session_id, message_id).is_some() {
+            return false;
+        }
         let conn = self.connection();
-        let v2 = Schema::read(&conn)
-            .and_then(|schema| v2::holds_message(&conn, &schema, session_id, message_id));
+        let Ok(schema) = self.schema_of(&conn) else {
+            return false;
+        };
         // Unknown (an error): not writable, failing closed.
-        match v2 {
-            Ok(false) => true,
-            Ok(true) => v2::writable(&conn).unwrap_or(false),
+        match v2::holds_message(&conn, &schema, session_id, message_id) {
+            Ok(false) => {
+                schema.v1_write_refusal().is_none()
+                    && v1_events_consistent(&conn, &schema, session_id)
+            }
+            Ok(true) => true,
             Err(_) => false,
         }
     }
@@ -236,12 +517,26 @@ impl SessionStore for OpenCodeStore {
     /// `synchronous = NORMAL` (the WAL is written, not synced; [`Self::make_durable`] syncs
     /// it); otherwise with `synchronous = FULL`.
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly {
+                path: self.path.display().to_string(),
+                detail: "it was opened for reading only; nothing was written".into(),
+            });
+        }
         let conn = self.connection();
+        let schema = self.schema_of(&conn).map_err(storage)?;
         let relaxed = command.durability == Durability::Deferred && is_wal(&conn);
         let level = if relaxed { "NORMAL" } else { "FULL" };
         conn.execute_batch(&format!("PRAGMA synchronous = {level}"))
             .map_err(storage)?;
-        apply::apply(&conn, command, self.quiet_period_ms())
+        let mut foreign = self.foreign_snapshots(&conn, &schema)?;
+        apply::apply(
+            &conn,
+            &schema,
+            &mut foreign,
+            command,
+            self.quiet_period_ms(),
+        )
     }
 
     /// Syncs the WAL file (`<database>-wal`) to disk: every frame a deferred commit wrote is
@@ -271,12 +566,31 @@ impl SessionStore for OpenCodeStore {
         let conn = self.connection();
         let key = hex::encode(pruning_engine::request_key(request));
         // The write lock a prune takes, so that a busy database is reported as a prune would
-        // report it; rolled back, nothing is written.
+        // report it; rolled back, nothing is written. Where a read-only store can take no lock
+        // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
+        // gives every check the same snapshot.
         if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
-            return apply::classify(&error).map(Err);
+            let held = matches!(
+                error.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            );
+            if !self.read_only || held {
+                return apply::classify(&error).map(Err);
+            }
+            if let Err(error) = conn.execute_batch("BEGIN") {
+                return apply::classify(&error).map(Err);
+            }
         }
+        let schema = match self.schema_of(&conn) {
+            Ok(schema) => schema,
+            Err(error) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return apply::classify(&error).map(Err);
+            }
+        };
         let prepared = apply::prepare(
             &conn,
+            &schema,
             request,
             &key,
             now_ms,

@@ -1,7 +1,7 @@
 //! The bound database identity: a journal belongs to exactly one OpenCode database, recorded
 //! in meta (`database_id`) on first use and checked on every later bind.
 
-use redb::{ReadableDatabase, ReadableTable};
+use redb::ReadableTable;
 
 use super::{Journal, StorageResult, META, META_DATABASE_ID, META_DATABASE_LOCATION};
 use crate::codec;

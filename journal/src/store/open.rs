@@ -64,6 +64,43 @@ impl Journal {
         }
     }
 
+    /// Opens an existing journal file for reading only: nothing is ever written to the file (no
+    /// open mark, no fsync), so it works on a read-only file, folder or mount. Retries like
+    /// [`Journal::open`] while a writable handle (another process's prune or `serve`) holds
+    /// the file. Every write of the handle is refused ([`crate::WriteError::ReadOnly`]).
+    ///
+    /// Errors: as [`Journal::open`], and [`OpenError::NeedsRepair`] for a file that a killed
+    /// process left unclosed (open it writable once to repair it); an absent file is
+    /// [`OpenError::Database`] with redb's I/O error (callers check for the file first).
+    pub fn open_read_only(path: &Path) -> Result<Journal, OpenError> {
+        let started = Instant::now();
+        loop {
+            match builder().open_read_only(path) {
+                Ok(db) => {
+                    let journal = Journal::read_only_from(db);
+                    check_version(stored_format_version_in(&journal)?)?;
+                    return Ok(journal);
+                }
+                Err(DatabaseError::DatabaseAlreadyOpen) => {
+                    let waited = started.elapsed();
+                    if waited >= OPEN_RETRY {
+                        return Err(OpenError::Locked {
+                            path: path.to_path_buf(),
+                            waited,
+                        });
+                    }
+                    thread::sleep(RETRY_PAUSE.min(OPEN_RETRY - waited));
+                }
+                Err(DatabaseError::RepairAborted) => {
+                    return Err(OpenError::NeedsRepair {
+                        path: path.to_path_buf(),
+                    })
+                }
+                Err(other) => return Err(OpenError::Database(other)),
+            }
+        }
+    }
+
     /// Opens or creates a journal on a custom redb storage backend (for tests that simulate
     /// failing storage). No retry: a held backend is [`OpenError::BackendLocked`]. Otherwise as
     /// [`Journal::open`].
@@ -78,18 +115,31 @@ impl Journal {
 
     /// Checks the format version of a freshly opened database, initialising a new one.
     fn checked(db: Database) -> Result<Journal, OpenError> {
-        match stored_format_version(&db)? {
-            Some(FORMAT_VERSION) => {}
-            Some(found) => {
-                return Err(OpenError::UnknownFormatVersion {
-                    found,
-                    supported: FORMAT_VERSION,
-                })
-            }
-            None => initialise(&db)?,
+        match check_version(stored_format_version(&db)?)? {
+            true => {}
+            false => initialise(&db)?,
         }
         Ok(Journal::from_parts(db))
     }
+}
+
+/// `true` for this build's format version, `false` for none (a new file); an error for any
+/// other version.
+fn check_version(found: Option<u8>) -> Result<bool, OpenError> {
+    match found {
+        Some(FORMAT_VERSION) => Ok(true),
+        Some(found) => Err(OpenError::UnknownFormatVersion {
+            found,
+            supported: FORMAT_VERSION,
+        }),
+        None => Ok(false),
+    }
+}
+
+/// [`stored_format_version`] through a journal handle (read-only ones included).
+fn stored_format_version_in(journal: &Journal) -> Result<Option<u8>, OpenError> {
+    let txn = journal.db.begin_read().storage()?;
+    format_version_of(&txn)
 }
 
 /// Creates a new, initialised journal at `path` without ever leaving a half-made file there: the
@@ -176,6 +226,11 @@ fn builder() -> redb::Builder {
 /// The `format_version` meta entry, or `None` for a file without one (a new file).
 fn stored_format_version(db: &Database) -> Result<Option<u8>, OpenError> {
     let txn = db.begin_read().storage()?;
+    format_version_of(&txn)
+}
+
+/// The `format_version` meta entry as one read transaction sees it.
+fn format_version_of(txn: &redb::ReadTransaction) -> Result<Option<u8>, OpenError> {
     let meta = match txn.open_table(META) {
         Ok(meta) => meta,
         Err(TableError::TableDoesNotExist(_)) => return Ok(None),

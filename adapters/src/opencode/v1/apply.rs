@@ -16,6 +16,7 @@ use rusqlite::{params, Connection, ErrorCode};
 
 use super::events;
 use super::fence::{self, FenceInput};
+use super::foreign::ForeignSnapshots;
 use super::read;
 use crate::opencode::receipts;
 use crate::opencode::schema::Schema;
@@ -34,6 +35,8 @@ pub const STORAGE: &str = "v1";
 /// another identity than the journal's.
 pub fn apply(
     conn: &Connection,
+    schema: &Schema,
+    foreign: &mut ForeignSnapshots,
     command: &PruneCommand<'_>,
     quiet_period_ms: i64,
 ) -> Result<Applied, StoreError> {
@@ -46,7 +49,7 @@ pub fn apply(
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
         return classify(&error).map(Applied::Refused);
     }
-    let outcome = run(conn, command, quiet_period_ms);
+    let outcome = run(conn, schema, foreign, command, quiet_period_ms);
     if matches!(outcome, Ok(Step::Commit(_))) {
         if let Err(error) = conn.execute_batch("COMMIT") {
             let still_open = !conn.is_autocommit();
@@ -109,43 +112,33 @@ pub(crate) enum Prepared {
     /// Go ahead with a V2 message.
     PlanV2(Box<v2::apply::V2Plan>),
     /// Go ahead: the message as read and the plan.
-    Plan {
-        schema: Schema,
-        loaded: read::V1Message,
-        plan: Plan,
-    },
+    Plan { loaded: read::V1Message, plan: Plan },
 }
 
 /// Everything before the first write: schema, fence, receipt lookup, read, planner. Runs inside
 /// the caller's transaction (a write transaction for a prune, a read one for a dry run).
 pub(crate) fn prepare(
     conn: &Connection,
+    schema: &Schema,
     request: &PruneRequest,
     request_key: &str,
     now_ms: i64,
     quiet_period_ms: i64,
     texts: read::Texts,
 ) -> rusqlite::Result<Prepared> {
-    let schema = Schema::read(conn)?;
-    if v2::holds_message(conn, &schema, &request.session_id, &request.message_id)? {
+    if v2::holds_message(conn, schema, &request.session_id, &request.message_id)? {
         return Ok(
-            match v2::apply::prepare(conn, &schema, request, request_key)? {
+            match v2::apply::prepare(conn, schema, request, request_key)? {
                 V2Prepared::Refuse(refusal) => Prepared::Refuse(refusal),
                 V2Prepared::Replayed(receipt) => Prepared::Replayed(receipt),
                 V2Prepared::Plan(planned) => Prepared::PlanV2(Box::new(planned)),
             },
         );
     }
-    if !schema.has_v1() {
+    if let Some(why) = schema.v1_write_refusal() {
         return Ok(Prepared::Refuse(Refusal::new(
             BlockedReason::UnsupportedStorage,
-            "the database has no V1 session/message/part tables: not an OpenCode 1.2 to 1.18 database",
-        )));
-    }
-    if schema.has("event") != schema.has("event_sequence") {
-        return Ok(Prepared::Refuse(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            "the database has only one of the event and event_sequence tables",
+            why,
         )));
     }
     let input = FenceInput {
@@ -154,7 +147,7 @@ pub(crate) fn prepare(
         now_ms,
         quiet_period_ms,
     };
-    if let Some(refusal) = fence::check(conn, &schema, input)? {
+    if let Some(refusal) = fence::check(conn, schema, input)? {
         return Ok(Prepared::Refuse(refusal));
     }
     match receipts::replay(conn, request_key, &request.session_id, &request.message_id)? {
@@ -167,17 +160,15 @@ pub(crate) fn prepare(
         Err(refusal) => return Ok(Prepared::Refuse(refusal)),
     };
     match loaded.message.plan(&request.selection, &request.revision) {
-        Ok(plan) => Ok(Prepared::Plan {
-            schema,
-            loaded,
-            plan,
-        }),
+        Ok(plan) => Ok(Prepared::Plan { loaded, plan }),
         Err(refusal) => Ok(Prepared::Refuse(refusal)),
     }
 }
 
 fn run(
     conn: &Connection,
+    schema: &Schema,
+    foreign: &mut ForeignSnapshots,
     command: &PruneCommand<'_>,
     quiet_period_ms: i64,
 ) -> Result<Step, Failure> {
@@ -185,21 +176,18 @@ fn run(
     let key = hex::encode(command.request_key);
     let prepared = prepare(
         conn,
+        schema,
         request,
         &key,
         command.now_ms,
         quiet_period_ms,
         read::Texts::Keep,
     )?;
-    let (schema, loaded, plan) = match prepared {
+    let (loaded, plan) = match prepared {
         Prepared::Refuse(refusal) => return Ok(Step::Refuse(refusal)),
         Prepared::Replayed(receipt) => return Ok(Step::Replayed(receipt)),
         Prepared::PlanV2(planned) => return run_v2(conn, command, &key, &planned),
-        Prepared::Plan {
-            schema,
-            loaded,
-            plan,
-        } => (schema, loaded, plan),
+        Prepared::Plan { loaded, plan } => (loaded, plan),
     };
 
     claim_identity(conn, command)?;
@@ -221,8 +209,15 @@ fn run(
     }
     if schema.has_events() {
         let doomed: HashSet<&str> = part_ids.iter().map(String::as_str).collect();
-        let (_, snapshot_bytes) =
-            events::delete_snapshots(conn, &request.session_id, &request.message_id, &doomed)?;
+        // Inside the write transaction: the rows appended since the store's last look.
+        foreign.catch_up(conn)?;
+        let (_, snapshot_bytes) = events::delete_snapshots(
+            conn,
+            &request.session_id,
+            &request.message_id,
+            &doomed,
+            &foreign.of_parts(&doomed),
+        )?;
         bytes_removed += snapshot_bytes;
         events::append_removed(
             conn,
@@ -323,9 +318,25 @@ pub fn sql_refusal(error: &rusqlite::Error) -> Refusal {
             BlockedReason::MaintenanceRequired,
             "the database is locked by another writer (OpenCode is busy); try again shortly",
         ),
-        _ => Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            format!("unexpected storage: {error}"),
-        ),
+        _ => Refusal::new(BlockedReason::UnsupportedStorage, unexpected(error)),
+    }
+}
+
+/// A storage failure the schema profile did not foresee, in words: what is missing or what
+/// the data broke, never SQLite's own message alone.
+fn unexpected(error: &rusqlite::Error) -> String {
+    let text = error.to_string();
+    let after = |prefix: &str| {
+        text.split_once(prefix)
+            .map(|(_, rest)| rest.split([' ', '\n']).next().unwrap_or("").to_string())
+    };
+    if let Some(table) = after("no such table: ") {
+        format!("the database has no table {table}, which this layout needs: a layout this version does not know")
+    } else if let Some(column) = after("no such column: ") {
+        format!("the database has no column {column}, which this layout needs: a layout this version does not know")
+    } else if let Some(columns) = after("constraint failed: ") {
+        format!("the prune would break the database's rule on {columns} (its rows are not as OpenCode writes them); nothing was written")
+    } else {
+        format!("the storage is not as this version expects (SQLite: {text}); nothing was written")
     }
 }

@@ -21,14 +21,17 @@ pub const PART_UPDATED: &str = "message.part.updated.1";
 pub const PART_REMOVED: &str = "message.part.removed.1";
 
 /// Deletes every `message.part.updated.1` event of `session_id` whose `data.part.id` is in
-/// `part_ids` (parts of message `message_id`). Returns `(rows deleted, bytes of data deleted)`.
+/// `part_ids` (parts of message `message_id`), and the events `foreign` names (snapshots of those
+/// parts filed under another aggregate, see [`super::foreign`]). Returns `(rows deleted, bytes
+/// of data deleted)`.
 pub fn delete_snapshots(
     conn: &Connection,
     session_id: &str,
     message_id: &str,
     part_ids: &HashSet<&str>,
+    foreign: &[String],
 ) -> rusqlite::Result<(u64, u64)> {
-    let doomed = find_snapshots(conn, session_id, message_id, part_ids)?;
+    let doomed = find_snapshots(conn, session_id, message_id, part_ids, foreign)?;
     let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
     let mut bytes = 0u64;
     for (id, len) in &doomed {
@@ -39,15 +42,27 @@ pub fn delete_snapshots(
 }
 
 /// The `message.part.updated.1` events of `session_id` whose `data.part.id` is in `part_ids`
-/// (parts of message `message_id`), as `(event id, bytes of data)`: what a prune of those parts
-/// deletes.
+/// (parts of message `message_id`), and those of the `foreign` event ids that still exist, as
+/// `(event id, bytes of data)`: what a prune of those parts deletes.
 pub fn find_snapshots(
     conn: &Connection,
     session_id: &str,
     message_id: &str,
     part_ids: &HashSet<&str>,
+    foreign: &[String],
 ) -> rusqlite::Result<Vec<(String, i64)>> {
     let mut doomed: Vec<(String, i64)> = Vec::new();
+    {
+        let mut stmt = conn.prepare_cached(
+            "SELECT length(CAST(data AS BLOB)) FROM event WHERE id = ?1 AND type = ?2",
+        )?;
+        for id in foreign {
+            let mut rows = stmt.query(params![id, PART_UPDATED])?;
+            if let Some(row) = rows.next()? {
+                doomed.push((id.clone(), row.get(0)?));
+            }
+        }
+    }
     {
         // A snapshot of a part of this message spells the message id out in `part.messageID`:
         // the substring test skips the other snapshots without parsing their JSON. A snapshot

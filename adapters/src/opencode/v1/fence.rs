@@ -9,13 +9,19 @@
 //! - the session updated within the quiet period: `maintenance_required`;
 //! - any assistant message of the session not complete, or any tool part pending or running:
 //!   `maintenance_required`;
+//! - the session's event bookkeeping inconsistent (events but no `event_sequence` row, or a
+//!   `event_sequence.seq` behind its newest `event.seq`): `unsupported_storage`, since the
+//!   events a prune appends would collide with OpenCode's;
 //! - `event_sequence.owner_id` set for the session (events owned by a remote): `unsupported_storage`.
+//!
+//! Columns an older layout lacks (see [`Schema`]) read as NULL: no compaction, no revert, no
+//! remote owner.
 
 use pruning_engine::{BlockedReason, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::opencode::ownership::{self, SessionTable};
-use crate::opencode::schema::Schema;
+use crate::opencode::schema::{EventLog, Schema};
 
 /// What the fence needs besides the connection.
 #[derive(Debug, Clone, Copy)]
@@ -41,13 +47,16 @@ pub fn check(
         return Ok(Some(refusal));
     }
 
-    let session: Option<(Option<i64>, Option<String>, i64)> = crate::opencode::cached::query_row(
-        conn,
-        "SELECT time_compacting, revert, time_updated FROM session WHERE id = ?1",
-        [input.session_id],
-        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-    )
-    .optional()?;
+    let sql = format!(
+        "SELECT {} IS NOT NULL, {} IS NOT NULL, time_updated FROM session WHERE id = ?1",
+        schema.column_or_null("session", "time_compacting"),
+        schema.column_or_null("session", "revert"),
+    );
+    let session: Option<(bool, bool, i64)> =
+        crate::opencode::cached::query_row(conn, &sql, [input.session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?;
     let Some((compacting, revert, updated)) = session else {
         return Ok(Some(Refusal::new(
             BlockedReason::NotDeletable,
@@ -59,10 +68,10 @@ pub fn check(
     {
         return Ok(Some(refusal));
     }
-    if compacting.is_some() {
+    if compacting {
         return Ok(Some(busy("a compaction of the session is in progress")));
     }
-    if revert.is_some() {
+    if revert {
         return Ok(Some(busy(
             "the session has a staged revert; finish or undo it in OpenCode",
         )));
@@ -126,22 +135,57 @@ pub fn check(
         ))));
     }
 
-    if schema.has_events() {
-        let owner: Option<Option<String>> = crate::opencode::cached::query_row(
-            conn,
-            "SELECT owner_id FROM event_sequence WHERE aggregate_id = ?1",
-            [input.session_id],
-            |row| row.get(0),
-        )
-        .optional()?;
-        if let Some(Some(owner)) = owner {
-            return Ok(Some(Refusal::new(
-                BlockedReason::UnsupportedStorage,
-                format!("the session's events are owned by remote {owner}"),
-            )));
+    match schema.event_log() {
+        EventLog::Absent => Ok(None),
+        EventLog::Unusable(why) => Ok(Some(Refusal::new(BlockedReason::UnsupportedStorage, why))),
+        EventLog::Present { owner_column } => {
+            event_bookkeeping(conn, input.session_id, owner_column)
         }
     }
-    Ok(None)
+}
+
+/// The session's event bookkeeping, as OpenCode keeps it: `event_sequence.seq` is the session's
+/// last event seq, so a session with events has a sequence row at or past its newest event. A
+/// session with neither has no events yet (OpenCode counts a missing row as -1). A sequence row
+/// with `owner_id` set belongs to a remote.
+pub(crate) fn event_bookkeeping(
+    conn: &Connection,
+    session_id: &str,
+    owner_column: bool,
+) -> rusqlite::Result<Option<Refusal>> {
+    let sql = format!(
+        "SELECT (SELECT max(seq) FROM event WHERE aggregate_id = ?1 AND typeof(seq) = 'integer'), \
+                (SELECT count(*) FROM event_sequence WHERE aggregate_id = ?1), \
+                (SELECT CASE typeof(seq) WHEN 'integer' THEN seq END \
+                   FROM event_sequence WHERE aggregate_id = ?1), \
+                (SELECT CAST({} AS TEXT) FROM event_sequence WHERE aggregate_id = ?1)",
+        if owner_column { "owner_id" } else { "NULL" }
+    );
+    let (newest, rows, seq, owner): (Option<i64>, i64, Option<i64>, Option<String>) =
+        crate::opencode::cached::query_row(conn, &sql, [session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?;
+    let unsupported = |detail: String| {
+        Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            detail,
+        )))
+    };
+    if let Some(owner) = owner {
+        return unsupported(format!("the session's events are owned by remote {owner}"));
+    }
+    match (newest, rows, seq) {
+        (Some(newest), 0, _) => unsupported(format!(
+            "OpenCode's event bookkeeping of the session is inconsistent: it has events up to seq {newest} but no event_sequence row, so new events would collide; left alone"
+        )),
+        (Some(newest), _, Some(seq)) if seq < newest => unsupported(format!(
+            "OpenCode's event bookkeeping of the session is inconsistent: event_sequence.seq is {seq}, behind its newest event (seq {newest}), so new events would collide; left alone"
+        )),
+        (_, _, None) if rows > 0 => unsupported(
+            "OpenCode's event bookkeeping of the session is inconsistent: its event_sequence.seq is not a number; left alone".into(),
+        ),
+        _ => Ok(None),
+    }
 }
 
 /// `1500` -> `1.5 s`.

@@ -6,4 +6,5 @@
 pub mod apply;
 pub mod events;
 pub mod fence;
+pub mod foreign;
 pub mod read;

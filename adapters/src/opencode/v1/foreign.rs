@@ -1,0 +1,98 @@
+//! Part snapshots filed under another session's aggregate: `message.part.updated.1` events whose
+//! `aggregate_id` is not the session the part belongs to. OpenCode files a part's snapshots
+//! under its own session, but a database it left inconsistent (or a hand-edited one) can hold a
+//! full copy of a part under another aggregate; a prune of that part must remove it too, or the
+//! pruned output survives in the file.
+//!
+//! Such rows cannot be found through an index (`event` is indexed by aggregate, not by part), so
+//! a store finds them with one pass over `event` and then follows only the rows appended since
+//! (by `rowid`, which SQLite gives new rows above every existing one). The pass reads each
+//! snapshot's text once and parses only those that do not name their own aggregate, so its
+//! cost is reading the `event` table once per process, not once per prune.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::Connection;
+
+use super::events::PART_UPDATED;
+
+/// The foreign snapshots a store has found so far, by part id.
+#[derive(Debug, Default)]
+pub struct ForeignSnapshots {
+    /// The highest `event.rowid` looked at; `None` before the first pass.
+    through: Option<i64>,
+    /// Part id -> ids of the events holding a snapshot of it under another aggregate.
+    by_part: HashMap<String, Vec<String>>,
+}
+
+impl ForeignSnapshots {
+    /// Looks at the `event` rows appended since the last call (all of them the first time, or
+    /// when rows at the top were deleted, which lets SQLite hand out their rowids again). Rows
+    /// deleted at the top and replaced by as many new ones between two calls are not seen
+    /// again: OpenCode deletes events only with their session.
+    ///
+    /// Errors: SQLite's.
+    pub fn catch_up(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let top: Option<i64> =
+            crate::opencode::cached::query_row(conn, "SELECT max(rowid) FROM event", [], |row| {
+                row.get(0)
+            })?;
+        let from = match (self.through, top) {
+            (Some(through), Some(top)) if top >= through => through,
+            // The first pass, or rows at the top were deleted: their rowids may be handed out
+            // again, so everything is looked at anew.
+            _ => {
+                self.by_part.clear();
+                0
+            }
+        };
+        let mut stmt = conn.prepare_cached(
+            "SELECT rowid, id, \
+                    CASE WHEN json_valid(data) THEN json_extract(data, '$.part.id') END, \
+                    CASE WHEN json_valid(data) THEN json_extract(data, '$.part.sessionID') END, \
+                    aggregate_id \
+             FROM event \
+             WHERE rowid > ?1 AND type = ?2 \
+               AND NOT session_prune_contains(data, '\"sessionID\":\"' || aggregate_id || '\"')",
+        )?;
+        let mut rows = stmt.query(rusqlite::params![from, PART_UPDATED])?;
+        while let Some(row) = rows.next()? {
+            let part: Option<String> = text(row.get_ref(2)?);
+            let owner: Option<String> = text(row.get_ref(3)?);
+            let aggregate: Option<String> = text(row.get_ref(4)?);
+            if let (Some(part), Some(owner)) = (part, owner) {
+                if Some(&owner) != aggregate.as_ref() {
+                    let id: String = row.get(1)?;
+                    let ids = self.by_part.entry(part).or_default();
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+        self.through = Some(top.unwrap_or(0));
+        Ok(())
+    }
+
+    /// The events holding a snapshot of one of `part_ids` under another aggregate, as found by
+    /// the last [`Self::catch_up`]; a caller checks each still exists.
+    pub fn of_parts(&self, part_ids: &HashSet<&str>) -> Vec<String> {
+        let mut ids: Vec<String> = part_ids
+            .iter()
+            .filter_map(|part| self.by_part.get(*part))
+            .flatten()
+            .cloned()
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
+/// A text column's value, `None` for anything else.
+fn text(value: rusqlite::types::ValueRef<'_>) -> Option<String> {
+    match value {
+        rusqlite::types::ValueRef::Text(bytes) => std::str::from_utf8(bytes).ok().map(String::from),
+        _ => None,
+    }
+}

@@ -1,0 +1,126 @@
+//! The one parser of every duration flag (`--quiet-period`, `clean --older-than`,
+//! `serve --heartbeat`): a whole number of seconds (`30`, `0`) or a duration in humantime's
+//! notation (`30s`, `500ms`, `5m`, `7d`, `1h30m`, `1h 30m`), each flag within its own bounds.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+/// The forms a duration flag takes, as its error message lists them.
+pub const DURATION_FORMS: &str =
+    "a whole number of seconds such as 30, or a duration such as 30s, 500ms, 5m, 7d, 1h30m";
+
+/// Why a duration flag's value was refused (the caller names the flag and the value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurationProblem {
+    /// The text is neither a number of seconds nor a humantime duration (humantime's words).
+    Unreadable(String),
+    /// The duration lies outside the flag's bounds (in words: `from 10ms to 1h`, `at least 1s`).
+    OutOfBounds(String),
+}
+
+impl std::fmt::Display for DurationProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unreadable(detail) => write!(f, "not a duration: {detail}"),
+            Self::OutOfBounds(bounds) => write!(f, "must be {bounds}"),
+        }
+    }
+}
+
+/// Parses `text` (spaces at either end ignored): digits alone are seconds; anything else is
+/// read by [`humantime::parse_duration`]. The result must lie within `bounds`, both ends
+/// included.
+///
+/// Errors: [`DurationProblem::Unreadable`] for text of neither form (a sign, a fraction, an
+/// unknown unit, a number too large), [`DurationProblem::OutOfBounds`] for a duration outside
+/// `bounds`.
+pub fn parse_duration(
+    text: &str,
+    bounds: RangeInclusive<Duration>,
+) -> Result<Duration, DurationProblem> {
+    let text = text.trim();
+    let duration = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        text.parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|e| DurationProblem::Unreadable(e.to_string()))?
+    } else {
+        humantime::parse_duration(text).map_err(|e| DurationProblem::Unreadable(e.to_string()))?
+    };
+    if bounds.contains(&duration) {
+        Ok(duration)
+    } else {
+        Err(DurationProblem::OutOfBounds(describe(&bounds)))
+    }
+}
+
+/// `from 10ms to 1h`, or `at least 10ms` when the upper end is [`Duration::MAX`].
+fn describe(bounds: &RangeInclusive<Duration>) -> String {
+    let low = humantime::format_duration(*bounds.start());
+    if *bounds.end() == Duration::MAX {
+        format!("at least {low}")
+    } else {
+        format!(
+            "from {low} to {}",
+            humantime::format_duration(*bounds.end())
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ANY: RangeInclusive<Duration> = Duration::ZERO..=Duration::MAX;
+
+    #[test]
+    fn seconds_and_humantime_forms_are_the_same_durations() {
+        for (text, seconds) in [
+            ("0", 0),
+            ("30", 30),
+            (" 604800 ", 604_800),
+            ("0s", 0),
+            ("30s", 30),
+            ("5m", 300),
+            ("7d", 604_800),
+            ("1h30m", 5_400),
+            ("1h 30m", 5_400),
+        ] {
+            assert_eq!(
+                parse_duration(text, ANY),
+                Ok(Duration::from_secs(seconds)),
+                "{text}"
+            );
+        }
+        assert_eq!(parse_duration("500ms", ANY), Ok(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn unreadable_and_out_of_bounds_values_are_refused() {
+        for text in ["", "-5", "1.5", "5x", "seven days", "99999999999999999999"] {
+            assert!(
+                matches!(
+                    parse_duration(text, ANY),
+                    Err(DurationProblem::Unreadable(_))
+                ),
+                "{text}"
+            );
+        }
+        let heartbeat = Duration::from_millis(10)..=Duration::from_secs(3600);
+        assert_eq!(
+            parse_duration("5ms", heartbeat.clone()),
+            Err(DurationProblem::OutOfBounds("from 10ms to 1h".into()))
+        );
+        assert_eq!(
+            parse_duration("3601", heartbeat.clone()),
+            Err(DurationProblem::OutOfBounds("from 10ms to 1h".into()))
+        );
+        assert_eq!(
+            parse_duration("3600", heartbeat),
+            Ok(Duration::from_secs(3600))
+        );
+        assert_eq!(
+            parse_duration("0", Duration::from_secs(1)..=Duration::MAX).map_err(|e| e.to_string()),
+            Err("must be at least 1s".into())
+        );
+    }
+}

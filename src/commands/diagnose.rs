@@ -1,0 +1,100 @@
+//! Failure words that name their cause and place: a storage or journal error that comes from a
+//! full disk, a read-only file system or a missing permission says so, and says where (the
+//! folders of the database and the journal, with their free space).
+
+use std::path::Path;
+
+use pruning_adapters::opencode::vacuum;
+
+use crate::cli::config::Config;
+use crate::output;
+
+/// What an error's text says about its cause, by the words SQLite, redb and the OS use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// `ENOSPC`, `SQLITE_FULL`, or an I/O error a full disk explains.
+    DiskFull,
+    /// `EROFS`, `SQLITE_READONLY`.
+    ReadOnly,
+    /// `EACCES`, `EPERM`.
+    Permission,
+}
+
+/// Below this many free bytes, a bare I/O error is most likely a full disk (64 MiB).
+const LOW_SPACE: u64 = 64 * 1024 * 1024;
+
+/// `message` with a sentence that names the cause and where, when its words show one (or when
+/// a bare I/O error meets a nearly full disk); unchanged otherwise.
+pub fn explain(message: &str, config: &Config) -> String {
+    let places = places(config);
+    let lower = message.to_ascii_lowercase();
+    let cause = if lower.contains("no space left")
+        || lower.contains("os error 28")
+        || lower.contains("disk is full")
+    {
+        Some(Cause::DiskFull)
+    } else if lower.contains("read-only file system")
+        || lower.contains("os error 30")
+        || lower.contains("readonly database")
+    {
+        Some(Cause::ReadOnly)
+    } else if lower.contains("permission denied")
+        || lower.contains("os error 13")
+        || lower.contains("os error 1)")
+    {
+        Some(Cause::Permission)
+    } else if (lower.contains("i/o error") || lower.contains("poisoned"))
+        && places
+            .iter()
+            .any(|(_, free)| free.is_some_and(|f| f < LOW_SPACE))
+    {
+        Some(Cause::DiskFull)
+    } else {
+        None
+    };
+    let Some(cause) = cause else {
+        return message.to_string();
+    };
+    let where_ = places
+        .iter()
+        .map(|(folder, free)| match free {
+            Some(free) => format!("{} ({} free)", folder.display(), output::bytes(*free)),
+            None => folder.display().to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let advice = match cause {
+        Cause::DiskFull => format!(
+            "the disk is full: free space where the database and the journal are ({where_}), then run the same command again; what committed stays committed"
+        ),
+        Cause::ReadOnly => format!(
+            "the storage is read-only ({where_}): prunes need the database and the journal on writable storage (--journal PATH moves the journal)"
+        ),
+        Cause::Permission => format!(
+            "this user may not write there ({where_}): check the permissions of the database, its folder and the journal"
+        ),
+    };
+    format!("{message}. Cause: {advice}")
+}
+
+/// The folders of the database and the journal (once each), with their free space where it
+/// can be read.
+fn places(config: &Config) -> Vec<(std::path::PathBuf, Option<u64>)> {
+    let mut folders: Vec<std::path::PathBuf> = Vec::new();
+    for file in [&config.db, &config.journal] {
+        let folder = match file.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => Path::new(".").to_path_buf(),
+        };
+        if !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    folders
+        .into_iter()
+        .map(|folder| {
+            let free = vacuum::free_space(&folder).ok().map(|(free, _)| free);
+            (folder, free)
+        })
+        .collect()
+}
