@@ -209,3 +209,36 @@ fn a_request_repeated_in_a_batch_is_its_own_retry() {
     assert_eq!(engine.events_after(0, 10).unwrap().len(), 2);
     assert_eq!(engine.journal().intents().unwrap().len(), 2);
 }
+
+#[test]
+fn a_journal_that_fills_up_after_the_commits_reports_each_committed_receipt() {
+    let fx = Fixture::new();
+    let requests = every_candidate(&fx);
+    let (file, counters) = CountingFile::open(&fx.journal);
+    let mut store = CountingStore::new(fx.store(30_000));
+    store.fills_the_disk_of = Some(counters);
+    let engine = Engine::open(store, Journal::open_with_backend(file).unwrap()).unwrap();
+    let results = engine.prune_many(&requests[..4]);
+    let committed: Vec<&str> = results
+        .iter()
+        .map(|r| match r {
+            Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
+                assert!(cause.contains("No space left on device"), "{cause}");
+                receipt.message_id.as_str()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let asked: Vec<&str> = requests[..4]
+        .iter()
+        .map(|r| r.message_id.as_str())
+        .collect();
+    assert_eq!(committed, asked);
+    assert_eq!(engine.receipts(None).unwrap().len(), 4);
+    drop(engine);
+
+    // The disk has room again: recovery journals the four commits and announces them.
+    let engine = fx.engine();
+    assert_eq!(engine.recovery().completed.len(), 4);
+    assert_eq!(engine.events_after(0, 10).unwrap().len(), 4);
+}

@@ -24,6 +24,13 @@ fn too_little_free_space_is_refused_with_the_numbers() {
     assert_eq!(doc["neededBytes"].as_i64().unwrap(), 2 * live);
     let reason = doc["reason"].as_str().unwrap();
     assert!(reason.starts_with("not enough free disk space"), "{reason}");
+    let folder = std::fs::canonicalize(fx.dir.path()).unwrap();
+    assert!(
+        reason.contains(&format!("on the disk holding {}", folder.display()))
+            || reason.contains(&format!("on the disk holding {}", fx.dir.path().display())),
+        "{reason}"
+    );
+    assert!(reason.contains("that disk has 4.0 KiB free"), "{reason}");
     assert_eq!(doc["bytesAfter"], doc["bytesBefore"]);
     assert_eq!(fx.file_digest(), before);
 }
@@ -67,4 +74,71 @@ fn another_process_holding_the_database_is_refused_unless_forced() {
     assert_eq!(json(&forced)["status"], "vacuumed");
     holder.kill().unwrap();
     holder.wait().unwrap();
+}
+
+#[test]
+fn a_short_temporary_folder_is_named_with_its_free_space_and_the_remedy_that_helps() {
+    let Some(disk) = common::small_disk::SmallDisk::mount("1M") else {
+        return;
+    };
+    let fx = Fixture::new();
+    let before = fx.file_digest();
+    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .args(["--json", "vacuum"])
+        .env("SQLITE_TMPDIR", &disk.mount)
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let doc = json(&out);
+    let reason = doc["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "not enough free disk space: the temporary copy needs 2.1 MiB in {}, which has 1.0 MiB free",
+            disk.mount.display()
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("set SQLITE_TMPDIR to a roomier folder"),
+        "{reason}"
+    );
+    assert!(!reason.contains("WAL"), "the WAL's disk has room: {reason}");
+    assert_eq!(fx.file_digest(), before);
+}
+
+#[test]
+fn too_little_room_beside_the_database_says_sqlite_tmpdir_does_not_help() {
+    let Some(disk) = common::small_disk::SmallDisk::mount("3M") else {
+        return;
+    };
+    let db = disk.mount.join("opencode.db");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode-1.18.34/opencode.db"),
+        &db,
+    )
+    .unwrap();
+    let room = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&db)
+        .args(["--json", "vacuum"])
+        .env("SQLITE_TMPDIR", room.path())
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let reason = json(&out)["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.starts_with(&format!(
+            "not enough free disk space: the WAL beside the database needs 2.1 MiB in {}",
+            disk.mount.display()
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("SQLITE_TMPDIR does not move the WAL"),
+        "{reason}"
+    );
 }

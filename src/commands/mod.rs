@@ -39,13 +39,19 @@ pub enum Outcome {
 #[error("there is no session {0} in this database (`sessions` lists them)")]
 pub struct UnknownSession(pub String);
 
-/// Refuses a file that holds neither OpenCode generation, naming it.
+/// Refuses a file that holds neither OpenCode generation, or V1 tables without the columns
+/// every listing reads, naming what is missing.
 pub fn require_opencode(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
     if !schema.is_supported() {
         anyhow::bail!(
             "{} is not an OpenCode database (neither V1 session, message and part tables nor V2 session_message)",
             db.display()
         );
+    }
+    if schema.has_v1() {
+        if let Some(why) = schema.v1_unsupported() {
+            anyhow::bail!("{}: {why}", db.display());
+        }
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::fs::OpenOptions;
 use std::io;
 use std::ops::{Bound, ControlFlow};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use pruning_adapters::opencode::OpenCodeStore;
@@ -25,6 +25,7 @@ pub struct CountingFile {
     file: FileBackend,
     syncs: Arc<AtomicU64>,
     grows: Arc<AtomicU64>,
+    full: Arc<AtomicBool>,
 }
 
 /// The counters of a [`CountingFile`].
@@ -32,12 +33,18 @@ pub struct CountingFile {
 pub struct FileCounters {
     syncs: Arc<AtomicU64>,
     grows: Arc<AtomicU64>,
+    full: Arc<AtomicBool>,
 }
 
 impl FileCounters {
     /// Fsyncs so far, less one per growth of the file: the syncs that durable writes cost.
     pub fn write_syncs(&self) -> u64 {
         self.syncs.load(Ordering::SeqCst) - self.grows.load(Ordering::SeqCst)
+    }
+
+    /// From now on every write and sync of the file fails as on a full disk (`ENOSPC`).
+    pub fn fill_the_disk(&self) {
+        self.full.store(true, Ordering::SeqCst);
     }
 }
 
@@ -54,11 +61,13 @@ impl CountingFile {
         let counters = FileCounters {
             syncs: Arc::default(),
             grows: Arc::default(),
+            full: Arc::default(),
         };
         let backend = Self {
             file: FileBackend::new(file).unwrap(),
             syncs: counters.syncs.clone(),
             grows: counters.grows.clone(),
+            full: counters.full.clone(),
         };
         (backend, counters)
     }
@@ -79,10 +88,16 @@ impl StorageBackend for CountingFile {
     }
     fn sync_data(&self) -> Result<(), io::Error> {
         self.syncs.fetch_add(1, Ordering::SeqCst);
+        if self.full.load(Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(28));
+        }
 
         self.file.sync_data()
     }
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
+        if self.full.load(Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(28));
+        }
         self.file.write(offset, data)
     }
     fn close(&self) -> Result<(), io::Error> {
@@ -117,6 +132,9 @@ pub struct CountingStore {
     pub inner: OpenCodeStore,
     pub durable_calls: Arc<AtomicU64>,
     pub deferred_commits: Arc<AtomicU64>,
+    /// When set, the store's sync fills this journal file's disk first: the batch's SQLite
+    /// commits are made, and the journal write of their commit marks fails.
+    pub fills_the_disk_of: Option<FileCounters>,
 }
 
 impl CountingStore {
@@ -125,6 +143,7 @@ impl CountingStore {
             inner,
             durable_calls: Arc::default(),
             deferred_commits: Arc::default(),
+            fills_the_disk_of: None,
         }
     }
 }
@@ -161,6 +180,9 @@ impl SessionStore for CountingStore {
     }
     fn make_durable(&self) -> Result<(), StoreError> {
         self.durable_calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(journal) = &self.fills_the_disk_of {
+            journal.fill_the_disk();
+        }
         self.inner.make_durable()
     }
     fn dry_run(

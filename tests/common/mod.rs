@@ -257,6 +257,7 @@ pub mod counting;
 #[path = "../../benches/common.rs"]
 pub mod generate;
 pub mod http;
+pub mod small_disk;
 pub mod v2;
 
 /// Checks that the journal at `path` holds exactly one intent, refused with `reason`.

@@ -25,7 +25,7 @@ use rusqlite::Connection;
 const V1_REQUIRED: [(&str, &[&str]); 3] = [
     (
         "session",
-        &["id", "project_id", "directory", "time_updated"],
+        &["id", "project_id", "directory", "title", "time_updated"],
     ),
     ("message", &["id", "session_id", "time_created", "data"]),
     ("part", &["id", "message_id", "session_id", "data"]),
