@@ -1,15 +1,19 @@
-//! Harness for running the real OpenCode 1.18.34 binary against a database this project pruned.
+//! Harness for running real OpenCode binaries against a database this project pruned: the
+//! pinned 1.18.34 ([`VERSION`]) and the older releases of the version matrix.
 //!
 //! It provides:
-//! - [`binary`]: finds the pinned binary (`$OPENCODE_BIN`, the copy `scripts/install-opencode.sh`
-//!   puts under `target/opencode-real/`, or installs it when npm is at hand). When none can be
-//!   had it panics under `CI=true` (a skipped interop test is a failure there) and otherwise
-//!   prints why and returns `None`.
+//! - [`binary`] / [`binary_of`]: finds the binary of a release (`$OPENCODE_BIN_<VERSION with
+//!   dots as _>`, for the pinned one also `$OPENCODE_BIN`; the copy
+//!   `scripts/install-opencode.sh VERSION` puts under `target/`; or installs it when npm is at
+//!   hand). When none can be had it panics under `CI=true` (a skipped interop test is a failure
+//!   there) and otherwise prints `SKIPPED` and why and returns `None`.
 //! - [`MockModel`]: an OpenAI-compatible chat-completions server on loopback that streams a fixed
 //!   plain-text reply and records every request.
-//! - [`OpenCode`]: an isolated OpenCode home (own HOME and XDG dirs, config pointing provider
-//!   `fixture` at the mock, a work tree) with the fixture database copied in, `export`, and
-//!   [`OpenCode::serve`], whose [`Server`] kills the server and its descendants on drop.
+//! - [`OpenCode`]: an isolated OpenCode home (own HOME and XDG dirs, npm/bun registry and proxies
+//!   pointed at a closed loopback port, config pointing the fixture's provider at the mock, a
+//!   work tree whose root commit is the fixture's project id, see [`Layout`]) with the fixture
+//!   database copied in, `export`, and [`OpenCode::serve`], whose [`Server`] stops the server
+//!   (SIGTERM with [`Server::terminate`], SIGKILL on drop) and its descendants.
 //! - [`http`]: a minimal HTTP/1.1 client for the server's API.
 //!
 //! Every wait is bounded; processes started here are stopped by PID, never by name.
@@ -54,31 +58,56 @@ pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Where `scripts/install-opencode.sh` installs the binary.
+/// Where `scripts/install-opencode.sh` installs the pinned [`VERSION`].
 pub fn installed_binary() -> PathBuf {
-    workspace().join("target/opencode-real/node_modules/opencode-linux-x64/bin/opencode")
+    installed_binary_of(VERSION)
 }
 
-/// The pinned OpenCode binary, or `None` (after printing why) when it cannot be had outside CI.
+/// Where `scripts/install-opencode.sh VERSION` installs `version`: `target/opencode-real/` for
+/// the pinned [`VERSION`], `target/opencode-versions/VERSION/` for any other release.
+pub fn installed_binary_of(version: &str) -> PathBuf {
+    let prefix = if version == VERSION {
+        workspace().join("target/opencode-real")
+    } else {
+        workspace().join("target/opencode-versions").join(version)
+    };
+    prefix.join("node_modules/opencode-linux-x64/bin/opencode")
+}
+
+/// The variable naming an explicit binary for `version`: `OPENCODE_BIN_1_18_34` for 1.18.34.
+pub fn binary_variable(version: &str) -> String {
+    format!("OPENCODE_BIN_{}", version.replace('.', "_"))
+}
+
+/// The pinned OpenCode [`VERSION`]: [`binary_of`] with that version.
+pub fn binary() -> Option<PathBuf> {
+    binary_of(VERSION)
+}
+
+/// The OpenCode binary of `version`, or `None` (after printing `SKIPPED` and why) when it
+/// cannot be had outside CI.
 ///
-/// Order: `$OPENCODE_BIN` when set (and then only it: an explicit choice is never replaced),
-/// else [`installed_binary`], else `scripts/install-opencode.sh` when npm is on `PATH`. Each
-/// candidate must print exactly [`VERSION`] for `--version`.
+/// Order: the variable [`binary_variable`] names (for the pinned [`VERSION`] also
+/// `$OPENCODE_BIN`, which CI sets) when set, and then only it: an explicit choice is never
+/// replaced; else [`installed_binary_of`]; else `scripts/install-opencode.sh VERSION` when npm is
+/// on `PATH`. Each candidate must print exactly `version` for `--version`.
 ///
 /// Panics when no binary can be had and `CI` is `true` (or `1`).
-pub fn binary() -> Option<PathBuf> {
-    match locate_binary() {
+pub fn binary_of(version: &str) -> Option<PathBuf> {
+    match locate_binary(version) {
         Ok(path) => Some(path),
         Err(reason) if running_in_ci() => panic!(
-            "CI is set and the OpenCode {VERSION} interop test cannot run: {reason}. \
+            "CI is set and the OpenCode {version} interop test cannot run: {reason}. \
              In CI a skipped interop test is a failure: install the binary with \
-             `bash scripts/install-opencode.sh` (as .ci/run does) or set OPENCODE_BIN."
+             `bash scripts/install-opencode.sh {version}` (as .ci/run does) or set {}.",
+            binary_variable(version)
         ),
         Err(reason) => {
             eprintln!(
-                "SKIPPED: the OpenCode {VERSION} interop test did not run: {reason}. \
-                 Run `bash scripts/install-opencode.sh` (needs npm) or set OPENCODE_BIN to an \
-                 opencode {VERSION} binary."
+                "SKIPPED: the OpenCode {version} interop test did not run: {reason}. \
+                 Run `bash scripts/install-opencode.sh {version}` (needs npm) or set {} to an \
+                 opencode {version} binary.",
+                binary_variable(version)
             );
             None
         }
@@ -89,47 +118,65 @@ fn running_in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
 }
 
-fn locate_binary() -> Result<PathBuf, String> {
-    if let Some(explicit) = std::env::var_os("OPENCODE_BIN").filter(|v| !v.is_empty()) {
-        let path = PathBuf::from(explicit);
-        return match check_version(&path) {
+/// The explicit binary for `version` and the variable that named it, if one is set.
+fn explicit_binary(version: &str) -> Option<(String, PathBuf)> {
+    let mut names = vec![binary_variable(version)];
+    if version == VERSION {
+        names.push("OPENCODE_BIN".to_string());
+    }
+    names.into_iter().find_map(|name| {
+        std::env::var_os(&name)
+            .filter(|value| !value.is_empty())
+            .map(|value| (name, PathBuf::from(value)))
+    })
+}
+
+/// Serialises the installs this process starts: tests of one release run on several threads,
+/// and two npm installs into one prefix would trip over each other.
+static INSTALLING: Mutex<()> = Mutex::new(());
+
+fn locate_binary(version: &str) -> Result<PathBuf, String> {
+    if let Some((name, path)) = explicit_binary(version) {
+        return match check_version(&path, version) {
             Ok(()) => Ok(path),
-            Err(why) => Err(format!(
-                "OPENCODE_BIN={} is not usable ({why})",
-                path.display()
-            )),
+            Err(why) => Err(format!("{name}={} is not usable ({why})", path.display())),
         };
     }
-    let installed = installed_binary();
-    let first = match check_version(&installed) {
+    let installed = installed_binary_of(version);
+    let _installing = lock(&INSTALLING);
+    let first = match check_version(&installed, version) {
         Ok(()) => return Ok(installed),
         Err(why) => why,
     };
     let Some(npm) = find_on_path("npm") else {
         return Err(format!(
-            "OPENCODE_BIN is not set, {} is not usable ({first}), and npm is not on PATH to \
-             install opencode-linux-x64@{VERSION}",
+            "{} is not set, {} is not usable ({first}), and npm is not on PATH to install \
+             opencode-linux-x64@{version}",
+            binary_variable(version),
             installed.display()
         ));
     };
     let script = workspace().join("scripts/install-opencode.sh");
     eprintln!(
-        "opencode {VERSION} not found at {} ({first}); installing it with {} (npm: {})",
+        "opencode {version} not found at {} ({first}); installing it with {} (npm: {})",
         installed.display(),
         script.display(),
         npm.display()
     );
-    let out = run_bounded(Command::new("bash").arg(&script), INSTALL_TIMEOUT)
-        .map_err(|e| format!("{} failed: {e}", script.display()))?;
+    let out = run_bounded(
+        Command::new("bash").arg(&script).arg(version),
+        INSTALL_TIMEOUT,
+    )
+    .map_err(|e| format!("{} failed: {e}", script.display()))?;
     if !out.status.success() {
         return Err(format!(
-            "{} exited with {}: {}",
+            "{} {version} exited with {}: {}",
             script.display(),
             out.status,
             out.stderr.trim()
         ));
     }
-    check_version(&installed)
+    check_version(&installed, version)
         .map(|()| installed.clone())
         .map_err(|why| {
             format!(
@@ -140,7 +187,7 @@ fn locate_binary() -> Result<PathBuf, String> {
 }
 
 /// Runs `path --version` in a throwaway home (so the probe writes nothing into the real one).
-fn check_version(path: &Path) -> Result<(), String> {
+fn check_version(path: &Path, version: &str) -> Result<(), String> {
     if !path.is_file() {
         return Err("no such file".into());
     }
@@ -150,11 +197,11 @@ fn check_version(path: &Path) -> Result<(), String> {
     isolate(&mut cmd, home.path());
     let out = run_bounded(&mut cmd, VERSION_TIMEOUT)?;
     let found = out.stdout.trim();
-    if out.status.success() && found == VERSION {
+    if out.status.success() && found == version {
         Ok(())
     } else {
         Err(format!(
-            "`--version` exited with {} and printed {found:?}, expected {VERSION:?}",
+            "`--version` exited with {} and printed {found:?}, expected {version:?}",
             out.status
         ))
     }
@@ -231,15 +278,26 @@ fn read_all(file: &mut File) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// A loopback port nothing listens on (the discard port): registry and proxy variables point
+/// here, so a download OpenCode attempts fails at once instead of reaching the network.
+pub const CLOSED_PORT_URL: &str = "http://127.0.0.1:9/";
+
 /// Points a command at its own home: HOME and the XDG dirs under `root`, OpenCode's network
-/// features off, and every other `OPENCODE_*` variable (config, database, password overrides),
-/// `GIT_*` variable (a `GIT_DIR` from a hook would redirect git) and proxy variable (the mock is
-/// on loopback) removed.
+/// features and default plugins off, and every other `OPENCODE_*` variable (config, database,
+/// password overrides) and `GIT_*` variable (a `GIT_DIR` from a hook would redirect git)
+/// removed.
+///
+/// Releases up to 1.15 install `@opencode-ai/plugin` into their config dir at start-up (with
+/// their own bun: `opencode install --no-cache`; `OPENCODE_DISABLE_DEFAULT_PLUGINS` does not
+/// stop that), and while that install waits on the network they ignore SIGTERM; the npm and bun
+/// registry and every proxy variable are therefore set to [`CLOSED_PORT_URL`], with loopback
+/// (where the mock model listens) exempt from the proxy.
 fn isolate(cmd: &mut Command, root: &Path) {
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let proxy = key.to_ascii_lowercase().ends_with("_proxy");
-        if key.starts_with("OPENCODE") || key.starts_with("GIT_") || proxy {
+        let registry = key.to_ascii_lowercase().ends_with("_registry");
+        if key.starts_with("OPENCODE") || key.starts_with("GIT_") || proxy || registry {
             cmd.env_remove(key);
         }
     }
@@ -250,31 +308,106 @@ fn isolate(cmd: &mut Command, root: &Path) {
         .env("XDG_CACHE_HOME", root.join("cache"))
         .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
         .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+        .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1")
         .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
         .env("OPENCODE_DISABLE_SHARE", "1")
         .env("GIT_CONFIG_NOSYSTEM", "1");
+    for key in [
+        "npm_config_registry",
+        "NPM_CONFIG_REGISTRY",
+        "BUN_CONFIG_REGISTRY",
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+    ] {
+        cmd.env(key, CLOSED_PORT_URL);
+    }
+    cmd.env("no_proxy", "127.0.0.1,localhost")
+        .env("NO_PROXY", "127.0.0.1,localhost");
 }
 
 // ------------------------------------------------------------------------------------------
 // The isolated OpenCode environment
 
+/// How a fixture's database was written: the directory its sessions name, the git work tree
+/// whose root commit is its project id, and the model its messages were answered by.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// `session.directory` (and `project.worktree`) as the writer stored it.
+    pub directory: String,
+    /// The root commit of [`Self::readme`] committed with [`Self::commit_message`] by
+    /// `fixture <fixture@example.invalid>` on 2026-01-01T00:00:00Z: the fixture's project id.
+    pub project_id: &'static str,
+    /// The content of the work tree's only file, `README.txt`.
+    pub readme: &'static str,
+    /// The message of the work tree's only commit.
+    pub commit_message: &'static str,
+    /// The provider id the config gives the mock (the one the fixture's messages name).
+    pub provider: &'static str,
+    /// The model id under that provider.
+    pub model: &'static str,
+}
+
+impl Layout {
+    /// The pinned fixture `tests/fixtures/opencode-1.18.34/`: [`FIXTURE_DIRECTORY`],
+    /// [`FIXTURE_PROJECT_ID`], provider `fixture`, model `fixture`.
+    pub fn pinned() -> Self {
+        Self {
+            directory: FIXTURE_DIRECTORY.to_string(),
+            project_id: FIXTURE_PROJECT_ID,
+            readme: "fixture work dir\n",
+            commit_message: "init",
+            provider: "fixture",
+            model: "fixture",
+        }
+    }
+
+    /// A fixture of `scripts/opencode-fixtures/generate.py` whose sessions name `directory`
+    /// (its manifest's `generator.work_dir`): provider `fixturemock`, model `fixture-model`.
+    pub fn generated(directory: &str) -> Self {
+        Self {
+            directory: directory.to_string(),
+            project_id: "af0e546c895ce3b5728a1d2218917e65842fdb3d",
+            readme: "fixture work tree\n",
+            commit_message: "fixture",
+            provider: "fixturemock",
+            model: "fixture-model",
+        }
+    }
+
+    /// The `model` of a prompt body: `{"providerID", "modelID"}`.
+    pub fn prompt_model(&self) -> Value {
+        json!({ "providerID": self.provider, "modelID": self.model })
+    }
+}
+
 /// An isolated OpenCode installation: its own home and XDG dirs in a temp dir, the config file
-/// pointing provider `fixture` at a mock model, and a work tree the sessions are moved to.
+/// pointing the layout's provider at a mock model, and a work tree the sessions are moved to.
 pub struct OpenCode {
     bin: PathBuf,
     root: tempfile::TempDir,
     work: PathBuf,
     work_is_fixture_project: bool,
+    layout: Layout,
 }
 
 impl OpenCode {
+    /// [`Self::with_layout`] for the pinned fixture ([`Layout::pinned`]): provider `fixture`
+    /// (model `fixture/fixture`).
+    pub fn new(bin: &Path, model_base_url: &str) -> Self {
+        Self::with_layout(bin, model_base_url, Layout::pinned())
+    }
+
     /// Creates the dirs, the work tree and `$XDG_CONFIG_HOME/opencode/opencode.json` whose
-    /// provider `fixture` (model `fixture/fixture`) talks to `model_base_url` (ending in `/v1`).
+    /// provider `layout.provider` (model `layout.model`) talks to `model_base_url` (ending in
+    /// `/v1`), and points npm and bun at [`CLOSED_PORT_URL`] in `~/.npmrc` and `~/.bunfig.toml`
+    /// as well (besides the variables [`Self::command`] sets).
     ///
     /// The work tree is made like the generator's: one file and one commit with fixed dates, so
     /// its root commit is the fixture's project id. Without git it is a plain directory, which
     /// OpenCode also accepts (as its `global` project).
-    pub fn new(bin: &Path, model_base_url: &str) -> Self {
+    pub fn with_layout(bin: &Path, model_base_url: &str, layout: Layout) -> Self {
         let root = tempfile::Builder::new()
             .prefix("opencode-real-")
             .tempdir()
@@ -289,9 +422,19 @@ impl OpenCode {
         ] {
             fs::create_dir_all(root.path().join(dir)).expect("create an OpenCode dir");
         }
+        fs::write(
+            root.path().join("home/.npmrc"),
+            format!("registry={CLOSED_PORT_URL}\noffline=true\n"),
+        )
+        .expect("write .npmrc");
+        fs::write(
+            root.path().join("home/.bunfig.toml"),
+            format!("[install]\nregistry = \"{CLOSED_PORT_URL}\"\n"),
+        )
+        .expect("write .bunfig.toml");
         let work = root.path().join("work");
-        let work_is_fixture_project = match make_work_tree(&work, root.path()) {
-            Ok(commit) if commit == FIXTURE_PROJECT_ID => true,
+        let work_is_fixture_project = match make_work_tree(&work, root.path(), &layout) {
+            Ok(commit) if commit == layout.project_id => true,
             Ok(commit) => {
                 eprintln!("work tree root commit {commit} is not the fixture's project id");
                 false
@@ -301,10 +444,11 @@ impl OpenCode {
                 false
             }
         };
+        let model = format!("{}/{}", layout.provider, layout.model);
         let config = json!({
             "$schema": "https://opencode.ai/config.json",
-            "model": "fixture/fixture",
-            "small_model": "fixture/fixture",
+            "model": model,
+            "small_model": model,
             "autoupdate": false,
             "share": "disabled",
             "permission": { "bash": "allow", "edit": "allow", "task": "allow" },
@@ -312,12 +456,12 @@ impl OpenCode {
             // so that what the model receives is exactly what the database holds.
             "compaction": { "prune": false, "auto": false },
             "provider": {
-                "fixture": {
+                layout.provider: {
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "Fixture",
                     "options": { "baseURL": model_base_url, "apiKey": "x" },
                     "models": {
-                        "fixture": {
+                        layout.model: {
                             "name": "Fixture",
                             "tool_call": true,
                             "reasoning": true,
@@ -335,7 +479,13 @@ impl OpenCode {
             root,
             work,
             work_is_fixture_project,
+            layout,
         }
+    }
+
+    /// The layout the environment was made for.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
     }
 
     /// The temp dir holding everything.
@@ -358,18 +508,45 @@ impl OpenCode {
         self.root.path().join("data/opencode/opencode.db")
     }
 
-    /// Copies `fixture` to [`Self::database`] and moves its sessions to the work tree.
-    ///
-    /// OpenCode resolves `session.directory` before it prompts the model (a missing directory
-    /// fails the turn with `FileSystem.realPath ... ENOENT`), so the fixture's
-    /// [`FIXTURE_DIRECTORY`] is rewritten to [`Self::work_dir`] in `session.directory`,
-    /// `project.worktree` and `project_directory.directory`. And `session.time_updated` is
-    /// capped at one minute ago: the sessions were at rest when the fixture was written, and a
-    /// machine whose clock is behind the generator's must not see them as just updated.
+    /// Copies `fixture` to [`Self::database`] and moves its sessions to the work tree
+    /// ([`Self::relocate_sessions`]).
     pub fn install_database(&self, fixture: &Path) -> PathBuf {
         let db = self.database();
         fs::copy(fixture, &db).expect("copy the fixture database");
+        self.relocate_sessions();
+        db
+    }
+
+    /// Copies a fixture folder's `opencode.db` and `tool-output/` (OpenCode's spill files) to
+    /// where OpenCode keeps them, `$XDG_DATA_HOME/opencode/`, and returns [`Self::database`].
+    /// Nothing in the copy is changed: [`Self::relocate_sessions`] does that.
+    pub fn copy_fixture(&self, fixture: &Path) -> PathBuf {
+        let db = self.database();
+        fs::copy(fixture.join("opencode.db"), &db).expect("copy the fixture database");
+        let spill = fixture.join("tool-output");
+        if spill.is_dir() {
+            let target = self.root.path().join("data/opencode/tool-output");
+            fs::create_dir_all(&target).expect("create tool-output/");
+            for entry in fs::read_dir(&spill).expect("list tool-output/") {
+                let entry = entry.expect("tool-output/ entry");
+                fs::copy(entry.path(), target.join(entry.file_name())).expect("copy a spill file");
+            }
+        }
+        db
+    }
+
+    /// Moves the sessions of [`Self::database`] to the work tree.
+    ///
+    /// OpenCode resolves `session.directory` before it prompts the model (a missing directory
+    /// fails the turn with `FileSystem.realPath ... ENOENT`) and lists sessions by directory, so
+    /// the layout's [`Layout::directory`] is rewritten to [`Self::work_dir`] in
+    /// `session.directory`, `project.worktree` and, where the release has it,
+    /// `project_directory.directory`. And `session.time_updated` is capped at one minute ago:
+    /// the sessions were at rest when the fixture was written, and a machine whose clock is
+    /// behind the generator's must not see them as just updated.
+    pub fn relocate_sessions(&self) {
         let work = self.work.to_str().expect("temp dir path is UTF-8");
+        let from = self.layout.directory.as_str();
         let now_ms = i64::try_from(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -377,29 +554,55 @@ impl OpenCode {
                 .as_millis(),
         )
         .expect("time fits i64");
-        let conn = rusqlite::Connection::open(&db).expect("open the copied database");
+        let conn = rusqlite::Connection::open(self.database()).expect("open the copied database");
         conn.execute(
             "UPDATE session SET directory = ?1 WHERE directory = ?2",
-            [work, FIXTURE_DIRECTORY],
+            [work, from],
         )
         .expect("move session.directory");
         conn.execute(
             "UPDATE project SET worktree = ?1 WHERE worktree = ?2",
-            [work, FIXTURE_DIRECTORY],
+            [work, from],
         )
         .expect("move project.worktree");
-        conn.execute(
-            "UPDATE project_directory SET directory = ?1 WHERE directory = ?2",
-            [work, FIXTURE_DIRECTORY],
-        )
-        .expect("move project_directory.directory");
+        let has_project_directory: bool = conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master \
+                 WHERE type = 'table' AND name = 'project_directory')",
+                [],
+                |row| row.get(0),
+            )
+            .expect("look for project_directory");
+        if has_project_directory {
+            conn.execute(
+                "UPDATE project_directory SET directory = ?1 WHERE directory = ?2",
+                [work, from],
+            )
+            .expect("move project_directory.directory");
+        }
         conn.execute(
             "UPDATE session SET time_updated = ?1 WHERE time_updated > ?1",
             [now_ms - 60_000],
         )
         .expect("cap session.time_updated");
-        drop(conn);
-        db
+    }
+
+    /// Every log file OpenCode wrote under `$XDG_DATA_HOME/opencode/log/`, concatenated in
+    /// name order (each headed by `==> NAME`).
+    pub fn log_files(&self) -> String {
+        let dir = self.root.path().join("data/opencode/log");
+        let mut names: Vec<PathBuf> = fs::read_dir(&dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        names.sort();
+        let mut all = String::new();
+        for path in names {
+            let text = fs::read(&path)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            all.push_str(&format!("==> {}\n{text}\n", path.display()));
+        }
+        all
     }
 
     /// A command running the OpenCode binary in this environment, cwd = the work tree.
@@ -417,13 +620,22 @@ impl OpenCode {
         run_bounded(&mut cmd, timeout).unwrap_or_else(|e| panic!("opencode export: {e}"))
     }
 
-    /// Starts `opencode serve --hostname 127.0.0.1 --port 0` in its own process group and
+    /// Starts `opencode serve --hostname 127.0.0.1 --port PORT` in its own process group and
     /// waits (bounded) for the URL it prints.
+    ///
+    /// PORT is a port that was free a moment before: every release (1.2.27 to 1.18.34) takes
+    /// `--port 0` to mean its default 4096 first, and only when that is taken any free port; a
+    /// test should not take the port a user's OpenCode expects.
     pub fn serve(&self) -> Server {
         let log_path = self.root.path().join("serve.log");
         let log = File::create(&log_path).expect("create serve.log");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("find a free loopback port")
+            .port()
+            .to_string();
         let mut cmd = self.command();
-        cmd.args(["serve", "--hostname", "127.0.0.1", "--port", "0"])
+        cmd.args(["serve", "--hostname", "127.0.0.1", "--port", port.as_str()])
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log)
@@ -461,9 +673,9 @@ impl OpenCode {
     }
 }
 
-/// Makes `work` a git repo with the generator's single commit; returns the root commit hash.
-fn make_work_tree(work: &Path, root: &Path) -> Result<String, String> {
-    fs::write(work.join("README.txt"), "fixture work dir\n").map_err(|e| e.to_string())?;
+/// Makes `work` a git repo with the layout's single commit; returns the root commit hash.
+fn make_work_tree(work: &Path, root: &Path, layout: &Layout) -> Result<String, String> {
+    fs::write(work.join("README.txt"), layout.readme).map_err(|e| e.to_string())?;
     let git = |args: &[&str]| -> Result<String, String> {
         let mut cmd = Command::new("git");
         isolate(&mut cmd, root);
@@ -497,7 +709,7 @@ fn make_work_tree(work: &Path, root: &Path) -> Result<String, String> {
     };
     git(&["init", "-q"])?;
     git(&["add", "README.txt"])?;
-    git(&["commit", "-q", "-m", "init"])?;
+    git(&["commit", "-q", "-m", layout.commit_message])?;
     git(&["rev-list", "--max-parents=0", "HEAD"])
 }
 
@@ -554,6 +766,60 @@ impl Server {
             thread::sleep(Duration::from_millis(20));
         }
         eprintln!("opencode serve (pid {pid}) did not exit within {STOP_TIMEOUT:?} of SIGKILL");
+    }
+}
+
+/// How [`Server::terminate`] ended the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// It exited by itself within the grace period after SIGTERM (with this status).
+    OnSigterm(ExitStatus),
+    /// It was still running at the end of the grace period and was killed.
+    Killed,
+    /// It had already exited (or been stopped) before.
+    AlreadyGone,
+}
+
+impl Server {
+    /// Asks the server to stop as a user would (SIGTERM to its pid), waits up to `grace` for it
+    /// to exit, then kills its process group and every descendant still alive (SIGKILL), and
+    /// says which of the two stopped it.
+    pub fn terminate(&mut self, grace: Duration) -> Stopped {
+        let Some(child) = self.child.as_mut() else {
+            return Stopped::AlreadyGone;
+        };
+        let pid = child.id();
+        if let Ok(Some(_)) = child.try_wait() {
+            self.stop();
+            return Stopped::AlreadyGone;
+        }
+        // Taken while the server is alive: once it exits, its children are re-parented and no
+        // longer found under it.
+        let descendants = descendants_of(pid);
+        let mut cmd = Command::new("kill");
+        cmd.arg("-TERM").arg("--").arg(pid.to_string());
+        let _ = run_bounded(&mut cmd, Duration::from_secs(5));
+        let deadline = Instant::now() + grace;
+        let outcome = loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                break Stopped::OnSigterm(status);
+            }
+            if Instant::now() >= deadline {
+                break Stopped::Killed;
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        if outcome == Stopped::Killed {
+            self.stop();
+        } else {
+            // Anything it started and left behind: its process group, then the descendants
+            // seen before the signal.
+            self.child = None;
+            let mut targets = vec![format!("-{pid}")];
+            targets.extend(descendants.iter().map(u32::to_string));
+            signal_kill(&targets);
+        }
+        outcome
     }
 }
 
@@ -668,7 +934,15 @@ pub fn http(
         .map_err(|e| format!("send {method} {path_and_query}: {e}"))?;
     let mut raw = Vec::new();
     let mut buf = [0u8; 16 * 1024];
+    // Read until the body is complete by its own framing (Content-Length or the last chunk):
+    // releases up to 1.3 keep the connection open despite `Connection: close`, so EOF may never
+    // come. EOF before that ends the body too.
     loop {
+        if let Some(response) =
+            parse_response(&raw, false).map_err(|e| format!("{method} {path_and_query}: {e}"))?
+        {
+            return Ok(response);
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(format!(
@@ -689,29 +963,68 @@ pub fn http(
             }
         }
     }
-    let split = find(&raw, b"\r\n\r\n")
-        .ok_or_else(|| format!("{method} {path_and_query}: no HTTP head"))?;
+    parse_response(&raw, true)
+        .map_err(|e| format!("{method} {path_and_query}: {e}"))?
+        .ok_or_else(|| format!("{method} {path_and_query}: the answer ended early"))
+}
+
+/// Parses an HTTP/1.1 response from `raw`: `Ok(None)` while it is incomplete, unless `at_eof`
+/// (then a body without Content-Length or chunking is whatever came).
+fn parse_response(raw: &[u8], at_eof: bool) -> Result<Option<Response>, String> {
+    let Some(split) = find(raw, b"\r\n\r\n") else {
+        return if at_eof {
+            Err("no HTTP head".into())
+        } else {
+            Ok(None)
+        };
+    };
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut lines = head.split("\r\n");
     let status = lines
         .next()
         .and_then(|line| line.split_whitespace().nth(1))
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| format!("{method} {path_and_query}: bad status line in {head:?}"))?;
-    let chunked = lines.any(|line| {
-        let lower = line.to_ascii_lowercase();
-        lower.starts_with("transfer-encoding:") && lower.contains("chunked")
-    });
+        .ok_or_else(|| format!("bad status line in {head:?}"))?;
+    let mut chunked = false;
+    let mut length = None;
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim().to_ascii_lowercase();
+        if name == "transfer-encoding" && value.to_ascii_lowercase().contains("chunked") {
+            chunked = true;
+        } else if name == "content-length" {
+            length = Some(
+                value
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|e| format!("bad Content-Length {value:?}: {e}"))?,
+            );
+        }
+    }
     let rest = &raw[split + 4..];
     let body = if chunked {
-        dechunk(rest)?
-    } else {
+        match dechunk(rest) {
+            Ok(body) => body,
+            Err(_) if !at_eof => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    } else if let Some(length) = length {
+        match rest.get(..length) {
+            Some(body) => body.to_vec(),
+            None if !at_eof => return Ok(None),
+            None => return Err(format!("body of {} bytes, {length} announced", rest.len())),
+        }
+    } else if at_eof {
         rest.to_vec()
+    } else {
+        return Ok(None);
     };
-    Ok(Response {
+    Ok(Some(Response {
         status,
         body: String::from_utf8_lossy(&body).into_owned(),
-    })
+    }))
 }
 
 /// Percent-encodes a query value (keeps unreserved characters and `/`).
