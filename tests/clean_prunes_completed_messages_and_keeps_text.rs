@@ -82,6 +82,8 @@ fn a_dry_run_writes_nothing() {
     let report = clean_everything(&fx, &["--include-spill-files"]);
     assert_eq!(report["status"], "dry-run");
     assert_eq!(report["pruned"], 21);
+    // It counts the spill files the apply removes (see below), and removes none.
+    assert_eq!(report["spillFilesRemoved"], 2);
     assert_eq!(fx.file_digest(), before);
     assert_eq!(journal_digest(&fx), None, "no journal is created");
     assert_eq!(

@@ -41,6 +41,12 @@ impl Release {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::copy(source.join("opencode.db"), dir.path().join("opencode.db"))
             .expect("copy database");
+        let spill = dir.path().join("tool-output");
+        std::fs::create_dir(&spill).expect("tool-output");
+        for entry in std::fs::read_dir(source.join("tool-output")).expect("spill files") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), spill.join(entry.file_name())).expect("copy spill file");
+        }
         let manifest: Value =
             serde_json::from_slice(&std::fs::read(source.join("manifest.json")).expect("manifest"))
                 .expect("manifest JSON");
@@ -307,7 +313,14 @@ fn release_is_pruned_or_refused_plainly(folder: &str) {
         .flat_map(|s| s["messages"].as_array().expect("messages").iter())
         .filter(|m| prunable(m))
         .count();
-    let clean = ["clean", "--all", "--keep-last-turns", "0", "--json"];
+    let clean = [
+        "clean",
+        "--all",
+        "--keep-last-turns",
+        "0",
+        "--include-spill-files",
+        "--json",
+    ];
     let mut apply = clean.to_vec();
     apply.push("--apply");
     let mut predicted = release.json(&clean);
@@ -321,6 +334,8 @@ fn release_is_pruned_or_refused_plainly(folder: &str) {
     assert_eq!(applied["skipped"], json!({"incomplete": 1}), "{applied}");
     assert_eq!(applied["blocked"], json!({}), "{applied}");
     assert_eq!(applied["failed"], 0, "{applied}");
+    // The spilled output of the three-turn session's last turn belonged to pruned parts only.
+    assert_eq!(applied["spillFilesRemoved"], 1, "{applied}");
     for session in &sessions {
         for message in session["messages"].as_array().expect("messages") {
             let kept = if prunable(message) { 0 } else { 1 };

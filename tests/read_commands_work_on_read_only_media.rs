@@ -349,3 +349,35 @@ fn read_commands_and_dry_runs_work_with_a_read_only_journal() {
     assert!(error.contains("for writing"), "{error}");
     assert_eq!(std::fs::read(&journal).expect("journal"), before);
 }
+
+#[test]
+fn serve_on_read_only_media_answers_reads_and_refuses_prunes() {
+    let fx = at_rest();
+    let folder = fx.dir.path().to_path_buf();
+    let before = snapshot(&folder);
+    let ro = ReadOnly::new(&folder);
+    let server = common::http::Server::start(&ro.view.join("opencode.db"), &[]);
+    let (status, body) = common::http::get(&server.url("/health"));
+    assert_eq!(status, 200, "{body}");
+    let preview = serde_json::json!({"sessionID": MANY_TURNS, "messageID": TURN1}).to_string();
+    let (status, body) = common::http::post(&server.route("preview"), &preview);
+    assert_eq!(status, 200, "{body}");
+    let preview = common::http::parse(&body);
+    assert_eq!(preview["status"], "preview");
+    assert_eq!(preview["liveMutation"], false);
+    let receipts = common::http::get(&server.route("receipts"));
+    assert_eq!(receipts.0, 200, "{}", receipts.1);
+    let prune = serde_json::json!({"sessionID": MANY_TURNS, "messageID": TURN1,
+        "revision": preview["revision"], "indexes": [1]})
+    .to_string();
+    let (status, body) = common::http::post(&server.route("prune"), &prune);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        common::http::parse(&body),
+        serde_json::json!({"status": "blocked", "reason": "unavailable"})
+    );
+    let (exit, printed) = server.stop();
+    assert!(exit.success(), "{printed}");
+    drop(ro);
+    assert_eq!(snapshot(&folder), before, "the folder changed");
+}

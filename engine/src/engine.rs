@@ -70,32 +70,7 @@ impl<S: SessionStore> Engine<S> {
     /// identity, written to the database with its first prune.
     pub fn open(store: S, journal: Journal) -> Result<Self, EngineError> {
         let journal = Arc::new(journal);
-        let bound = journal.bound_database().map_err(journal_error)?;
-        let stored = store.database_id()?;
-        let database_id = match (bound, stored) {
-            (Some(bound), Some(found)) if bound != found => {
-                return Err(EngineError::JournalMismatch { bound, found })
-            }
-            (Some(bound), Some(_)) => bound,
-            // A journal that has seen committed prunes belongs to a database that holds its
-            // identity; one without any may still adopt this database.
-            (Some(bound), None) => {
-                if journal.last_seq().map_err(journal_error)? > 0 {
-                    return Err(EngineError::UnknownDatabase { bound });
-                }
-                // Pending intents may have committed in the database the journal was used with;
-                // resolving them against this one could abandon a prune that happened.
-                let pending = journal.pending_intents().map_err(journal_error)?.len();
-                let seen_here = store.location().is_some()
-                    && journal.database_location().map_err(journal_error)? == store.location();
-                if pending > 0 && !seen_here {
-                    return Err(EngineError::UnresolvedIntents { bound, pending });
-                }
-                bound
-            }
-            (None, Some(found)) => found,
-            (None, None) => Uuid::now_v7().to_string(),
-        };
+        let database_id = identity(&store, &journal)?;
         journal.bind(&database_id).map_err(|e| match e {
             pruning_journal::BindError::Mismatch { bound, found } => {
                 EngineError::JournalMismatch { bound, found }
@@ -118,6 +93,27 @@ impl<S: SessionStore> Engine<S> {
         engine.recovery = engine.recover()?;
         engine.trim_if_due()?;
         Ok(engine)
+    }
+
+    /// Opens the engine for reading only, on a journal opened read-only
+    /// ([`Journal::open_read_only`], or an empty one in memory where there is no journal file):
+    /// the binding is checked as [`Engine::open`] checks it, and nothing is written: no binding,
+    /// no recovery (intents left pending stay so until a writable open), no retention. Reads,
+    /// previews, history and event replay work; a prune through it fails before anything is
+    /// written, since the journal refuses the intent ([`EngineError::Journal`]).
+    ///
+    /// Errors: as [`Engine::open`]'s binding errors, and the journal's read errors.
+    pub fn open_read_only(store: S, journal: Journal) -> Result<Self, EngineError> {
+        let journal = Arc::new(journal);
+        let database_id = identity(&store, &journal)?;
+        let hub = Hub::new(Arc::new(JournalReplay::new(journal.clone())), LIVE_CAPACITY);
+        Ok(Self {
+            store,
+            journal,
+            hub,
+            database_id,
+            recovery: Recovery::default(),
+        })
     }
 
     /// What recovery did when this engine opened.
@@ -532,6 +528,38 @@ fn new_intent(request: &PruneRequest, key: [u8; 32]) -> Intent {
 
 /// Every slot filled by [`Engine::run_batch`]; an empty one (which no path leaves) reads as a
 /// journal failure rather than a panic.
+/// The identity the journal and the database share, by the binding rules of [`Engine::open`]:
+/// the journal's, the database's, or a new UUID v7 for a new pair.
+fn identity<S: SessionStore>(store: &S, journal: &Journal) -> Result<String, EngineError> {
+    let bound = journal.bound_database().map_err(journal_error)?;
+    let stored = store.database_id()?;
+    let database_id = match (bound, stored) {
+        (Some(bound), Some(found)) if bound != found => {
+            return Err(EngineError::JournalMismatch { bound, found })
+        }
+        (Some(bound), Some(_)) => bound,
+        // A journal that has seen committed prunes belongs to a database that holds its
+        // identity; one without any may still adopt this database.
+        (Some(bound), None) => {
+            if journal.last_seq().map_err(journal_error)? > 0 {
+                return Err(EngineError::UnknownDatabase { bound });
+            }
+            // Pending intents may have committed in the database the journal was used with;
+            // resolving them against this one could abandon a prune that happened.
+            let pending = journal.pending_intents().map_err(journal_error)?.len();
+            let seen_here = store.location().is_some()
+                && journal.database_location().map_err(journal_error)? == store.location();
+            if pending > 0 && !seen_here {
+                return Err(EngineError::UnresolvedIntents { bound, pending });
+            }
+            bound
+        }
+        (None, Some(found)) => found,
+        (None, None) => Uuid::now_v7().to_string(),
+    };
+    Ok(database_id)
+}
+
 fn finish(
     results: Vec<Option<Result<PruneOutcome, EngineError>>>,
 ) -> Vec<Result<PruneOutcome, EngineError>> {

@@ -63,9 +63,9 @@ struct Report {
     not_reached: u64,
     /// Part rows of the sessions whose message row is missing (orphans), left alone.
     orphan_parts: u64,
-    /// Spill files removed.
+    /// Spill files removed (in a dry run: that would be).
     spill_files_removed: u64,
-    /// Bytes of spill files removed.
+    /// Bytes of spill files removed (in a dry run: that would be).
     spill_bytes_removed: u64,
 }
 
@@ -156,6 +156,8 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     // Batches fill across sessions: a database of many small sessions still gets batches of
     // `batch_size` messages.
     let mut pending = Pending::default();
+    // The spill files the dry run's prunes point at, once per part.
+    let mut spilled: Vec<String> = Vec::new();
     'sessions: for session_id in &session_ids {
         let ids = clean::messages(
             &store.connection(),
@@ -173,7 +175,11 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                 Planned::Skipped { reason, .. } => {
                     *report.skipped.entry(reason.as_str()).or_default() += 1;
                 }
-                Planned::Prune { request, .. } => match &engine {
+                Planned::Prune {
+                    request,
+                    spill_files,
+                    ..
+                } => match &engine {
                     // A dry run checks what the prune would check, in a transaction it rolls back.
                     None => {
                         let found = pruning_engine::dry_run(store, &request)?;
@@ -185,6 +191,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                                 &plan.remove,
                                 plan.bytes,
                             )?;
+                            spilled.extend(spill_files);
                         }
                         dry(&mut report, found);
                     }
@@ -214,6 +221,23 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     if stop.load(Ordering::SeqCst) {
         report.status = "interrupted";
         report.not_reached = total.saturating_sub(report.considered);
+    }
+    if !clean.apply && clean.spill_files && report.status != "interrupted" {
+        // What the apply would remove: the files no row names, and those only the pruned
+        // parts name.
+        let folder = spill::folder(&config.db);
+        match spill::would_remove(&store.connection(), &folder, &spilled) {
+            Ok((files, bytes)) => {
+                report.spill_files_removed = files;
+                report.spill_bytes_removed = bytes;
+            }
+            Err(error) => {
+                report.failed += 1;
+                report.first_failure.get_or_insert_with(|| {
+                    format!("reading spill files in {}: {error}", folder.display())
+                });
+            }
+        }
     }
     if clean.apply && clean.spill_files && report.status != "interrupted" {
         let folder = spill::folder(&config.db);
@@ -385,7 +409,12 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
     }
     if report.spill_files_removed > 0 {
         println!(
-            "spill files removed: {} ({})",
+            "spill files {}: {} ({})",
+            if clean.apply {
+                "removed"
+            } else {
+                "that would be removed"
+            },
             report.spill_files_removed,
             output::bytes(report.spill_bytes_removed)
         );

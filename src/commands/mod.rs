@@ -174,13 +174,19 @@ pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
         quiet_period: config.quiet_period,
     };
     let store = OpenCodeStore::open(&config.db, options)?;
-    let journal = Journal::open(&config.journal).with_context(|| {
-        format!(
-            "opening journal {} for writing (every prune is journaled first; pass --journal \
-             PATH to keep it on writable storage)",
-            config.journal.display()
-        )
-    })?;
+    let journal = match Journal::open(&config.journal) {
+        Ok(journal) => journal,
+        // Held by another process: the journal is fine where it is (see `busy_detail`).
+        Err(error @ pruning_journal::OpenError::Locked { .. }) => return Err(error.into()),
+        Err(error) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "opening journal {} for writing (every prune is journaled first; a journal \
+                 on read-only storage can be moved to writable storage and named with \
+                 --journal PATH)",
+                config.journal.display()
+            )))
+        }
+    };
     let engine = Engine::open(store, journal)?;
     let recovery = engine.recovery();
     if !recovery.completed.is_empty() || !recovery.abandoned.is_empty() {

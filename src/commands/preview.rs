@@ -60,7 +60,8 @@ pub fn print_human(
                     "yes (this storage accepts prunes; whether OpenCode is using the session is \
                      checked when you prune, or with prune --dry-run)"
                 } else {
-                    "no (this storage is read-only for prunes)"
+                    "no (prunes cannot be written where this message is stored: read-only \
+                     media, or a V2 row of OpenCode 1.18's shared session table)"
                 }
             );
             if parts.is_empty() {
@@ -78,12 +79,15 @@ pub fn print_human(
             let total: u64 = parts.iter().map(|p| p.bytes).sum();
             let indexes: Vec<String> = parts.iter().map(|p| p.index.to_string()).collect();
             println!("{} part(s), {} in all", parts.len(), output::bytes(total));
-            println!(
-                "to prune: {invocation} prune {} {} --revision {revision} --indexes {}",
-                request.session_id,
-                request.message_id,
-                indexes.join(",")
-            );
+            // A command that would be refused is not suggested.
+            if *live_mutation {
+                println!(
+                    "to prune: {invocation} prune {} {} --revision {revision} --indexes {}",
+                    request.session_id,
+                    request.message_id,
+                    indexes.join(",")
+                );
+            }
         }
     }
 }

@@ -20,9 +20,20 @@ use crate::output;
 /// Serves until stopped.
 pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
     let limits = connection_limits()?;
-    let engine = match open_engine_unless_busy(config)? {
-        Ok(engine) => engine,
-        Err(detail) => {
+    let engine = match open_engine_unless_busy(config) {
+        Ok(Ok(engine)) => engine,
+        // On read-only media the read routes still serve (docs/read-only-media.md).
+        Err(error) if read_only(&error) => {
+            let engine = open_read_only_engine(config)?;
+            eprintln!(
+                "note: serving read-only ({}): previews, history, receipts and events work; \
+                 prunes are answered blocked/unavailable",
+                super::diagnose::explain(&format!("{error:#}"), config)
+            );
+            engine
+        }
+        Err(error) => return Err(error),
+        Ok(Err(detail)) => {
             eprintln!("blocked: {detail}");
             if config.json {
                 output::json_line(&json!({ "status": "blocked", "error": detail }))?;
@@ -72,6 +83,40 @@ pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
         println!("stopped: every request answered, the journal closed");
     }
     Ok(Outcome::Done)
+}
+
+/// Whether opening for writing failed because the database or the journal cannot be written
+/// here (read-only media, or a file or folder this user may not write).
+fn read_only(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<pruning_engine::StoreError>(),
+            Some(pruning_engine::StoreError::ReadOnly { .. })
+        ) || matches!(
+            cause.downcast_ref::<pruning_engine::EngineError>(),
+            Some(pruning_engine::EngineError::Store(
+                pruning_engine::StoreError::ReadOnly { .. }
+            ))
+        ) || cause.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+            )
+        })
+    })
+}
+
+/// The engine over the database opened read-only and the journal opened read-only (or, with no
+/// journal file, an empty one in memory: nothing was journaled there).
+fn open_read_only_engine(
+    config: &Config,
+) -> anyhow::Result<pruning_engine::Engine<pruning_adapters::opencode::OpenCodeStore>> {
+    let store = super::open_store(config)?;
+    let journal = match super::open_journal_for_reading(&config.journal)? {
+        Some(journal) => journal,
+        None => pruning_engine::Journal::in_memory()?,
+    };
+    Ok(pruning_engine::Engine::open_read_only(store, journal)?)
 }
 
 // Hidden settings, for tests: they override the defaults of

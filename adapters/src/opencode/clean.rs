@@ -101,7 +101,7 @@ pub enum Planned {
         /// Sum of the selected parts' `bytes`.
         bytes: u64,
         /// Spill files the selected tool parts point at (`state.metadata.outputPath` in V1,
-        /// `state.outputPaths` in V2), as stored.
+        /// `state.outputPaths` in V2), as stored, once per part that names them.
         spill_files: Vec<String>,
     },
     /// No part passes the policy.
@@ -498,5 +498,9 @@ fn spill_paths(part: &Value) -> Vec<String> {
     if let Some(list) = part.pointer("/state/outputPaths").and_then(Value::as_array) {
         paths.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
     }
+    // One entry per file: a part names each of its files once, as a row counts once in
+    // `spill::reference_counts`.
+    paths.sort();
+    paths.dedup();
     paths
 }

@@ -6,7 +6,7 @@
 //! and only when no remaining `part` or `session_message` row names it (a fork copies parts
 //! with the paths they point at).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
@@ -73,6 +73,63 @@ pub fn referenced(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
         }
     }
     Ok(names)
+}
+
+/// How many `part` and `session_message` rows name each spill file (a row counts once).
+///
+/// Errors: SQLite's.
+pub fn reference_counts(conn: &Connection) -> rusqlite::Result<HashMap<String, u64>> {
+    let schema = Schema::read(conn)?;
+    let mut counts = HashMap::new();
+    for table in ["part", "session_message"] {
+        if !schema.has(table) {
+            continue;
+        }
+        let sql =
+            format!("SELECT data FROM {table} WHERE session_prune_contains(data, 'tool-output')");
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            if let rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) =
+                row.get_ref(0)?
+            {
+                let mut names = HashSet::new();
+                collect_names(&String::from_utf8_lossy(bytes), &mut names);
+                for name in names {
+                    *counts.entry(name).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+    Ok(counts)
+}
+
+/// What [`remove_unreferenced`] would remove after prunes whose parts name `pruned` (stored
+/// paths, once per part): the spill files of `folder` that no row names, or that only those
+/// parts name. Returns `(files, bytes)`; removes nothing.
+///
+/// Errors: the folder's I/O errors, and SQLite's as [`std::io::Error::other`].
+pub fn would_remove(
+    conn: &Connection,
+    folder: &Path,
+    pruned: &[String],
+) -> std::io::Result<(u64, u64)> {
+    let counts = reference_counts(conn).map_err(std::io::Error::other)?;
+    let mut going: HashMap<&str, u64> = HashMap::new();
+    for path in pruned {
+        if let Some(name) = file_name(path) {
+            *going.entry(name).or_insert(0) += 1;
+        }
+    }
+    let mut removed = (0, 0);
+    for (name, bytes) in list(folder)? {
+        let named = counts.get(&name).copied().unwrap_or(0);
+        if named <= going.get(name.as_str()).copied().unwrap_or(0) {
+            removed.0 += 1;
+            removed.1 += bytes;
+        }
+    }
+    Ok(removed)
 }
 
 /// Adds every `tool-output/tool_...` name in `text` (JSON escapes `/` at most as `\/`).

@@ -101,6 +101,15 @@ impl Journal {
         }
     }
 
+    /// A new, empty journal that lives in memory and is gone when dropped: for a process that
+    /// only reads where no journal file exists (nothing was journaled there), such as `serve`
+    /// on read-only media. It accepts writes like any journal; they are never durable.
+    ///
+    /// Errors: as [`Journal::open_with_backend`] (none is expected for memory).
+    pub fn in_memory() -> Result<Journal, OpenError> {
+        Self::open_with_backend(redb::backends::InMemoryBackend::new())
+    }
+
     /// Opens or creates a journal on a custom redb storage backend (for tests that simulate
     /// failing storage). No retry: a held backend is [`OpenError::BackendLocked`]. Otherwise as
     /// [`Journal::open`].
