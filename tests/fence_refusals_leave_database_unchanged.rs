@@ -344,3 +344,12 @@ fn event_table_without_the_columns_opencode_writes_is_unsupported_storage() {
         "the event tables lack column(s) event_sequence.seq",
     );
 }
+
+#[test]
+fn a_session_time_that_is_not_a_number_is_unsupported_storage() {
+    refused_after(
+        &format!("UPDATE session SET time_updated = 'yesterday' WHERE id = '{MANY_TURNS}'"),
+        BlockedReason::UnsupportedStorage,
+        "the session's time_updated is not a number",
+    );
+}

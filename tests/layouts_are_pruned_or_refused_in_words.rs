@@ -188,3 +188,96 @@ fn a_session_table_without_a_column_every_listing_reads_is_refused_naming_it() {
     assert_eq!(fx.file_digest(), digest);
     assert_no_raw_sqlite(&all);
 }
+
+/// After `setup`, preview says no prune can succeed, the dry run and the prune are both
+/// refused as `unsupported_storage` with `words`, `clean`'s dry run predicts its apply, and
+/// the database is unchanged.
+fn refused_by_its_own_writes(setup: &str, words: &str) {
+    let fx = Fixture::new();
+    fx.exec(setup);
+    let digest = fx.file_digest();
+    let mut all = String::new();
+    let preview = run(
+        &fx.db,
+        &[
+            "--quiet-period",
+            "0",
+            "--json",
+            "preview",
+            MANY_TURNS,
+            TURN5,
+        ],
+    );
+    assert_exit(&preview, 0);
+    let preview = json(&preview);
+    assert_eq!(preview["liveMutation"], false, "{preview}");
+    let revision = preview["revision"].as_str().expect("revision").to_string();
+    for dry in [true, false] {
+        let mut args = vec![
+            "--quiet-period",
+            "0",
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            &revision,
+            "--all-technical",
+        ];
+        if dry {
+            args.push("--dry-run");
+        }
+        let out = run(&fx.db, &args);
+        all.push_str(&printed(&out));
+        assert_exit(&out, 3);
+        assert_eq!(
+            json(&out),
+            json!({"status": "blocked", "reason": "unsupported_storage"})
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(words), "{stderr}");
+    }
+    assert_eq!(fx.file_digest(), digest);
+    let (predicted, applied) = clean_twice(&fx, &mut all);
+    assert_eq!(predicted, applied);
+    assert_eq!(applied["pruned"], 0, "{applied}");
+    assert_no_raw_sqlite(&all);
+}
+
+#[test]
+fn an_event_column_opencode_does_not_fill_refuses_before_any_prune_is_tried() {
+    refused_by_its_own_writes(
+        "CREATE TABLE event2 AS SELECT *, 'x' AS origin FROM event; DROP TABLE event; \
+         CREATE TABLE event (id text PRIMARY KEY, aggregate_id text NOT NULL, seq integer NOT NULL, \
+           type text NOT NULL, data text NOT NULL, origin text NOT NULL); \
+         INSERT INTO event SELECT * FROM event2; DROP TABLE event2;",
+        "the event table has column(s) origin that every new row must fill",
+    );
+}
+
+#[test]
+fn an_event_sequence_without_its_primary_key_refuses_before_any_prune_is_tried() {
+    refused_by_its_own_writes(
+        "PRAGMA foreign_keys = OFF; \
+         CREATE TABLE es2 AS SELECT * FROM event_sequence; DROP TABLE event_sequence; \
+         CREATE TABLE event_sequence (aggregate_id text NOT NULL, seq integer NOT NULL, owner_id text); \
+         INSERT INTO event_sequence SELECT * FROM es2; DROP TABLE es2;",
+        "event_sequence.aggregate_id is not the table's primary key",
+    );
+}
+
+#[test]
+fn a_view_in_place_of_the_receipt_table_refuses_before_any_prune_is_tried() {
+    refused_by_its_own_writes(
+        "CREATE VIEW session_prune_receipt AS SELECT 1 AS id",
+        "the name of this tool's receipt tables is taken by session_prune_receipt (a view)",
+    );
+}
+
+#[test]
+fn a_trigger_refuses_before_any_prune_is_tried() {
+    refused_by_its_own_writes(
+        "CREATE TRIGGER keep_parts BEFORE DELETE ON part BEGIN SELECT 1; END",
+        "the database has 1 trigger(s); a prune could fire unknown writes",
+    );
+}

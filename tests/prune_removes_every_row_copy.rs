@@ -220,3 +220,103 @@ fn a_snapshot_filed_under_another_sessions_aggregate_is_removed_and_counted() {
         other_seq
     );
 }
+
+/// Files a full copy of turn 5's newest tool snapshot under `other`'s aggregate, at its next
+/// seq, as `evt_foreign_copy`; `top_level` names the top-level `sessionID` too.
+fn file_a_foreign_copy(fx: &Fixture, other: &str, top_level: &str) {
+    fx.exec(&format!(
+        "INSERT INTO event (id, aggregate_id, seq, type, data) \
+           SELECT 'evt_foreign_copy', '{other}', \
+                  (SELECT seq + 1 FROM event_sequence WHERE aggregate_id = '{other}'), type, \
+                  json_set(data, '$.sessionID', '{top_level}') \
+           FROM event WHERE aggregate_id = '{MANY_TURNS}' AND type = 'message.part.updated.1' \
+             AND instr(data, 'TOOL_CANARY_T05') > 0 ORDER BY seq DESC LIMIT 1; \
+         UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{other}';"
+    ));
+}
+
+#[test]
+fn a_foreign_copy_naming_its_aggregate_at_the_top_level_is_still_found_by_its_part() {
+    let fx = Fixture::new();
+    file_a_foreign_copy(&fx, KILLED_MID_STREAM, KILLED_MID_STREAM);
+    let (_, outcome) = prune_turn5_once(&fx);
+    assert!(outcome.receipt.is_some());
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM event WHERE id = 'evt_foreign_copy'"),
+        0
+    );
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
+}
+
+#[test]
+fn a_long_running_engine_finds_a_foreign_copy_written_at_a_rowid_its_own_prune_freed() {
+    let fx = Fixture::new();
+    // Turn 1's snapshots at the top of the table, so that its prune frees the top rowids.
+    fx.exec(&format!(
+        "INSERT INTO event (id, aggregate_id, seq, type, data) \
+           SELECT 'evt_top_' || e.rowid, e.aggregate_id, \
+                  (SELECT seq FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}') \
+                    + row_number() OVER (ORDER BY e.seq), e.type, e.data \
+           FROM event e WHERE e.aggregate_id = '{MANY_TURNS}' AND e.type = 'message.part.updated.1' \
+             AND instr(e.data, '{TURN1}') > 0 \
+             AND json_extract(e.data, '$.part.type') IN ('tool', 'reasoning'); \
+         UPDATE event_sequence SET seq = (SELECT max(seq) FROM event WHERE aggregate_id = '{MANY_TURNS}') \
+           WHERE aggregate_id = '{MANY_TURNS}';"
+    ));
+    let top_before = fx.scalar("SELECT max(rowid) FROM event");
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN1);
+    let first = engine
+        .prune(&request(MANY_TURNS, TURN1, &revision, &indexes))
+        .unwrap();
+    assert!(first.receipt.is_some());
+    assert!(fx.scalar("SELECT max(rowid) FROM event") < top_before);
+
+    // OpenCode files a foreign copy meanwhile: SQLite hands it a rowid the prune freed.
+    file_a_foreign_copy(&fx, KILLED_MID_STREAM, MANY_TURNS);
+    let copy = fx.scalar("SELECT rowid FROM event WHERE id = 'evt_foreign_copy'");
+    assert!(copy <= top_before, "the copy reuses a freed rowid");
+    // And more events after it, so that the table's top is back where it was.
+    for n in 0..=(top_before - copy) {
+        fx.exec(&format!(
+            "INSERT INTO event (id, aggregate_id, seq, type, data)                SELECT 'evt_later_{n}', '{KILLED_MID_STREAM}', seq + 1, 'session.updated.1', '{{}}'                FROM event_sequence WHERE aggregate_id = '{KILLED_MID_STREAM}';              UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{KILLED_MID_STREAM}';"
+        ));
+    }
+    assert!(fx.scalar("SELECT max(rowid) FROM event") > top_before);
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let second = engine
+        .prune(&request(MANY_TURNS, TURN5, &revision, &indexes))
+        .unwrap();
+    assert!(second.receipt.is_some());
+    drop(engine);
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM event WHERE id = 'evt_foreign_copy'"),
+        0
+    );
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
+}
+
+#[test]
+fn a_snapshot_that_is_both_local_and_foreign_is_counted_once() {
+    let fx = Fixture::new();
+    // One of turn 5's own snapshots names another session as the part's owner.
+    fx.exec(&format!(
+        "UPDATE event SET data = json_set(data, '$.part.sessionID', '{KILLED_MID_STREAM}') \
+         WHERE id = (SELECT id FROM event WHERE aggregate_id = '{MANY_TURNS}' \
+                       AND type = 'message.part.updated.1' AND instr(data, 'TOOL_CANARY_T05') > 0 \
+                     ORDER BY seq LIMIT 1)"
+    ));
+    let parts: i64 = fx.scalar(&format!(
+        "SELECT sum(length(CAST(data AS BLOB))) FROM part WHERE message_id = '{TURN5}' \
+           AND json_extract(data, '$.type') IN ('tool', 'reasoning')"
+    ));
+    let snapshots: i64 = fx.scalar(&format!(
+        "SELECT sum(length(CAST(data AS BLOB))) FROM event WHERE type = 'message.part.updated.1' \
+           AND json_extract(data, '$.part.id') IN (SELECT id FROM part WHERE message_id = '{TURN5}' \
+             AND json_extract(data, '$.type') IN ('tool', 'reasoning'))"
+    ));
+    let (_, outcome) = prune_turn5_once(&fx);
+    let receipt = outcome.receipt.expect("receipt");
+    assert_eq!(receipt.bytes_removed, (parts + snapshots) as u64);
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
+}

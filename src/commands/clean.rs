@@ -112,7 +112,20 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let store: &OpenCodeStore = match &engine {
         Some(engine) => engine.store(),
         None => {
-            own_store = open_store(config)?;
+            // Writable where it can be, so that a write lock another process holds is reported
+            // as the apply would meet it; read-only media get a read-only dry run.
+            own_store = match super::open_store_for_writing(config) {
+                Ok(store) => store,
+                Err(error)
+                    if matches!(
+                        error.downcast_ref::<pruning_engine::StoreError>(),
+                        Some(pruning_engine::StoreError::ReadOnly { .. })
+                    ) =>
+                {
+                    open_store(config)?
+                }
+                Err(error) => return Err(error),
+            };
             &own_store
         }
     };

@@ -92,7 +92,8 @@ pub fn open_journal_for_reading(path: &std::path::Path) -> anyhow::Result<Option
         Err(pruning_journal::OpenError::NeedsRepair { .. }) => {
             drop(Journal::open(path).with_context(|| {
                 format!(
-                    "journal {} was not closed cleanly and must be repaired by a writable open,                      which failed; make it writable once (or run a command that writes) and retry",
+                    "journal {} was not closed cleanly and must be repaired by a writable open, \
+                     which failed; make it writable once (or run a command that writes) and retry",
                     path.display()
                 )
             })?);

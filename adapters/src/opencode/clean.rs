@@ -122,7 +122,8 @@ pub fn all_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     for table in ["session", "session_v2"] {
         if schema.has(table) {
             selects.push(format!(
-                "SELECT id, CAST(coalesce(time_created, 0) AS INTEGER) AS t FROM {table}"
+                "SELECT id, CAST(coalesce({}, 0) AS INTEGER) AS t FROM {table}",
+                schema.column_or_null(table, "time_created")
             ));
         }
     }
@@ -314,8 +315,11 @@ pub fn orphan_parts(conn: &Connection, session_id: &str) -> rusqlite::Result<u64
 fn placed(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<bool> {
     let schema = Schema::read(conn)?;
     let mut found = false;
-    for table in ["message", "session_message"] {
-        if schema.has(table) {
+    for (table, present) in [
+        ("message", schema.has_v1()),
+        ("session_message", schema.has_v2()),
+    ] {
+        if present {
             let sql = format!(
                 "SELECT count(*) > 0 FROM {table} WHERE session_id = ?1 AND id = ?2 \
                    AND typeof(time_created) = 'integer'"

@@ -18,14 +18,21 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 /// Columns a V1 prune and every V1 listing read, per table. Any of them missing: V1 is
 /// `unsupported_storage` (read commands list what they can; writes are refused).
 const V1_REQUIRED: [(&str, &[&str]); 3] = [
     (
         "session",
-        &["id", "project_id", "directory", "title", "time_updated"],
+        &[
+            "id",
+            "project_id",
+            "directory",
+            "title",
+            "time_created",
+            "time_updated",
+        ],
     ),
     ("message", &["id", "session_id", "time_created", "data"]),
     ("part", &["id", "message_id", "session_id", "data"]),
@@ -73,6 +80,9 @@ pub struct Schema {
     tables: HashSet<String>,
     columns: HashMap<&'static str, HashSet<String>>,
     version: i64,
+    /// Why a prune's own writes (event rows, the sequence row, the receipt tables) could not
+    /// be made here, found from the schema alone; `None` when they can.
+    write_blocker: Option<String>,
 }
 
 impl Schema {
@@ -96,10 +106,12 @@ impl Schema {
                 columns.insert(table, names);
             }
         }
+        let write_blocker = write_blocker(conn, &tables)?;
         Ok(Self {
             tables,
             columns,
             version,
+            write_blocker,
         })
     }
 
@@ -154,11 +166,15 @@ impl Schema {
         })
     }
 
-    /// Why a V1 prune cannot be written here, in words: [`Self::v1_unsupported`] or an
-    /// [`EventLog::Unusable`] log. `None` when it can (the fence still checks each session).
+    /// Why a V1 prune cannot be written here, in words: [`Self::v1_unsupported`], an
+    /// [`EventLog::Unusable`] log, or a schema the prune's own writes would fail on (see
+    /// [`write_blocker`]). `None` when it can (the fence still checks each session).
     pub fn v1_write_refusal(&self) -> Option<String> {
         if let Some(why) = self.v1_unsupported() {
             return Some(why);
+        }
+        if let Some(why) = &self.write_blocker {
+            return Some(why.clone());
         }
         match self.event_log() {
             EventLog::Unusable(why) => Some(why),
@@ -226,6 +242,95 @@ fn missing_columns(schema: &Schema, required: &[(&str, &[&str])]) -> Vec<String>
         }
     }
     missing
+}
+
+/// What in the schema would make a prune's own writes fail, in words, so that the dry run, the
+/// preview's `liveMutation` and history say so before any prune is tried:
+/// - a text encoding other than UTF-8 (OpenCode writes UTF-8; sizes would be counted in other
+///   units);
+/// - any trigger (a prune could fire writes nobody reviewed);
+/// - `event` declared `WITHOUT ROWID` (snapshots are followed by rowid), or with a column
+///   beyond OpenCode's that must be given a value (`NOT NULL` without a default);
+/// - `event_sequence` whose `aggregate_id` is not its primary key (the sequence row is
+///   written with `ON CONFLICT (aggregate_id)`);
+/// - the receipt or meta table name taken by something that is not such a table.
+fn write_blocker(conn: &Connection, tables: &HashSet<String>) -> rusqlite::Result<Option<String>> {
+    let encoding: String =
+        crate::opencode::cached::query_row(conn, "PRAGMA encoding", [], |row| row.get(0))?;
+    if !encoding.eq_ignore_ascii_case("UTF-8") {
+        return Ok(Some(format!(
+            "the database's text encoding is {encoding}; OpenCode writes UTF-8, and this version prunes only UTF-8 databases"
+        )));
+    }
+    let triggers: i64 = crate::opencode::cached::query_row(
+        conn,
+        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
+        [],
+        |row| row.get(0),
+    )?;
+    if triggers > 0 {
+        return Ok(Some(format!(
+            "the database has {triggers} trigger(s); a prune could fire unknown writes"
+        )));
+    }
+    if tables.contains("event") {
+        let sql: Option<String> = crate::opencode::cached::query_row(
+            conn,
+            "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = 'event'",
+            [],
+            |row| row.get(0),
+        )?;
+        if sql.is_some_and(|sql| sql.to_ascii_uppercase().contains("WITHOUT ROWID")) {
+            return Ok(Some(
+                "the event table is declared WITHOUT ROWID, which OpenCode never does: a layout this version does not know".into(),
+            ));
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT name FROM pragma_table_info('event') \
+             WHERE \"notnull\" AND dflt_value IS NULL AND pk = 0 \
+               AND name NOT IN ('id', 'aggregate_id', 'seq', 'type', 'data')",
+        )?;
+        let extra: Vec<String> = stmt
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        if !extra.is_empty() {
+            return Ok(Some(format!(
+                "the event table has column(s) {} that every new row must fill, which OpenCode's events do not: a layout this version does not know",
+                extra.join(", ")
+            )));
+        }
+    }
+    if tables.contains("event_sequence") {
+        let keyed: bool = crate::opencode::cached::query_row(
+            conn,
+            "SELECT count(*) = 1 AND sum(name = 'aggregate_id') = 1 \
+             FROM pragma_table_info('event_sequence') WHERE pk > 0",
+            [],
+            |row| {
+                row.get::<_, Option<bool>>(0)
+                    .map(|keyed| keyed.unwrap_or(false))
+            },
+        )?;
+        if !keyed {
+            return Ok(Some(
+                "event_sequence.aggregate_id is not the table's primary key, as OpenCode declares it: a layout this version does not know".into(),
+            ));
+        }
+    }
+    let taken: Option<String> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT name || ' (a ' || type || ')' FROM main.sqlite_schema \
+         WHERE name IN ('session_prune_receipt', 'session_prune_meta') AND type <> 'table'",
+        [],
+        |row| row.get(0),
+    )
+    .optional()?;
+    if let Some(taken) = taken {
+        return Ok(Some(format!(
+            "the name of this tool's receipt tables is taken by {taken}: receipts cannot be written"
+        )));
+    }
+    Ok(None)
 }
 
 /// SQLite's schema cookie (`PRAGMA schema_version`), bumped by every schema change.

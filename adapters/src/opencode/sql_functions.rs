@@ -5,6 +5,10 @@
 //! JSON; SQLite's own `instr` compares at every position, while `memchr::memmem` searches
 //! whole blocks at a time, which matters when a session holds megabytes of tool output.
 //!
+//! `session_prune_count(text, needle)`: how many times `needle` occurs in `text`, not
+//! overlapping (0 for NULL): the foreign-snapshot scan tells a snapshot that names its own
+//! aggregate twice (as the event and as the part) from one that names it once.
+//!
 //! `session_prune_is_id(value)`: 1 when `value` is text of valid UTF-8 of at most 900 bytes, else
 //! 0: what a history scan can name in its cursor and a request can address (a contract id is
 //! at most 256 characters).
@@ -16,6 +20,8 @@ use rusqlite::Connection;
 
 /// Name of the substring test.
 pub const CONTAINS: &str = "session_prune_contains";
+/// Name of the occurrence count.
+pub const COUNT: &str = "session_prune_count";
 /// Name of the id test.
 pub const IS_ID: &str = "session_prune_is_id";
 /// Longest id, in bytes, a history scan visits.
@@ -29,6 +35,14 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
         let needle = bytes_of(ctx.get_raw(1));
         Ok(match (haystack, needle) {
             (Some(h), Some(n)) => i64::from(memmem::find(h, n).is_some()),
+            _ => 0,
+        })
+    })?;
+    conn.create_scalar_function(COUNT, 2, flags, |ctx| {
+        let haystack = bytes_of(ctx.get_raw(0));
+        let needle = bytes_of(ctx.get_raw(1));
+        Ok(match (haystack, needle) {
+            (Some(h), Some(n)) if !n.is_empty() => memmem::find_iter(h, n).count() as i64,
             _ => 0,
         })
     })?;

@@ -98,8 +98,11 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
         })
     };
     let mut tables = Vec::new();
+    // A table is measured when it has a `data` column (a hand-made table without one holds no
+    // content to measure); event types need `type` too.
+    let measured = |table: &str| schema.has(table) && schema.has_column(table, "data");
     for table in ["part", "message", "session_message", "event"] {
-        if schema.has(table) {
+        if measured(table) {
             let v = volume(&format!(
                 "SELECT count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM {table}"
             ))?;
@@ -109,7 +112,7 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     tables.sort_by_key(|t| std::cmp::Reverse(t.volume.bytes));
 
     let mut events = Vec::new();
-    if schema.has("event") {
+    if measured("event") && schema.has_column("event", "type") {
         let mut stmt = conn.prepare(
             "SELECT CAST(type AS TEXT), count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) \
              FROM event GROUP BY type ORDER BY 3 DESC",
@@ -131,7 +134,7 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     // The substring test skips most rows before their JSON is parsed.
     const PART_TYPE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.type') END";
     let mut technical = Technical::default();
-    if schema.has("part") {
+    if measured("part") {
         technical.tool_parts = volume(&format!(
             "SELECT count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part \
              WHERE session_prune_contains(data, '\"tool\"') AND {PART_TYPE} = 'tool'"
@@ -141,7 +144,7 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
              WHERE session_prune_contains(data, '\"reasoning\"') AND {PART_TYPE} = 'reasoning'"
         ))?;
     }
-    if schema.has("event") {
+    if measured("event") && schema.has_column("event", "type") {
         technical.snapshot_events = volume(
             "SELECT count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM event \
              WHERE type = 'message.part.updated.1' \

@@ -226,6 +226,7 @@ fn run(
             &part_ids,
             command.now_ms,
         )?;
+        foreign.after_own_writes(conn)?;
     }
 
     let receipt = Receipt {

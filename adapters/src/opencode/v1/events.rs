@@ -81,7 +81,12 @@ pub fn find_snapshots(
                 _ => false,
             };
             if names_part {
-                doomed.push((row.get(0)?, row.get(2)?));
+                // A snapshot of this session filed here that names another session as the
+                // part's owner is also among the foreign ones: counted once.
+                let id: String = row.get(0)?;
+                if !doomed.iter().any(|(known, _)| *known == id) {
+                    doomed.push((id, row.get(2)?));
+                }
             }
         }
     }

@@ -48,11 +48,14 @@ pub fn check(
     }
 
     let sql = format!(
-        "SELECT {} IS NOT NULL, {} IS NOT NULL, time_updated FROM session WHERE id = ?1",
+        "SELECT {} IS NOT NULL, {} IS NOT NULL, \
+                CASE typeof(time_updated) WHEN 'integer' THEN time_updated \
+                  WHEN 'real' THEN CAST(time_updated AS INTEGER) END \
+         FROM session WHERE id = ?1",
         schema.column_or_null("session", "time_compacting"),
         schema.column_or_null("session", "revert"),
     );
-    let session: Option<(bool, bool, i64)> =
+    let session: Option<(bool, bool, Option<i64>)> =
         crate::opencode::cached::query_row(conn, &sql, [input.session_id], |row| {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })
@@ -76,6 +79,12 @@ pub fn check(
             "the session has a staged revert; finish or undo it in OpenCode",
         )));
     }
+    let Some(updated) = updated else {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "the session's time_updated is not a number: whether OpenCode is writing it cannot be told, so it is left alone",
+        )));
+    };
     let quiet_left = updated
         .saturating_add(input.quiet_period_ms)
         .saturating_sub(input.now_ms);

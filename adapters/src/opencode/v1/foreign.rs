@@ -7,8 +7,10 @@
 //! Such rows cannot be found through an index (`event` is indexed by aggregate, not by part), so
 //! a store finds them with one pass over `event` and then follows only the rows appended since
 //! (by `rowid`, which SQLite gives new rows above every existing one). The pass reads each
-//! snapshot's text once and parses only those that do not name their own aggregate, so its
-//! cost is reading the `event` table once per process, not once per prune.
+//! snapshot's text once and parses only those that do not name their own aggregate twice (a
+//! snapshot names its session as the event's and as the part's `sessionID`), so its cost is
+//! reading the `event` table once per process, not once per prune; the part's own
+//! `sessionID` decides.
 
 use std::collections::{HashMap, HashSet};
 
@@ -53,7 +55,7 @@ impl ForeignSnapshots {
                     aggregate_id \
              FROM event \
              WHERE rowid > ?1 AND type = ?2 \
-               AND NOT session_prune_contains(data, '\"sessionID\":\"' || aggregate_id || '\"')",
+               AND session_prune_count(data, '\"sessionID\":\"' || aggregate_id || '\"') < 2",
         )?;
         let mut rows = stmt.query(rusqlite::params![from, PART_UPDATED])?;
         while let Some(row) = rows.next()? {
@@ -71,6 +73,22 @@ impl ForeignSnapshots {
             }
         }
         self.through = Some(top.unwrap_or(0));
+        Ok(())
+    }
+
+    /// Records that this connection's own writes (a prune's deletes and appended events, in
+    /// its transaction, after [`Self::catch_up`]) end at the `event` table's current top: the
+    /// rowids they freed may be handed out again, so the next look starts there.
+    ///
+    /// Errors: SQLite's.
+    pub fn after_own_writes(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let top: Option<i64> =
+            crate::opencode::cached::query_row(conn, "SELECT max(rowid) FROM event", [], |row| {
+                row.get(0)
+            })?;
+        if let Some(through) = self.through {
+            self.through = Some(through.min(top.unwrap_or(0)));
+        }
         Ok(())
     }
 
