@@ -6,6 +6,7 @@ pub mod cached;
 pub mod clean;
 pub mod history;
 pub mod ids;
+pub mod media;
 pub mod ownership;
 pub mod paths;
 pub mod receipts;
