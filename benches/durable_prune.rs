@@ -3,7 +3,7 @@
 //! A prune makes three durable writes: the journaled intent (redb commit), the SQLite
 //! transaction (WAL commit with `synchronous = FULL`), the journal's commit mark (redb commit).
 //! The baseline writes 4 KiB and calls `fdatasync` three times on files in the same folder.
-//! DESIGN.md target: a prune within 1.3x of that.
+//! docs/ARCHITECTURE.md, "Performance targets": a prune within 1.3x of that.
 
 #[path = "common.rs"]
 mod common;

@@ -1,7 +1,7 @@
 //! The event stream over HTTP, on loopback, against an in-process server over a copy of the
 //! real fixture:
 //! - `events/replay_100k_sse`: a new SSE subscriber with `since=0` reads 100,000 journaled
-//!   events (criterion; DESIGN.md target: under 1 s);
+//!   events (criterion; docs/ARCHITECTURE.md, "Performance targets": under 1 s);
 //! - fan-out to 1,000 concurrent SSE subscribers: 200 events published 20 ms apart (below
 //!   saturation: the delivery latency), then a burst of 300 (the most deliveries per second);
 //!   p50/p99 latency from publish to a subscriber's parse, deliveries per second (printed).

@@ -1,6 +1,7 @@
 //! Preview of a 16 MiB message against a bare serde_json parse of the same bytes.
 //!
-//! DESIGN.md target: preview within 2x the parse. Both read the same part rows; the parse
+//! docs/ARCHITECTURE.md, "Performance targets": preview within 2x the parse. Both read the same
+//! part rows; the parse
 //! baseline only turns each row's text into a `serde_json::Value`.
 
 #[path = "common.rs"]

@@ -15,7 +15,7 @@
 //! `prt_` and `evt_` id inside any text gains a suffix), so copies are independent sessions
 //! whose snapshots and receipts match as in the original.
 
-#[path = "../tests/support/opencode_real.rs"]
+#[path = "../tests/e2e/support/opencode_real.rs"]
 mod opencode_real;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,8 @@
 //! `pruneBatch`: up to 16 history candidates of one session, each pruned of all its technical
 //! parts in its own transaction, with one result per candidate.
 //!
-//! Source: codenomad-pruning.md §2 (`pruneBatch`): in `{sessionID, candidates:[1..16]}` with
+//! Source: docs/ARCHITECTURE.md, "Contract" (`pruneBatch`): in `{sessionID, candidates:[1..16]}`
+//! with
 //! unique `messageID`s, out `{results:[{messageID, result}]}`; each candidate runs as an
 //! all-technical prune bound to the candidate's revision; an error becomes
 //! `blocked/unavailable` for that candidate; there is no all-or-nothing.

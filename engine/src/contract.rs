@@ -2,7 +2,8 @@
 //! them.
 //!
 //! Source: CodeNomad's `contract.ts` (schemas are `.strict()`: unknown keys are rejected) and
-//! DESIGN.md "Contract". Requests are validated here, before anything is journaled or written.
+//! docs/ARCHITECTURE.md, "Contract". Requests are validated here, before anything is journaled or
+//! written.
 //! Responses serialize to exactly the compatible shapes, with no extra keys.
 
 use serde::{Deserialize, Serialize};

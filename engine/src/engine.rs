@@ -1,7 +1,7 @@
 //! The orchestrator: validate, journal the intent, apply through the store, mark it committed,
 //! announce the event. Also recovery of pending intents on open.
 //!
-//! Source: DESIGN.md "The write path of one prune" and "Recovery on open".
+//! Source: docs/ARCHITECTURE.md, "The write path of one prune" (with recovery).
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -136,7 +136,8 @@ impl<S: SessionStore> Engine<S> {
         &self.database_id
     }
 
-    /// Applies the journal's retention (DESIGN.md: keep at least the last 1,000,000 events or 30
+    /// Applies the journal's retention (docs/ARCHITECTURE.md, "Journal": keep at least the last
+    /// 1,000,000 events or 30
     /// days) when its oldest event is due, so that an open with nothing to trim writes nothing.
     fn trim_if_due(&self) -> Result<(), EngineError> {
         let policy = Retention::default();
@@ -213,7 +214,8 @@ impl<S: SessionStore> Engine<S> {
         .unwrap_or_else(|| Err(EngineError::Journal("a batch of one gave no result".into())))
     }
 
-    /// Prunes many messages with group commit (DESIGN.md "Bulk work"): the intents of the
+    /// Prunes many messages with group commit (docs/ARCHITECTURE.md, "Bulk work"): the intents of
+    /// the
     /// batch are journaled in one durable write, each message is applied in its own store
     /// transaction without waiting for durability, the store makes them durable once
     /// ([`SessionStore::make_durable`]), then the commits go into the journal in one write and

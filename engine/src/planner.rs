@@ -1,6 +1,7 @@
 //! The planner: decides whether a message may be pruned and which of its parts go.
 //!
-//! Source: CodeNomad `planner.ts` and DESIGN.md "Planner". A message may be pruned only if it is
+//! Source: CodeNomad `planner.ts` and docs/ARCHITECTURE.md, "Planner". A message may be pruned
+//! only if it is
 //! an assistant message, it is complete (`time.completed` a finite number > 0), every part's type
 //! is known, and no tool part is pending or running. Tool and reasoning parts are prunable; text
 //! and every other known type are kept. The planner is pure: a store reads the rows, classifies

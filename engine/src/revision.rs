@@ -1,7 +1,8 @@
 //! The revision of a message and the `bytes` of a part, byte-identical to CodeNomad's
 //! JavaScript.
 //!
-//! Source: CodeNomad `revision.ts` and DESIGN.md "Revision". The revision is the lowercase hex
+//! Source: CodeNomad `revision.ts` and docs/ARCHITECTURE.md, "Revision". The revision is the
+//! lowercase hex
 //! SHA-256 of `JSON.stringify(canonical(content))`, where `canonical` sorts object keys by UTF-16
 //! code units (JS `<`) and keeps array order. Because `canonical` builds JavaScript objects,
 //! integer-like keys (`"0"`, `"9"`, `"10"`) still come first in numeric order, as in every

@@ -3,7 +3,7 @@
 //!
 //! A store owns all I/O on the OpenCode database. It reads messages for the planner and applies a
 //! prune in one transaction: fence, receipt lookup, read, plan, revision compare, write, receipt
-//! insert (DESIGN.md "The write path of one prune", step 4).
+//! insert (docs/ARCHITECTURE.md, "The write path of one prune", step 4).
 
 use std::ops::ControlFlow;
 
@@ -92,7 +92,8 @@ pub struct PruneCommand<'a> {
     pub durability: Durability,
 }
 
-/// When a committed prune must be durable (DESIGN.md "Bulk work": the last transaction of a
+/// When a committed prune must be durable (docs/ARCHITECTURE.md, "Bulk work": the last transaction
+/// of a
 /// batch makes the batch durable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {

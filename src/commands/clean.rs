@@ -1,6 +1,7 @@
 //! `session-prune clean (SESSION... | --all) [--apply]`: prune the technical parts of every
 //! completed message a policy selects, one message per transaction, in batches that share their
-//! journal writes and WAL sync (DESIGN.md "Bulk work"), through the engine's one write path.
+//! journal writes and WAL sync (docs/ARCHITECTURE.md, "Bulk work"), through the engine's one write
+//! path.
 //! A dry run (the default) reads only. Progress goes to stderr: a bar on a terminal, a line
 //! every few seconds otherwise, nothing with `--json`. Ctrl-C stops after the current message.
 

@@ -1,6 +1,7 @@
 //! The HTTP API (axum): the engine as a local server for UIs and TUIs.
 //!
-//! Routes (DESIGN.md "HTTP"): `POST /api/workspaces/{id}/session-pruning/{preview,prune,
+//! Routes (docs/ARCHITECTURE.md, "HTTP"): `POST
+//! /api/workspaces/{id}/session-pruning/{preview,prune,
 //! history,prune-batch}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
 //! `GET .../receipts/{receiptID}` (audit); `GET .../events` (Server-Sent Events, resumable);
 //! `GET /api/workspaces`; `GET /openapi.json`; `GET /health`.

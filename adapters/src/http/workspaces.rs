@@ -2,8 +2,8 @@
 //! gets. Discovered from OpenCode's `project` (`id` -> `worktree`) and `workspace` (`id` ->
 //! `directory`) tables, or given by the operator (`serve --workspace ID=DIR`).
 //!
-//! Source: opencode-storage.md (migrations `project`, `20260225215848_workspace`) and
-//! codenomad-pruning.md §2 (the broker answers 403 "Session does not belong to workspace").
+//! Source: OpenCode's migrations (`project`, `20260225215848_workspace`) and
+//! CodeNomad's broker (it answers 403 "Session does not belong to workspace").
 
 use pruning_engine::Scope;
 use rusqlite::Connection;

@@ -1,7 +1,8 @@
 //! History scans over both generations: the rows of the sessions in scope, V1 `message` and V2
 //! `session_message` merged in one order (`time_created`, generation, id), read one at a time.
 //!
-//! Source: codenomad-pruning.md §2 and §8, and the engine's [`pruning_engine::history()`]. A scan
+//! Source: docs/ARCHITECTURE.md, "Contract", and CodeNomad's `history.test.ts`, and the engine's
+//! [`pruning_engine::history()`]. A scan
 //! is one read transaction. Keyset paging on the position (never `OFFSET`) keeps a cursor on the
 //! same row whatever is appended; the horizon bounds the scan to the rows that existed when its
 //! first page ran.

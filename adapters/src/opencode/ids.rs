@@ -1,6 +1,7 @@
 //! OpenCode ascending ids, as OpenCode mints them for the `event` rows a V1 prune appends.
 //!
-//! Source: OpenCode `id/id.ts` (opencode-storage.md §7), checked against OpenCode 1.18.34's own
+//! Source: OpenCode `id/id.ts` (docs/ARCHITECTURE.md, "OpenCode's ids and paths"), checked against
+//! OpenCode 1.18.34's own
 //! `message.part.removed.1` rows: `<prefix>_` + 12 lowercase hex digits of the low 48 bits of
 //! `ms * 0x1000 + counter` (the counter restarts at 1 each millisecond) + 14 random base62
 //! characters: 30 characters for `evt`.

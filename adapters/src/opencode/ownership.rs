@@ -1,7 +1,8 @@
 //! Session ownership: reading a session's `directory`, `project_id` and `workspace_id`, and
 //! refusing a session outside the request's [`Scope`] (moved ownership, `not_deletable`).
 //!
-//! Source: codenomad-pruning.md §4 (the claim fence compares all three). `workspace_id` came
+//! Source: docs/ARCHITECTURE.md, "Fence" (CodeNomad's claim fence compares all three).
+//! `workspace_id` came
 //! with OpenCode migration `20260227213759_add_session_workspace_id`; older databases have no
 //! such column and their sessions have no workspace.
 

@@ -1,6 +1,7 @@
 //! Where OpenCode keeps its database, resolved exactly as OpenCode does it.
 //!
-//! Source: OpenCode `storage/db.ts` and `global.ts` (opencode-storage.md §5) and CodeNomad's
+//! Source: OpenCode `storage/db.ts` and `global.ts` (docs/ARCHITECTURE.md, "OpenCode's ids and
+//! paths") and CodeNomad's
 //! `pruningDatabasePath`: the data directory is `$XDG_DATA_HOME/opencode` when `XDG_DATA_HOME` is
 //! absolute, else `~/.local/share/opencode`; `OPENCODE_DB` wins when set (absolute, or relative to
 //! the data directory); otherwise channels `latest`, `beta` and `prod` (or

@@ -1,7 +1,7 @@
 //! The history cursor: where a scan stopped and where it will end, bound to the database, scope
 //! and query it was made for.
 //!
-//! Source: codenomad-pruning.md §8 (`history.test.ts`): a cursor is bound to scope and query, and
+//! Source: CodeNomad's `history.test.ts`: a cursor is bound to scope and query, and
 //! the scan horizon ignores rows appended mid-scan. Rows are visited in [`Position`] order
 //! (`time_created`, then id, then storage generation: OpenCode ids wrapped on 2026-08-14, so
 //! time comes first). The first page fixes the horizon, the last row that existed then; later

@@ -1,6 +1,7 @@
 //! `history`: paged scans of session history for search, statistics and batch pruning.
 //!
-//! Source: codenomad-pruning.md §2 and §8. A page scans at most 32 rows (messages) in
+//! Source: docs/ARCHITECTURE.md, "Contract", and CodeNomad's `history.test.ts`. A page scans at
+//! most 32 rows (messages) in
 //! [`Position`] order, oldest first, and stops early after about 40 ms; its cursor resumes the
 //! same scan (same scope, session, query and purpose) up to the horizon the first page fixed.
 //! Rows that cannot be read (malformed, over 16 MiB) and incomplete assistant messages count as

@@ -1,7 +1,8 @@
 //! The history answer: `{status:"page", scanned, tools, reasoning, skipped, hits, candidates,
 //! cursor}` or `{status:"blocked", reason}`.
 //!
-//! Source: codenomad-pruning.md §2 (`history` output). CodeNomad's native page also carries
+//! Source: docs/ARCHITECTURE.md, "Contract" (`history` output). CodeNomad's native page also
+//! carries
 //! `sessions[]`, which its broker strips before HTTP output; this shape is the stripped one.
 
 use serde::{Deserialize, Serialize};

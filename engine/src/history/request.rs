@@ -1,6 +1,7 @@
 //! The history request `{sessionID?, query, includeTechnical, purpose, cursor?}` and its bounds.
 //!
-//! Source: codenomad-pruning.md §2 (`history`): `query` at most 200 characters (default `""`),
+//! Source: docs/ARCHITECTURE.md, "Contract" (`history`): `query` at most 200 characters (default
+//! `""`),
 //! `includeTechnical` default true, `purpose` one of `search`, `stats`, `prune` (default
 //! `search`; `prune` needs `sessionID`), `cursor` at most 4,096 characters. Unknown keys are
 //! rejected, as CodeNomad's `.strict()` schemas do.

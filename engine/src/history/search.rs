@@ -1,6 +1,7 @@
 //! Case-insensitive search of message text, and the excerpt shown for a hit.
 //!
-//! Source: codenomad-pruning.md §2 and §8 (`history`: case-insensitive search over text,
+//! Source: docs/ARCHITECTURE.md, "Contract", and CodeNomad's `history.test.ts` (`history`:
+//! case-insensitive search over text,
 //! optionally over technical parts; a search for `RÉFLEXION` finds `réflexion`; an excerpt is at
 //! most 320 characters). Query and text are folded the same way, one character at a time:
 //! Unicode lowercase (`char::to_lowercase`), with the final sigma `ς` read as `σ`, so that

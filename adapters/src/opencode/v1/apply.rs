@@ -1,6 +1,6 @@
 //! The V1 write transaction of one prune.
 //!
-//! Source: DESIGN.md "The write path of one prune", step 4. `BEGIN IMMEDIATE` with
+//! Source: docs/ARCHITECTURE.md, "The write path of one prune", step 4. `BEGIN IMMEDIATE` with
 //! `busy_timeout` 0 (a busy database is refused at once, never waited on); then the fence, the
 //! receipt lookup by request key, the read, the planner, the revision compare, the deletes
 //! (each matching the exact text read), the `event` rewrite, the receipt insert, `COMMIT`. Any

@@ -6,7 +6,8 @@
 //! is inserted), and inserts `event(id = evt_..., aggregate_id = session id, seq, type =
 //! 'message.part.removed.1', data = {"sessionID","messageID","partID"})`. OpenCode leaves the
 //! older `message.part.updated.1` snapshots; this engine deletes them, since each holds a full
-//! copy of the pruned part (opencode-storage.md §8: they are most of a large database).
+//! copy of the pruned part (docs/ARCHITECTURE.md, "Storage generations": they are most of a large
+//! database).
 
 use std::collections::HashSet;
 

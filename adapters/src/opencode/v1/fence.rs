@@ -1,7 +1,8 @@
 //! The V1 fence: refuses a prune whenever OpenCode may be using the session or the storage is not
 //! what the engine expects. Runs inside the write transaction, so its answer holds until commit.
 //!
-//! Source: DESIGN.md "Fence" (V1 rules) and CodeNomad `claim-fence.ts` (attached databases,
+//! Source: docs/ARCHITECTURE.md, "Fence" (V1 rules) and CodeNomad `claim-fence.ts` (attached
+//! databases,
 //! triggers, remote event owners). In order:
 //! - another database attached on the connection, or any trigger: `unsupported_storage`;
 //! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;

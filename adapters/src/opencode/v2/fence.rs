@@ -3,7 +3,7 @@
 //! inside the write transaction (`BEGIN IMMEDIATE`): a run's claim committed before it is seen
 //! here, and a claim attempted during it waits for the prune (the ordering guarantee).
 //!
-//! Source: DESIGN.md "Fence" (V2 rules) and CodeNomad `claim-fence.ts`, in order:
+//! Source: docs/ARCHITECTURE.md, "Fence" (V2 rules) and CodeNomad `claim-fence.ts`, in order:
 //! - another database attached, or any trigger: `unsupported_storage` (shared with V1);
 //! - no `session_v2` table, or one without `time_suspended`: `unsupported_storage`;
 //! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;

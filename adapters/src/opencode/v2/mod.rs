@@ -4,7 +4,7 @@
 //! keeps its V2 sessions in the shared `session` table, where V2 messages are previewed
 //! read-only and a prune is refused.
 //!
-//! Source: opencode-storage.md §6 and codenomad-pruning.md §1, §4. A row's `data` is the message
+//! Source: docs/ARCHITECTURE.md, "Storage generations" and "Fence". A row's `data` is the message
 //! without `id` and `type`; its `content` array holds `text`, `reasoning` and `tool` parts, and
 //! that array, in stored order, is the content the revision is computed over. Rows larger than
 //! 16 MiB (`length(CAST(data AS BLOB))`) are not read.

@@ -1,0 +1,49 @@
+//! While `serve` holds the journal, CLI commands that need it say so and change nothing (exit 3,
+//! naming `serve`), and read-only commands work as usual.
+
+use crate::common;
+
+use common::cli::{assert_exit, run};
+use common::http::Server;
+use common::{Fixture, MANY_TURNS, TURN5};
+
+#[test]
+fn commands_that_need_the_journal_are_blocked_and_readers_work() {
+    let fx = Fixture::new();
+    let server = Server::start(&fx.db, &[]);
+    let before = (fx.file_digest(), fx.journal_digest());
+
+    let events = run(&fx.db, &["events"]);
+    assert_exit(&events, 3);
+    let stderr = String::from_utf8_lossy(&events.stderr);
+    assert!(
+        stderr.contains("another session-prune process holds the journal")
+            && stderr.contains("`serve`"),
+        "{stderr}"
+    );
+
+    let preview = run(&fx.db, &["--json", "preview", MANY_TURNS, TURN5]);
+    assert_exit(&preview, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&preview.stdout).unwrap();
+    let revision = doc["revision"].as_str().unwrap();
+    let prune = run(
+        &fx.db,
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            revision,
+            "--indexes",
+            "1",
+        ],
+    );
+    assert_exit(&prune, 3);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&prune.stdout).unwrap(),
+        serde_json::json!({ "status": "blocked", "reason": "maintenance_required" })
+    );
+    assert_eq!((fx.file_digest(), fx.journal_digest()), before);
+    drop(server);
+}

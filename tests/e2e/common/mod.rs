@@ -1,0 +1,293 @@
+//! Shared set-up of the end-to-end tests: a private copy of the real OpenCode 1.18.34 fixture on
+//! disk, an engine over it, and ways to look at the file and the journal from outside.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
+use pruning_engine::{
+    Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult, Receipt,
+};
+use rusqlite::Connection;
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+/// The "fixture: many turns" session.
+pub const MANY_TURNS: &str = "ses_dd992af4dffe56B7kwrH3SftqX";
+/// Its turn-5 assistant message: step-start, reasoning (REASONING_CANARY_T05), bash tool
+/// (TOOL_CANARY_T05), step-finish.
+pub const TURN5: &str = "msg_2266d6d8d001S1dgSZNRxFlv9X";
+/// Its turn-1 assistant message: step-start, reasoning, tool, step-finish.
+pub const TURN1: &str = "msg_2266d56ca00189ShWYkElL07uN";
+/// The "fixture: killed mid-tool" session: last assistant incomplete with a running bash tool.
+pub const KILLED_MID_TOOL: &str = "ses_dd9924472ffeRJmUg5iAfebgd3";
+/// Its incomplete assistant message.
+pub const KILLED_MID_TOOL_MSG: &str = "msg_2266dbbbe001wpA7iYROobDQYq";
+/// The "fixture: killed mid-stream" session: last assistant incomplete, empty text part.
+pub const KILLED_MID_STREAM: &str = "ses_dd992446cffe9e9tU47UDk00bQ";
+/// Its incomplete assistant message.
+pub const KILLED_MID_STREAM_MSG: &str = "msg_2266dbbe90019dgXYRF0Odk2af";
+
+/// A private copy of the fixture database in a temporary folder.
+pub struct Fixture {
+    pub dir: TempDir,
+    pub db: PathBuf,
+    pub journal: PathBuf,
+}
+
+impl Fixture {
+    /// Copies `tests/fixtures/opencode-1.18.34/opencode.db` into a new temporary folder.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode-1.18.34/opencode.db");
+        std::fs::copy(&source, &db).expect("copy fixture");
+        let journal = dir.path().join("opencode.db.prune-journal");
+        Self { dir, db, journal }
+    }
+
+    /// [`Fixture::new`] with the fixture's spill files in `tool-output/` beside the database.
+    pub fn with_spill_files() -> Self {
+        let fx = Self::new();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode-1.18.34/tool-output");
+        let target = fx.dir.path().join("tool-output");
+        std::fs::create_dir(&target).expect("tool-output folder");
+        for entry in std::fs::read_dir(source).expect("fixture spill files") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), target.join(entry.file_name())).expect("copy spill file");
+        }
+        fx
+    }
+
+    /// A plain connection for set-up and inspection (closed when dropped, which checkpoints).
+    pub fn sql(&self) -> Connection {
+        Connection::open(&self.db).expect("open fixture")
+    }
+
+    /// Runs SQL on the database and closes the connection.
+    pub fn exec(&self, sql: &str) {
+        self.sql().execute_batch(sql).expect("set-up SQL");
+    }
+
+    /// A store with the given quiet period in ms.
+    pub fn store(&self, quiet_ms: u64) -> OpenCodeStore {
+        let options = StoreOptions {
+            quiet_period: std::time::Duration::from_millis(quiet_ms),
+        };
+        OpenCodeStore::open(&self.db, options).expect("open store")
+    }
+
+    /// An engine with the default 30 s quiet period.
+    pub fn engine(&self) -> Engine<OpenCodeStore> {
+        self.engine_with(self.store(30_000))
+    }
+
+    /// An engine over a given store.
+    pub fn engine_with(&self, store: OpenCodeStore) -> Engine<OpenCodeStore> {
+        Engine::open(store, Journal::open(&self.journal).expect("open journal")).expect("engine")
+    }
+
+    /// SHA-256 of the database file and whatever WAL sits beside it.
+    pub fn file_digest(&self) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(std::fs::read(&self.db).expect("read db"));
+        let wal = self.db.with_extension("db-wal");
+        if let Ok(bytes) = std::fs::read(wal) {
+            hasher.update(bytes);
+        }
+        hex::encode(hasher.finalize())
+    }
+
+    /// SHA-256 of the journal file ("" when there is none).
+    pub fn journal_digest(&self) -> String {
+        match std::fs::read(&self.journal) {
+            Ok(bytes) => hex::encode(Sha256::digest(bytes)),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Number of rows of `table` whose `data` contains `needle`.
+    pub fn rows_containing(&self, table: &str, needle: &str) -> i64 {
+        let sql = format!("SELECT count(*) FROM {table} WHERE instr(CAST(data AS TEXT), ?1) > 0");
+        self.sql()
+            .query_row(&sql, [needle], |r| r.get(0))
+            .expect("count")
+    }
+
+    /// A single-value query.
+    pub fn scalar(&self, sql: &str) -> i64 {
+        self.sql().query_row(sql, [], |r| r.get(0)).expect("scalar")
+    }
+
+    /// Whether a table exists.
+    pub fn has_table(&self, name: &str) -> bool {
+        self.scalar(&format!(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '{name}'"
+        )) == 1
+    }
+}
+
+/// A connection to `db` with another database (a new file in `dir`) attached to it, as the
+/// fence must refuse.
+pub fn connection_with_attached_database(db: &Path, dir: &Path) -> Connection {
+    let other = dir.join("other.db");
+    Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x)")
+        .unwrap();
+    let conn = Connection::open(db).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS other", [other.to_str().unwrap()])
+        .unwrap();
+    conn
+}
+
+/// Previews and returns the revision and the indexes of the technical parts.
+pub fn preview(engine: &Engine<OpenCodeStore>, session: &str, message: &str) -> (String, Vec<i64>) {
+    let request = PreviewRequest::new(session.into(), message.into()).unwrap();
+    match engine.preview(&request).unwrap() {
+        PreviewResult::Preview {
+            revision, parts, ..
+        } => (revision, parts.iter().map(|p| i64::from(p.index)).collect()),
+        other => panic!("preview blocked: {other:?}"),
+    }
+}
+
+/// A prune request by indexes.
+pub fn request(session: &str, message: &str, revision: &str, indexes: &[i64]) -> PruneRequest {
+    PruneRequest::with_indexes(session.into(), message.into(), revision.into(), indexes).unwrap()
+}
+
+/// The pruned result's fields, or a panic.
+pub fn pruned(result: &PruneResult) -> (String, String, u32) {
+    match result {
+        PruneResult::Pruned {
+            message_id,
+            revision,
+            removed_count,
+        } => (message_id.clone(), revision.clone(), *removed_count),
+        other => panic!("expected pruned, got {other:?}"),
+    }
+}
+
+/// Every receipt in the database.
+pub fn receipts(fixture: &Fixture) -> Vec<Receipt> {
+    use pruning_engine::SessionStore;
+    fixture.store(0).receipts(None).unwrap()
+}
+
+/// Now in ms since the Unix epoch.
+pub fn now_ms() -> i64 {
+    pruning_engine::now_ms()
+}
+
+/// A pending intent for `req`, as the engine journals it before applying.
+pub fn pending_intent(req: &PruneRequest) -> pruning_engine::Intent {
+    pruning_engine::Intent {
+        intent_id: uuid::Uuid::now_v7(),
+        request_key: pruning_engine::request_key(req),
+        session_id: req.session_id.clone(),
+        message_id: req.message_id.clone(),
+        revision: req.revision.clone(),
+        selection: match &req.selection {
+            pruning_engine::Selection::Indexes(i) => pruning_journal::Selection::Indexes(i.clone()),
+            pruning_engine::Selection::AllTechnical => pruning_journal::Selection::AllTechnical,
+        },
+        created_at_ms: now_ms(),
+        state: pruning_engine::IntentState::Pending,
+    }
+}
+
+/// Plays a prune of turn 5 that stopped right after journaling its intent: returns the pending
+/// intent, its request and the database identity the engine bound the journal to.
+pub fn journal_turn5_intent(fx: &Fixture) -> (pruning_engine::Intent, PruneRequest, String) {
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let database_id = engine.database_id().to_string();
+    drop(engine);
+    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
+    let intent = pending_intent(&req);
+    Journal::open(&fx.journal)
+        .unwrap()
+        .record_intent(&intent)
+        .unwrap();
+    (intent, req, database_id)
+}
+
+/// Plays a prune of turn 5 that stopped between its two steps: the intent is journaled and the
+/// prune committed in the database with its receipt, but the journal never marked it committed.
+/// Returns the intent and the receipt.
+pub fn prune_stopped_before_journal_commit(fx: &Fixture) -> (pruning_engine::Intent, Receipt) {
+    use pruning_engine::{Applied, PruneCommand, SessionStore};
+    let (intent, req, database_id) = journal_turn5_intent(fx);
+    let applied = fx
+        .store(30_000)
+        .apply(&PruneCommand {
+            request: &req,
+            intent_id: intent.intent_id,
+            request_key: intent.request_key,
+            receipt_id: uuid::Uuid::now_v7(),
+            database_id: &database_id,
+            now_ms: now_ms(),
+            durability: pruning_engine::Durability::Immediate,
+        })
+        .unwrap();
+    match applied {
+        Applied::Pruned {
+            receipt,
+            replayed: false,
+        } => (intent, *receipt),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Prunes turn 5 (both technical parts) through `fx`'s engine, closes it, and returns the request
+/// and its outcome.
+pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOutcome) {
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
+    let outcome = engine.prune(&req).unwrap();
+    (req, outcome)
+}
+
+pub mod cli;
+pub mod counting;
+#[path = "../../../benches/common.rs"]
+pub mod generate;
+pub mod http;
+pub mod small_disk;
+pub mod v2;
+
+/// Checks that the journal at `path` holds exactly one intent, refused with `reason`.
+pub fn assert_one_refused_intent(path: &Path, reason: pruning_engine::BlockedReason) {
+    let intents = Journal::open(path).unwrap().intents().unwrap();
+    assert_eq!(intents.len(), 1);
+    assert_eq!(
+        intents[0].state,
+        pruning_engine::IntentState::Refused {
+            reason: reason.as_str().into()
+        }
+    );
+}
+
+/// History pages of 32 rows with no time budget to end them early, so that a test sees the
+/// same pages on a slow machine.
+pub const ROWS_ONLY: pruning_engine::history::PageLimits = pruning_engine::history::PageLimits {
+    rows: 32,
+    time_budget: std::time::Duration::from_secs(3600),
+};
+
+/// `{sessionID: session, purpose: "prune"}`: the history request that lists a session's
+/// candidates for a batch prune.
+pub fn prune_listing(session: &str) -> pruning_engine::HistoryRequest {
+    pruning_engine::HistoryRequest::new(
+        Some(session.into()),
+        String::new(),
+        true,
+        pruning_engine::Purpose::Prune,
+        None,
+    )
+    .expect("a valid history request")
+}

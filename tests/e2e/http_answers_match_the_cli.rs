@@ -1,0 +1,133 @@
+//! The HTTP API answers preview, prune and prune-batch with the very bytes `session-prune
+//! --json` prints for the same request (and history with the same pages' content), and an
+//! identical retry with the identical body.
+
+use crate::common;
+
+use common::cli::{assert_exit, run};
+use common::http::{parse, post, Server};
+use common::{Fixture, MANY_TURNS, TURN1, TURN5};
+use serde_json::json;
+
+#[test]
+fn preview_and_prune_answer_the_bytes_the_cli_prints() {
+    let through_cli = Fixture::new();
+    let through_http = Fixture::new();
+    let server = Server::start(&through_http.db, &[]);
+
+    let cli_preview = run(&through_cli.db, &["--json", "preview", MANY_TURNS, TURN5]);
+    assert_exit(&cli_preview, 0);
+    let body = json!({ "sessionID": MANY_TURNS, "messageID": TURN5 }).to_string();
+    let (status, http_preview) = post(&server.route("preview"), &body);
+    assert_eq!(status, 200, "{http_preview}");
+    assert_eq!(http_preview, String::from_utf8(cli_preview.stdout).unwrap());
+
+    let preview = parse(&http_preview);
+    let revision = preview["revision"].as_str().unwrap().to_string();
+    let indexes: Vec<u64> = preview["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(indexes, [1, 2]);
+
+    let cli_prune = run(
+        &through_cli.db,
+        &[
+            "--json",
+            "prune",
+            MANY_TURNS,
+            TURN5,
+            "--revision",
+            &revision,
+            "--indexes",
+            "1,2",
+        ],
+    );
+    assert_exit(&cli_prune, 0);
+    let body = json!({
+        "sessionID": MANY_TURNS, "messageID": TURN5, "revision": revision, "indexes": [1, 2]
+    })
+    .to_string();
+    let (status, http_prune) = post(&server.route("prune"), &body);
+    assert_eq!(status, 200, "{http_prune}");
+    assert_eq!(http_prune, String::from_utf8(cli_prune.stdout).unwrap());
+    assert_eq!(parse(&http_prune)["status"], "pruned");
+    assert_eq!(parse(&http_prune)["removedCount"], 2);
+
+    let (status, again) = post(&server.route("prune"), &body);
+    assert_eq!(status, 200);
+    assert_eq!(
+        again, http_prune,
+        "an identical retry answers the identical body"
+    );
+    drop(server);
+    // One receipt, though the request came twice.
+    assert_eq!(common::receipts(&through_http).len(), 1);
+}
+
+/// Every page of a `purpose: "prune"` scan of `session`, following the cursor, as `(candidates,
+/// scanned)`. Pages end after 40 ms, so where they split depends on the machine's load; what
+/// they hold together does not.
+fn whole_scan(
+    mut page: impl FnMut(Option<&str>) -> serde_json::Value,
+) -> (Vec<serde_json::Value>, u64) {
+    let (mut candidates, mut scanned) = (Vec::new(), 0);
+    let mut cursor: Option<String> = None;
+    loop {
+        let doc = page(cursor.as_deref());
+        assert_eq!(doc["status"], "page", "{doc}");
+        candidates.extend(doc["candidates"].as_array().unwrap().iter().cloned());
+        scanned += doc["scanned"].as_u64().unwrap();
+        match doc["cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return (candidates, scanned),
+        }
+    }
+}
+
+#[test]
+fn history_lists_what_the_cli_lists_and_prune_batch_answers_its_bytes() {
+    let through_cli = Fixture::new();
+    let through_http = Fixture::new();
+    let server = Server::start(&through_http.db, &[]);
+
+    let by_cli = whole_scan(|cursor| {
+        let mut args = vec!["--json", "history", MANY_TURNS, "--purpose", "prune"];
+        if let Some(cursor) = cursor {
+            args.extend(["--cursor", cursor]);
+        }
+        let out = run(&through_cli.db, &args);
+        assert_exit(&out, 0);
+        serde_json::from_slice(&out.stdout).unwrap()
+    });
+    let by_http = whole_scan(|cursor| {
+        let body = json!({ "sessionID": MANY_TURNS, "purpose": "prune", "cursor": cursor });
+        let (status, page) = post(&server.route("history"), &body.to_string());
+        assert_eq!(status, 200, "{page}");
+        parse(&page)
+    });
+    assert_eq!(by_http, by_cli);
+
+    let candidates: Vec<serde_json::Value> = by_http
+        .0
+        .iter()
+        .filter(|c| c["messageID"] == TURN1 || c["messageID"] == TURN5)
+        .cloned()
+        .collect();
+    assert_eq!(candidates.len(), 2);
+    let batch = json!({ "sessionID": MANY_TURNS, "candidates": candidates }).to_string();
+    let cli_batch = common::cli::run_with_stdin(
+        &through_cli.db,
+        &["--json", "prune-batch", MANY_TURNS, "--candidates", "-"],
+        batch.as_bytes(),
+    );
+    assert_exit(&cli_batch, 0);
+    let (status, http_batch) = post(&server.route("prune-batch"), &batch);
+    assert_eq!(status, 200, "{http_batch}");
+    assert_eq!(http_batch, String::from_utf8(cli_batch.stdout).unwrap());
+    let results = parse(&http_batch)["results"].clone();
+    assert_eq!(results[0]["result"]["status"], "pruned");
+    assert_eq!(results[1]["result"]["status"], "pruned");
+}

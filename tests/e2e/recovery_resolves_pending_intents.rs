@@ -1,0 +1,151 @@
+//! Recovery on open: an intent journaled but never applied is marked abandoned; an intent whose
+//! prune committed in the database but was never marked committed in the journal (a stop
+//! between the two steps) is completed, and its event is replayable.
+
+use crate::common;
+
+use common::*;
+use pruning_engine::{Applied, Delivery, IntentState, Journal, PruneCommand, SessionStore};
+
+#[test]
+fn intent_journaled_but_not_applied_is_abandoned_on_open() {
+    let fx = Fixture::new();
+    let (intent, req, _) = journal_turn5_intent(&fx);
+    let digest = fx.file_digest();
+
+    let engine = fx.engine();
+    assert_eq!(engine.recovery().abandoned, vec![intent.intent_id]);
+    assert!(engine.recovery().completed.is_empty());
+    assert!(matches!(
+        engine
+            .journal()
+            .intent(intent.intent_id)
+            .unwrap()
+            .unwrap()
+            .state,
+        IntentState::Abandoned { .. }
+    ));
+    assert_eq!(engine.journal().last_seq().unwrap(), 0);
+    drop(engine);
+    assert_eq!(fx.file_digest(), digest);
+    assert_eq!(fx.rows_containing("part", "TOOL_CANARY_T05"), 1);
+
+    // The same request can then run for real.
+    let engine = fx.engine();
+    assert_eq!(pruned(&engine.prune(&req).unwrap().result).2, 2);
+}
+
+#[test]
+fn intent_applied_but_not_committed_is_completed_on_open_and_replayable() {
+    let fx = Fixture::new();
+    let (intent, receipt) = prune_stopped_before_journal_commit(&fx);
+    let receipt_id = receipt.receipt_id;
+    let req = request(MANY_TURNS, TURN5, &receipt.revision_before, &[1, 2]);
+
+    let engine = fx.engine();
+    assert_eq!(engine.recovery().completed, vec![intent.intent_id]);
+    assert!(engine.recovery().abandoned.is_empty());
+    let events = engine.events_after(0, 10).unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].seq, 1);
+    assert_eq!(events[0].id, receipt_id);
+    assert_eq!(events[0].data.revision, receipt.revision_after);
+    assert_eq!(events[0].data.message_id, TURN5);
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut subscription = engine.subscribe(0);
+    let delivered = runtime.block_on(subscription.recv()).unwrap();
+    assert_eq!(delivered, Delivery::Event(events[0].clone()));
+
+    // The retry now returns that receipt.
+    let retry = engine.prune(&req).unwrap();
+    assert!(retry.retried);
+    assert_eq!(retry.receipt, Some(receipt));
+}
+
+/// A store whose commit reports a failure after the transaction did commit (as an fsync error
+/// on COMMIT can): the outcome is unknown to the engine.
+struct CommitReportsFailure(pruning_adapters::opencode::OpenCodeStore);
+
+impl SessionStore for CommitReportsFailure {
+    fn database_id(&self) -> Result<Option<String>, pruning_engine::StoreError> {
+        self.0.database_id()
+    }
+    fn read_message(
+        &self,
+        request: &pruning_engine::PreviewRequest,
+    ) -> Result<
+        Result<pruning_engine::StoredMessage, pruning_engine::Refusal>,
+        pruning_engine::StoreError,
+    > {
+        self.0.read_message(request)
+    }
+    fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
+        self.0.live_mutation(session_id, message_id)
+    }
+    fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, pruning_engine::StoreError> {
+        self.0.apply(command)?;
+        Err(pruning_engine::StoreError::OutcomeUnknown(
+            "fsync: Input/output error".into(),
+        ))
+    }
+    fn dry_run(
+        &self,
+        request: &pruning_engine::PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<pruning_engine::DryRun, pruning_engine::Refusal>, pruning_engine::StoreError>
+    {
+        self.0.dry_run(request, now_ms)
+    }
+    fn receipt_by_key(
+        &self,
+        key: &[u8; 32],
+    ) -> Result<Option<pruning_engine::Receipt>, pruning_engine::StoreError> {
+        self.0.receipt_by_key(key)
+    }
+    fn receipts(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Vec<pruning_engine::Receipt>, pruning_engine::StoreError> {
+        self.0.receipts(session_id)
+    }
+}
+
+#[test]
+fn commit_with_unknown_outcome_leaves_the_intent_for_recovery() {
+    let fx = Fixture::new();
+    let engine = pruning_engine::Engine::open(
+        CommitReportsFailure(fx.store(30_000)),
+        Journal::open(&fx.journal).unwrap(),
+    )
+    .unwrap();
+    let (revision, indexes) = {
+        let request = pruning_engine::PreviewRequest::new(MANY_TURNS.into(), TURN5.into()).unwrap();
+        match engine.preview(&request).unwrap() {
+            pruning_engine::PreviewResult::Preview {
+                revision, parts, ..
+            } => (
+                revision,
+                parts.iter().map(|p| i64::from(p.index)).collect::<Vec<_>>(),
+            ),
+            other => panic!("{other:?}"),
+        }
+    };
+    let result = engine.prune(&request(MANY_TURNS, TURN5, &revision, &indexes));
+    assert!(matches!(
+        result,
+        Err(pruning_engine::EngineError::Store(
+            pruning_engine::StoreError::OutcomeUnknown(_)
+        ))
+    ));
+    let pending = engine.journal().pending_intents().unwrap();
+    assert_eq!(pending.len(), 1);
+    drop(engine);
+
+    let engine = fx.engine();
+    assert_eq!(engine.recovery().completed, vec![pending[0].intent_id]);
+    assert_eq!(engine.events_after(0, 10).unwrap().len(), 1);
+}
