@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use pruning_adapters::http::{AppState, ServerOptions, Workspace, Workspaces};
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal, PrunedEvent};
 use pruning_journal::{Commit, Intent, IntentState, Selection};
+use pruning_server::{AppState, ServerOptions, Workspace, Workspaces};
 use tokio::runtime::Runtime;
 use uuid::Uuid;
 
@@ -67,7 +67,7 @@ fn start() -> Bench {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .expect("bind");
     let address = listener.local_addr().expect("address").to_string();
-    runtime.spawn(pruning_adapters::http::serve(
+    runtime.spawn(pruning_server::serve(
         listener,
         state,
         std::future::pending(),

@@ -8,7 +8,7 @@ use serde::Serialize;
 /// Prints one JSON document (pretty, as the HTTP API answers) on stdout.
 pub fn json_document<T: Serialize>(value: &T) -> anyhow::Result<()> {
     // The same bytes the HTTP API answers with.
-    let text = pruning_adapters::http::document::bytes(value)?;
+    let text = pruning_engine::contract::document(value)?;
     std::io::stdout().lock().write_all(&text)?;
     Ok(())
 }

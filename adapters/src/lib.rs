@@ -1,9 +1,8 @@
 //! Storage adapters of the session-pruning engine. `opencode` holds everything that knows
-//! OpenCode's database: path resolution, schema detection, the store over both storage
-//! generations and the receipt tables. `http` serves the engine over HTTP (axum routes and the
-//! Server-Sent Events stream).
+//! OpenCode's database: path resolution, the schema profile, the store over both storage
+//! generations, the fence, the receipt tables, listings and OpenCode's workspaces. The HTTP
+//! server is its own crate (`pruning-server`).
 
 #![warn(missing_docs)]
 
-pub mod http;
 pub mod opencode;

@@ -369,3 +369,34 @@ pub struct PrunedEventData {
 
 /// The event type announced after every committed prune (CodeNomad's plugin event name).
 pub const PRUNED_EVENT_TYPE: &str = "rpc.codenomad.session-pruning.pruned";
+
+/// The bytes of a JSON document as this project gives it out, over HTTP and from the CLI's
+/// `--json` alike (so both carry the same bytes for the same result): pretty-printed JSON and
+/// one trailing newline.
+///
+/// Errors: serde_json's, for a value that cannot be JSON (a map with non-string keys).
+pub fn document<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    Ok(text)
+}
+
+/// A refusal with a human-readable explanation. `reason` is the contract's value; `detail` says
+/// what to do and is never part of the compatible shapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The contract reason.
+    pub reason: BlockedReason,
+    /// What was found, for people and logs.
+    pub detail: String,
+}
+
+impl Refusal {
+    /// A refusal with a detail message.
+    pub fn new(reason: BlockedReason, detail: impl Into<String>) -> Self {
+        Self {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}

@@ -10,11 +10,12 @@ use pruning_events::{Hub, Subscription};
 use pruning_journal::{Commit, Intent, IntentState, Journal, Resolution, Retention};
 use uuid::Uuid;
 
+use crate::contract::Refusal;
 use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, PruneResult, Selection};
 use crate::error::{EngineError, StoreError};
 use crate::event::{JournalReplay, PrunedEvent};
 use crate::request_key::request_key;
-use crate::store::{Applied, DryRun, Durability, PruneCommand, Receipt, Refusal, SessionStore};
+use crate::store::{Applied, DryRun, Durability, PruneCommand, Receipt, SessionStore};
 
 /// Capacity of the live event buffer per hub; a subscriber that falls further behind is caught up
 /// from the journal.

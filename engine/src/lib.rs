@@ -20,6 +20,7 @@ pub mod scope;
 pub mod store;
 
 pub use batch::{BatchItem, BatchOutcome, BatchResult, PruneBatchRequest, MAX_BATCH};
+pub use contract::Refusal;
 pub use contract::{
     BlockedReason, PartKind, PreviewPart, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
     PrunedEventData, Selection, PRUNED_EVENT_TYPE,
@@ -33,7 +34,7 @@ pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpos
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus};
 pub use request_key::request_key;
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
-pub use store::{Applied, DryRun, Durability, PruneCommand, Receipt, Refusal, SessionStore};
+pub use store::{Applied, DryRun, Durability, PruneCommand, Receipt, SessionStore};
 
 pub use pruning_events::{Delivery, Hub, RecvError, Subscription};
 pub use pruning_journal::{Intent, IntentState, Journal};

@@ -9,9 +9,8 @@
 
 use serde_json::Value;
 
-use crate::contract::{BlockedReason, PartKind, PreviewPart, PreviewResult, Selection};
+use crate::contract::{BlockedReason, PartKind, PreviewPart, PreviewResult, Refusal, Selection};
 use crate::revision;
-use crate::store::Refusal;
 
 /// Status of a tool part (`state.status` in both storage generations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

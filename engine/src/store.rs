@@ -10,30 +10,10 @@ use std::ops::ControlFlow;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::contract::{BlockedReason, PreviewRequest, PruneRequest};
+use crate::contract::{BlockedReason, PreviewRequest, PruneRequest, Refusal};
 use crate::error::StoreError;
-use crate::history::{HistoryScan, ScanEnd, ScannedMessage};
+use crate::history::scan::{HistoryScan, ScanEnd, ScannedMessage};
 use crate::planner::{Plan, StoredMessage};
-
-/// A refusal with a human-readable explanation. `reason` is the contract's value; `detail` says
-/// what to do and is never part of the compatible shapes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The contract reason.
-    pub reason: BlockedReason,
-    /// What was found, for people and logs.
-    pub detail: String,
-}
-
-impl Refusal {
-    /// A refusal with a detail message.
-    pub fn new(reason: BlockedReason, detail: impl Into<String>) -> Self {
-        Self {
-            reason,
-            detail: detail.into(),
-        }
-    }
-}
 
 /// The audit record of one committed prune, stored in the OpenCode database in the same
 /// transaction as the prune. It never holds pruned content. JSON keys are camelCase

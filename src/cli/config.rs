@@ -1,7 +1,6 @@
 //! The validated configuration: raw flags turned into paths and contract requests, or one clear
 //! error (exit code 2) before anything is opened.
 
-use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,77 +8,14 @@ use pruning_adapters::opencode::clean::CleanPolicy;
 use pruning_adapters::opencode::Environment;
 use pruning_engine::history::HistoryCandidate;
 use pruning_engine::{
-    ContractError, HistoryRequest, PreviewRequest, PruneBatchRequest, PruneRequest, Purpose, Scope,
-    MAX_BATCH,
+    HistoryRequest, PreviewRequest, PruneBatchRequest, PruneRequest, Purpose, Scope, MAX_BATCH,
 };
-use thiserror::Error;
 
 use super::args::{
     CleanArgs, Cli, Command, HistoryArgs, PruneArgs, PruneBatchArgs, PurposeArg, ScopeArgs,
 };
-use super::duration::{parse_duration, DurationProblem, DURATION_FORMS};
-
-/// A command line that cannot be run. Exit code 2.
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    /// The request breaks the contract.
-    #[error(transparent)]
-    Contract(#[from] ContractError),
-    /// No database could be located.
-    #[error(transparent)]
-    Path(#[from] pruning_adapters::opencode::PathError),
-    /// The journal path names the database or one of SQLite's files beside it.
-    #[error("--journal {0} is the database or one of its SQLite files (-wal, -shm, -journal); the journal needs a file of its own")]
-    JournalIsDatabase(String),
-    /// The journal's folder does not exist.
-    #[error(
-        "the folder of the journal, {0}, does not exist (create it, or pass another --journal)"
-    )]
-    JournalFolder(String),
-    /// An index is not an integer.
-    #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
-    Index(String),
-    /// A duration flag (`--quiet-period`, `--older-than`, `--heartbeat`) is unreadable or
-    /// outside the flag's bounds.
-    #[error("{flag} {value}: {problem} (accepted forms: {DURATION_FORMS})")]
-    Duration {
-        /// The flag, `--quiet-period`.
-        flag: &'static str,
-        /// The value as given.
-        value: String,
-        /// What is wrong with it.
-        problem: DurationProblem,
-    },
-    /// `--batch-size 0`.
-    #[error("--batch-size must be at least 1")]
-    BatchSize,
-    /// `--directory` is not an absolute path.
-    #[error("--directory {0}: give an absolute directory (OpenCode stores each session's directory as an absolute path; `sessions` lists them)")]
-    ScopeDirectory(String),
-    /// A scope id is empty.
-    #[error("{0} needs an id (it may not be empty)")]
-    EmptyScope(&'static str),
-    /// `serve --listen` is not an address.
-    #[error("--listen {0}: give an IP address and port such as 127.0.0.1:7281 (port 0 picks a free one)")]
-    Listen(String),
-    /// `serve` beyond loopback with no password.
-    #[error("--listen {0} is reachable from other machines: set a password (SESSION_PRUNE_PASSWORD or --password) or listen on 127.0.0.1")]
-    OpenWithoutPassword(std::net::SocketAddr),
-    /// A password no `Authorization` header can carry.
-    #[error("the password is empty, not UTF-8, starts or ends with a space, or holds a control character, so no Authorization header can carry it: set another SESSION_PRUNE_PASSWORD or --password, or neither")]
-    EmptyPassword,
-    /// `serve --workspace` is not `ID=DIR` with an absolute directory.
-    #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]
-    Workspace(String),
-    /// The candidates file cannot be read or holds no candidates.
-    #[error("--candidates {path}: {detail}")]
-    Candidates {
-        /// The file (`-` for stdin).
-        path: String,
-        /// What is wrong.
-        detail: String,
-    },
-}
+use super::duration::{duration_flag, ANY_DURATION};
+pub use super::error::ConfigError;
 
 /// What to do.
 #[derive(Debug)]
@@ -220,25 +156,6 @@ fn clean_config(args: CleanArgs) -> Result<CleanConfig, ConfigError> {
         spill_files: args.include_spill_files,
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
-    })
-}
-
-/// The bounds of a duration flag that takes any duration, zero included.
-pub const ANY_DURATION: RangeInclusive<Duration> = Duration::ZERO..=Duration::MAX;
-
-/// The value of the duration flag `flag`, read by [`parse_duration`] (seconds or a humantime
-/// duration) and kept within `bounds`.
-///
-/// Errors: [`ConfigError::Duration`], naming the flag, the value and the accepted forms.
-pub fn duration_flag(
-    flag: &'static str,
-    text: &str,
-    bounds: RangeInclusive<Duration>,
-) -> Result<Duration, ConfigError> {
-    parse_duration(text, bounds).map_err(|problem| ConfigError::Duration {
-        flag,
-        value: text.to_string(),
-        problem,
     })
 }
 

@@ -5,27 +5,7 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-/// The forms a duration flag takes, as its error message lists them.
-pub const DURATION_FORMS: &str =
-    "a whole number of seconds such as 30, or a duration such as 30s, 500ms, 5m, 7d, 1h30m";
-
-/// Why a duration flag's value was refused (the caller names the flag and the value).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DurationProblem {
-    /// The text is neither a number of seconds nor a humantime duration (humantime's words).
-    Unreadable(String),
-    /// The duration lies outside the flag's bounds (in words: `from 10ms to 1h`, `at least 1s`).
-    OutOfBounds(String),
-}
-
-impl std::fmt::Display for DurationProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Unreadable(detail) => write!(f, "not a duration: {detail}"),
-            Self::OutOfBounds(bounds) => write!(f, "must be {bounds}"),
-        }
-    }
-}
+use super::error::{ConfigError, DurationProblem};
 
 /// Parses `text` (spaces at either end ignored): digits alone are seconds; anything else is
 /// read by [`humantime::parse_duration`]. The result must lie within `bounds`, both ends
@@ -64,6 +44,25 @@ fn describe(bounds: &RangeInclusive<Duration>) -> String {
             humantime::format_duration(*bounds.end())
         )
     }
+}
+
+/// The bounds of a duration flag that takes any duration, zero included.
+pub const ANY_DURATION: RangeInclusive<Duration> = Duration::ZERO..=Duration::MAX;
+
+/// The value of the duration flag `flag`, read by [`parse_duration`] (seconds or a humantime
+/// duration) and kept within `bounds`.
+///
+/// Errors: [`ConfigError::Duration`], naming the flag, the value and the accepted forms.
+pub fn duration_flag(
+    flag: &'static str,
+    text: &str,
+    bounds: RangeInclusive<Duration>,
+) -> Result<Duration, ConfigError> {
+    parse_duration(text, bounds).map_err(|problem| ConfigError::Duration {
+        flag,
+        value: text.to_string(),
+        problem,
+    })
 }
 
 #[cfg(test)]

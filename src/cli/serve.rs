@@ -4,10 +4,11 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use pruning_adapters::http::{Password, Workspace, Workspaces};
+use pruning_server::{Password, Workspace, Workspaces};
 
 use super::args::ServeArgs;
-use super::config::{duration_flag, normalize_directory, ConfigError};
+use super::duration::duration_flag;
+use super::error::ConfigError;
 
 /// The environment variable that holds the server's password.
 pub const PASSWORD_VARIABLE: &str = "SESSION_PRUNE_PASSWORD";
@@ -95,6 +96,6 @@ fn workspace(text: &str) -> Option<Workspace> {
     }
     Some(Workspace {
         id: id.to_string(),
-        directory: normalize_directory(directory)?,
+        directory: pruning_engine::scope::normalize(directory)?,
     })
 }

@@ -65,16 +65,9 @@ pub fn check_binding(config: &Config) -> anyhow::Result<()> {
     let Some(journal) = open_journal_for_reading(&config.journal)? else {
         return Ok(());
     };
-    let found = pruning_engine::SessionStore::database_id(&open_store(config)?)?;
-    match (journal.bound_database()?, found) {
-        (Some(bound), Some(found)) if bound != found => {
-            Err(pruning_engine::EngineError::JournalMismatch { bound, found }.into())
-        }
-        (Some(bound), None) if journal.last_seq()? > 0 => {
-            Err(pruning_engine::EngineError::UnknownDatabase { bound }.into())
-        }
-        _ => Ok(()),
-    }
+    // The engine's own binding rules, opened read-only: nothing is written.
+    Engine::open_read_only(open_store(config)?, journal)?;
+    Ok(())
 }
 
 /// Opens the journal for a command that only reads it: read-only, so that it writes nothing

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use pruning_adapters::http::{self, AppState, ConnectionLimits, ServerOptions, Workspaces};
+use pruning_server::{self as http, AppState, ConnectionLimits, ServerOptions, Workspaces};
 use serde_json::json;
 
 use super::{open_engine_unless_busy, Outcome};

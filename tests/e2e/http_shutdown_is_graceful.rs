@@ -78,8 +78,7 @@ fn a_client_that_never_finishes_its_request_does_not_hold_the_server_past_the_gr
     let took = started.elapsed();
     assert_eq!(status.code(), Some(0), "{printed}");
     assert!(
-        took >= pruning_adapters::http::SHUTDOWN_GRACE
-            && took < pruning_adapters::http::SHUTDOWN_GRACE * 3,
+        took >= pruning_server::SHUTDOWN_GRACE && took < pruning_server::SHUTDOWN_GRACE * 3,
         "stopped after {took:?}"
     );
     Journal::open(&fx.journal).expect("the journal is free");

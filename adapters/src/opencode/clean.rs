@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::schema::Schema;
-use super::sessions::lenient_text;
+use super::values::lenient_text;
 use super::OpenCodeStore;
 
 /// Which technical parts a clean removes.

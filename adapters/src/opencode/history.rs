@@ -19,9 +19,9 @@ use rusqlite::Connection;
 
 use super::ownership::{self, SessionTable};
 use super::schema::Schema;
-use super::sessions::lenient_text;
 use super::v1::read;
 use super::v2;
+use super::values::lenient_text;
 
 /// Which sessions a scan covers.
 enum Sessions {

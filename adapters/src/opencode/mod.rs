@@ -19,6 +19,8 @@ pub mod store;
 pub mod v1;
 pub mod v2;
 pub mod vacuum;
+pub mod values;
+pub mod workspaces;
 
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use schema::Schema;

@@ -9,7 +9,7 @@
 use pruning_engine::{BlockedReason, Ownership, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
-use crate::opencode::sessions::lenient_text;
+use crate::opencode::values::lenient_text;
 
 /// The table that holds a generation's sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

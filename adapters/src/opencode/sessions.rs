@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::ownership::SessionTable;
 use super::schema::Schema;
+use super::values::lenient_text;
 
 /// One session and its sizes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -146,20 +147,6 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
             .then(b.time_updated.cmp(&a.time_updated))
     });
     Ok(sessions)
-}
-
-/// A column as text, whatever it holds (a damaged id still lists, with `\u{FFFD}` for bytes
-/// that are not UTF-8).
-pub(crate) fn lenient_text(value: rusqlite::types::ValueRef<'_>) -> String {
-    use rusqlite::types::ValueRef;
-    match value {
-        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
-            String::from_utf8_lossy(bytes).into_owned()
-        }
-        ValueRef::Integer(n) => n.to_string(),
-        ValueRef::Real(x) => x.to_string(),
-        ValueRef::Null => String::new(),
-    }
 }
 
 /// Whether a session exists in either table.

@@ -119,7 +119,7 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
         )?;
         let rows = stmt.query_map([], |row| {
             Ok(EventVolume {
-                event_type: super::sessions::lenient_text(row.get_ref(0)?),
+                event_type: super::values::lenient_text(row.get_ref(0)?),
                 volume: Volume {
                     count: row.get::<_, i64>(1)?.max(0) as u64,
                     bytes: row.get::<_, i64>(2)?.max(0) as u64,

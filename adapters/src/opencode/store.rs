@@ -260,6 +260,22 @@ impl OpenCodeStore {
         Ok(foreign)
     }
 
+    /// OpenCode's projects and workspaces with their directories, ordered by id (see
+    /// [`super::workspaces::discover`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn workspaces(&self) -> Result<Vec<super::workspaces::Workspace>, StoreError> {
+        super::workspaces::discover(&self.connection()).map_err(storage)
+    }
+
+    /// Who owns session `session_id` (its directory, project and workspace), from whichever
+    /// session table holds it; `None` when none does.
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn owner(&self, session_id: &str) -> Result<Option<ownership::Owner>, StoreError> {
+        ownership::find(&self.connection(), session_id).map_err(storage)
+    }
+
     /// [`Self::schema_of`] on this store's connection.
     ///
     /// Errors: [`StoreError::Storage`].

@@ -24,9 +24,10 @@ pub use request::{HistoryRequest, Purpose};
 pub use scan::{HistoryScan, ScanEnd, ScannedContent, ScannedMessage};
 pub use search::{Matcher, SearchKind};
 
+use crate::contract::Refusal;
 use crate::error::EngineError;
 use crate::planner::PartClass;
-use crate::store::{Refusal, SessionStore};
+use crate::store::SessionStore;
 
 /// How much one page may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

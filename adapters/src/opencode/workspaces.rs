@@ -1,16 +1,14 @@
-//! Workspaces: the directory each workspace id stands for, and the scope a request through it
-//! gets. Discovered from OpenCode's `project` (`id` -> `worktree`) and `workspace` (`id` ->
-//! `directory`) tables, or given by the operator (`serve --workspace ID=DIR`).
+//! OpenCode's own workspaces: its projects (`project.id` -> `worktree`) and workspaces
+//! (`workspace.id` -> `directory`), each the directory its sessions live in.
 //!
-//! Source: OpenCode's migrations (`project`, `20260225215848_workspace`) and
-//! CodeNomad's broker (it answers 403 "Session does not belong to workspace").
+//! Source: OpenCode's migrations (`project`, `20260225215848_workspace`).
 
 use pruning_engine::Scope;
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::opencode::schema::Schema;
-use crate::opencode::sessions::lenient_text;
+use super::schema::Schema;
+use super::values::lenient_text;
 
 /// One workspace: `{id, directory}` in `GET /api/workspaces`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -30,39 +28,6 @@ impl Workspace {
             directory: Some(self.directory.clone()),
             ..Scope::default()
         }
-    }
-}
-
-/// Where the workspace list comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Workspaces {
-    /// Exactly these, as the operator gave them; the database's tables are not read.
-    Given(Vec<Workspace>),
-    /// Read from the database at each lookup, so a project OpenCode opened after the server
-    /// started is found.
-    Discovered,
-}
-
-impl Workspaces {
-    /// Every workspace, ordered by id.
-    ///
-    /// Errors: the SQLite error of reading `project` or `workspace`.
-    pub fn list(&self, conn: &Connection) -> rusqlite::Result<Vec<Workspace>> {
-        match self {
-            Self::Given(list) => {
-                let mut list = list.clone();
-                list.sort_by(|a, b| a.id.cmp(&b.id));
-                Ok(list)
-            }
-            Self::Discovered => discover(conn),
-        }
-    }
-
-    /// The workspace `id`, if there is one.
-    ///
-    /// Errors: as [`Workspaces::list`].
-    pub fn find(&self, conn: &Connection, id: &str) -> rusqlite::Result<Option<Workspace>> {
-        Ok(self.list(conn)?.into_iter().find(|w| w.id == id))
     }
 }
 

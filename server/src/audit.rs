@@ -16,7 +16,6 @@ use super::error::ApiError;
 use super::query;
 use super::state::{Admission, AppState};
 use super::workspaces::Workspace;
-use crate::opencode::ownership;
 
 /// `GET /health` -> `{status:"ok", version, databaseID, lastSeq}`: the engine is open and its
 /// journal readable; `lastSeq` is the newest event's sequence number (0 before any prune).
@@ -103,7 +102,6 @@ async fn in_workspace(
             let receipts = engine
                 .receipts(session.as_deref())
                 .map_err(|e| e.to_string())?;
-            let conn = engine.store().connection();
             let scope = workspace.scope();
             let mut inside: HashMap<String, bool> = HashMap::new();
             let mut kept = Vec::new();
@@ -111,7 +109,9 @@ async fn in_workspace(
                 let admitted = match inside.get(&receipt.session_id) {
                     Some(&admitted) => admitted,
                     None => {
-                        let owner = ownership::find(&conn, &receipt.session_id)
+                        let owner = engine
+                            .store()
+                            .owner(&receipt.session_id)
                             .map_err(|e| e.to_string())?;
                         let admitted =
                             owner.is_some_and(|o| scope.admits(&o.as_ownership()).is_ok());

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::auth::Password;
 use super::error::ApiError;
 use super::workspaces::{Workspace, Workspaces};
-use crate::opencode::ownership::{self, Owner};
-use crate::opencode::OpenCodeStore;
+use pruning_adapters::opencode::ownership::Owner;
+use pruning_adapters::opencode::OpenCodeStore;
 
 /// How long event filtering trusts a session's owner once read.
 const OWNER_TTL: Duration = Duration::from_secs(1);
@@ -131,11 +131,7 @@ impl AppState {
     pub async fn workspace(&self, id: String) -> Result<Workspace, ApiError> {
         let options = self.inner.options.workspaces.clone();
         let found = self
-            .read(move |engine| {
-                options
-                    .find(&engine.store().connection(), &id)
-                    .map(|w| (w, id))
-            })
+            .read(move |engine| options.find(engine.store(), &id).map(|w| (w, id)))
             .await?;
         match found {
             Ok((Some(workspace), _)) => Ok(workspace),
@@ -151,7 +147,7 @@ impl AppState {
     /// Errors: [`ApiError::Internal`] when the database cannot be read.
     pub async fn workspaces(&self) -> Result<Vec<Workspace>, ApiError> {
         let options = self.inner.options.workspaces.clone();
-        self.read(move |engine| options.list(&engine.store().connection()))
+        self.read(move |engine| options.list(engine.store()))
             .await?
             .map_err(|error| ApiError::Internal(format!("reading the workspaces failed: {error}")))
     }
@@ -188,7 +184,7 @@ impl AppState {
         let id = session_id.to_string();
         let state = self.clone();
         self.read(move |engine| {
-            let owner = ownership::find(&engine.store().connection(), &id)?;
+            let owner = engine.store().owner(&id)?;
             let mut owners = state
                 .inner
                 .owners
@@ -201,7 +197,7 @@ impl AppState {
             Ok(owner)
         })
         .await?
-        .map_err(|error: rusqlite::Error| {
+        .map_err(|error: pruning_engine::StoreError| {
             ApiError::Internal(format!("reading the session failed: {error}"))
         })
     }
@@ -223,7 +219,7 @@ impl AppState {
             if let Some(owner) = state.cached(&id) {
                 return Ok(Some(owner));
             }
-            let found = ownership::find(&engine.store().connection(), &id);
+            let found = engine.store().owner(&id);
             let Some(owner) = found.map_err(|e| e.to_string())? else {
                 return Ok(None);
             };

@@ -1,23 +1,14 @@
-//! JSON documents: the bytes every JSON answer carries, the same bytes `session-prune --json`
-//! prints for the same result (pretty-printed, one trailing newline).
+//! JSON answers: the bytes of [`pruning_engine::contract::document`] (the same bytes
+//! `session-prune --json` prints for the same result) as a `200 application/json` response.
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-/// The document bytes of `value`: pretty-printed JSON and a newline.
-///
-/// Errors: serde_json's, for a value that cannot be JSON (a map with non-string keys).
-pub fn bytes<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
-    let mut text = serde_json::to_vec_pretty(value)?;
-    text.push(b'\n');
-    Ok(text)
-}
-
 /// A `200 application/json` answer (or `500` with a JSON error, for a value that cannot be
 /// serialized, which no type of this crate is).
 pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
-    match bytes(value) {
+    match pruning_engine::contract::document(value) {
         Ok(body) => (
             [(
                 header::CONTENT_TYPE,

@@ -28,7 +28,7 @@ pub async fn read(headers: &HeaderMap, body: Body) -> Result<String, ApiError> {
     let reading = axum::body::to_bytes(body, MAX_REQUEST_BYTES);
     let bytes = tokio::time::timeout(BODY_TIMEOUT, reading)
         .await
-        .map_err(|_| ApiError::BodyTimeout)?
+        .map_err(|_| ApiError::BodyTimeout(BODY_TIMEOUT))?
         .map_err(|error| {
             let too_large = std::error::Error::source(&error)
                 .is_some_and(|cause| cause.is::<http_body_util::LengthLimitError>());

@@ -1,4 +1,6 @@
-//! The HTTP API (axum): the engine as a local server for UIs and TUIs.
+//! `pruning-server`: the HTTP API (axum), the engine as a local server for UIs and TUIs. It
+//! works through the engine and the OpenCode store's API (`pruning_adapters::opencode`), never
+//! through SQL.
 //!
 //! Routes (docs/ARCHITECTURE.md, "HTTP"): `POST
 //! /api/workspaces/{id}/session-pruning/{preview,prune,
@@ -6,9 +8,11 @@
 //! `GET .../receipts/{receiptID}` (audit); `GET .../events` (Server-Sent Events, resumable);
 //! `GET /api/workspaces`; `GET /openapi.json`; `GET /health`.
 //!
-//! This module owns HTTP concerns only: routes, JSON answers and their status codes,
+//! This crate owns HTTP concerns only: routes, JSON answers and their status codes,
 //! authentication, the body limit, workspace scoping, the event stream and the bounds on
 //! connections (`connections`). The engine does the work, on tokio's blocking pool.
+
+#![warn(missing_docs)]
 
 mod audit;
 pub mod auth;

@@ -35,9 +35,9 @@ pub enum ApiError {
         pruning_engine::contract::MAX_REQUEST_BYTES
     )]
     TooLarge,
-    /// 408: the body did not arrive in time.
-    #[error("the request body did not arrive within {} s", super::body::BODY_TIMEOUT.as_secs())]
-    BodyTimeout,
+    /// 408: the body did not arrive within the given time.
+    #[error("the request body did not arrive within {} s", .0.as_secs())]
+    BodyTimeout(std::time::Duration),
     /// 403: the session (or the receipt's session) does not belong to the workspace.
     #[error("session {session_id} does not belong to workspace {workspace} (its directory is outside {directory})")]
     Forbidden {
@@ -73,7 +73,7 @@ impl ApiError {
             Self::Contract(_) | Self::BadBody(_) | Self::BadParameter { .. } => {
                 StatusCode::BAD_REQUEST
             }
-            Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::UnknownWorkspace(_) | Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,

@@ -1,0 +1,43 @@
+//! Workspaces: the directory each workspace id stands for, and the scope a request through it
+//! gets. Discovered from OpenCode's `project` (`id` -> `worktree`) and `workspace` (`id` ->
+//! `directory`) tables, or given by the operator (`serve --workspace ID=DIR`).
+//!
+//! Source: CodeNomad's broker (it answers 403 "Session does not belong to workspace"); the
+//! discovery itself is the store's (`pruning_adapters::opencode::workspaces`).
+
+pub use pruning_adapters::opencode::workspaces::Workspace;
+use pruning_adapters::opencode::OpenCodeStore;
+use pruning_engine::StoreError;
+
+/// Where the workspace list comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Workspaces {
+    /// Exactly these, as the operator gave them; the database's tables are not read.
+    Given(Vec<Workspace>),
+    /// Read from the database at each lookup, so a project OpenCode opened after the server
+    /// started is found.
+    Discovered,
+}
+
+impl Workspaces {
+    /// Every workspace, ordered by id.
+    ///
+    /// Errors: the store's, reading `project` or `workspace`.
+    pub fn list(&self, store: &OpenCodeStore) -> Result<Vec<Workspace>, StoreError> {
+        match self {
+            Self::Given(list) => {
+                let mut list = list.clone();
+                list.sort_by(|a, b| a.id.cmp(&b.id));
+                Ok(list)
+            }
+            Self::Discovered => store.workspaces(),
+        }
+    }
+
+    /// The workspace `id`, if there is one.
+    ///
+    /// Errors: as [`Workspaces::list`].
+    pub fn find(&self, store: &OpenCodeStore, id: &str) -> Result<Option<Workspace>, StoreError> {
+        Ok(self.list(store)?.into_iter().find(|w| w.id == id))
+    }
+}

@@ -1,0 +1,89 @@
+//! Why a command line cannot be run: one error per flag that can be wrong, each saying what to
+//! give instead (exit code 2, before anything is opened).
+
+use pruning_engine::ContractError;
+use thiserror::Error;
+
+/// A command line that cannot be run. Exit code 2.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The request breaks the contract.
+    #[error(transparent)]
+    Contract(#[from] ContractError),
+    /// No database could be located.
+    #[error(transparent)]
+    Path(#[from] pruning_adapters::opencode::PathError),
+    /// The journal path names the database or one of SQLite's files beside it.
+    #[error("--journal {0} is the database or one of its SQLite files (-wal, -shm, -journal); the journal needs a file of its own")]
+    JournalIsDatabase(String),
+    /// The journal's folder does not exist.
+    #[error(
+        "the folder of the journal, {0}, does not exist (create it, or pass another --journal)"
+    )]
+    JournalFolder(String),
+    /// An index is not an integer.
+    #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
+    Index(String),
+    /// A duration flag (`--quiet-period`, `--older-than`, `--heartbeat`) is unreadable or
+    /// outside the flag's bounds.
+    #[error("{flag} {value}: {problem} (accepted forms: {DURATION_FORMS})")]
+    Duration {
+        /// The flag, `--quiet-period`.
+        flag: &'static str,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        problem: DurationProblem,
+    },
+    /// `--batch-size 0`.
+    #[error("--batch-size must be at least 1")]
+    BatchSize,
+    /// `--directory` is not an absolute path.
+    #[error("--directory {0}: give an absolute directory (OpenCode stores each session's directory as an absolute path; `sessions` lists them)")]
+    ScopeDirectory(String),
+    /// A scope id is empty.
+    #[error("{0} needs an id (it may not be empty)")]
+    EmptyScope(&'static str),
+    /// `serve --listen` is not an address.
+    #[error("--listen {0}: give an IP address and port such as 127.0.0.1:7281 (port 0 picks a free one)")]
+    Listen(String),
+    /// `serve` beyond loopback with no password.
+    #[error("--listen {0} is reachable from other machines: set a password (SESSION_PRUNE_PASSWORD or --password) or listen on 127.0.0.1")]
+    OpenWithoutPassword(std::net::SocketAddr),
+    /// A password no `Authorization` header can carry.
+    #[error("the password is empty, not UTF-8, starts or ends with a space, or holds a control character, so no Authorization header can carry it: set another SESSION_PRUNE_PASSWORD or --password, or neither")]
+    EmptyPassword,
+    /// `serve --workspace` is not `ID=DIR` with an absolute directory.
+    #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]
+    Workspace(String),
+    /// The candidates file cannot be read or holds no candidates.
+    #[error("--candidates {path}: {detail}")]
+    Candidates {
+        /// The file (`-` for stdin).
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// The forms a duration flag takes, as its error message lists them.
+pub const DURATION_FORMS: &str =
+    "a whole number of seconds such as 30, or a duration such as 30s, 500ms, 5m, 7d, 1h30m";
+
+/// Why a duration flag's value was refused (the caller names the flag and the value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurationProblem {
+    /// The text is neither a number of seconds nor a humantime duration (humantime's words).
+    Unreadable(String),
+    /// The duration lies outside the flag's bounds (in words: `from 10ms to 1h`, `at least 1s`).
+    OutOfBounds(String),
+}
+
+impl std::fmt::Display for DurationProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unreadable(detail) => write!(f, "not a duration: {detail}"),
+            Self::OutOfBounds(bounds) => write!(f, "must be {bounds}"),
+        }
+    }
+}
