@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pruning_adapters::opencode::clean::{self, Planned};
-use pruning_adapters::opencode::Schema;
-use pruning_adapters::opencode::{sessions, spill, OpenCodeStore};
+use pruning_adapters::opencode::{spill, OpenCodeStore};
 use pruning_engine::{DryRun, Engine, EngineError, PruneRequest, PruneResult};
 use serde::Serialize;
 
@@ -83,10 +82,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         });
     }
     // Nothing is opened for writing, and no journal made, beside a file that is not OpenCode's.
-    super::require_opencode(
-        &Schema::read(&open_store(config)?.connection())?,
-        &config.db,
-    )?;
+    super::require_opencode(&open_store(config)?, &config.db)?;
     let engine = if clean.apply {
         match open_engine_unless_busy(config)? {
             Ok(engine) => Some(engine),
@@ -138,10 +134,10 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         );
     }
     let session_ids = match &clean.sessions {
-        None => clean::all_sessions(&store.connection())?,
+        None => store.clean_sessions()?,
         Some(ids) => {
             for id in ids {
-                if !sessions::exists(&store.connection(), id)? {
+                if !store.session_exists(id)? {
                     return Err(super::UnknownSession(id.clone()).into());
                 }
             }
@@ -151,7 +147,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let mut total = 0u64;
     let mut kept = 0u64;
     for id in &session_ids {
-        let listing = clean::messages(&store.connection(), id, clean.policy.keep_last_turns)?;
+        let listing = store.clean_listing(id, clean.policy.keep_last_turns)?;
         total += listing.ids.len() as u64;
         kept += listing.kept;
     }
@@ -163,7 +159,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     };
     report.orphan_parts = session_ids
         .iter()
-        .map(|id| clean::orphan_parts(&store.connection(), id))
+        .map(|id| store.orphan_parts(id))
         .sum::<Result<u64, _>>()?;
     let mut progress = Progress::new(config.json, total);
     let now = pruning_engine::now_ms();
@@ -173,12 +169,9 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     // The spill files the dry run's prunes point at, once per part.
     let mut spilled: Vec<String> = Vec::new();
     'sessions: for session_id in &session_ids {
-        let ids = clean::messages(
-            &store.connection(),
-            session_id,
-            clean.policy.keep_last_turns,
-        )?
-        .ids;
+        let ids = store
+            .clean_listing(session_id, clean.policy.keep_last_turns)?
+            .ids;
         for message_id in &ids {
             if stop.load(Ordering::SeqCst) {
                 break 'sessions;
@@ -240,7 +233,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         // What the apply would remove: the files no row names, and those only the pruned
         // parts name.
         let folder = spill::folder(&config.db);
-        match spill::would_remove(&store.connection(), &folder, &spilled) {
+        match store.spill_files_to_remove(&folder, &spilled) {
             Ok((files, bytes)) => {
                 report.spill_files_removed = files;
                 report.spill_bytes_removed = bytes;
@@ -255,7 +248,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     }
     if clean.apply && clean.spill_files && report.status != "interrupted" {
         let folder = spill::folder(&config.db);
-        match spill::remove_unreferenced(&store.connection(), &folder) {
+        match store.remove_unreferenced_spill_files(&folder) {
             Ok((files, bytes)) => {
                 report.spill_files_removed = files;
                 report.spill_bytes_removed = bytes;

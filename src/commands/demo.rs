@@ -4,7 +4,7 @@
 //! each step is one JSON line `{"step": NAME, ...}`.
 
 use anyhow::{bail, Context};
-use pruning_adapters::opencode::{sessions, OpenCodeStore, StoreOptions};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult};
 use serde_json::json;
 
@@ -43,7 +43,7 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
         OpenCodeStore::open(&db, StoreOptions::default())?,
         Journal::open(&journal_path)?,
     )?;
-    let list = sessions::list(&engine.store().connection())?;
+    let list = engine.store().sessions()?;
     let mut text = String::new();
     for s in list.iter().take(6) {
         text.push_str(&format!(
@@ -67,7 +67,7 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
     by_prunable.sort_by_key(|s| std::cmp::Reverse(s.prunable_bytes));
     let mut target = None;
     for s in &by_prunable {
-        let mut candidates = sessions::candidates(&engine.store().connection(), &s.session_id)?;
+        let mut candidates = engine.store().prunable_messages(&s.session_id)?;
         // Only messages this storage accepts prunes of (OpenCode 1.18's V2 rows are read-only).
         candidates.retain(|c| {
             pruning_engine::SessionStore::live_mutation(

@@ -1,8 +1,6 @@
 //! `session-prune messages SESSION`: the messages of a session with their technical parts, to
 //! find what to preview.
 
-use pruning_adapters::opencode::{sessions, Schema};
-
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
@@ -10,12 +8,11 @@ use crate::output;
 /// Lists the messages of one session (read-only), oldest first.
 pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
-    let conn = store.connection();
-    super::require_opencode(&Schema::read(&conn)?, &config.db)?;
-    if !sessions::exists(&conn, session)? {
+    super::require_opencode(&store, &config.db)?;
+    if !store.session_exists(session)? {
         return Err(super::UnknownSession(session.to_string()).into());
     }
-    let list = sessions::messages(&conn, session)?;
+    let list = store.messages(session)?;
     if config.json {
         output::json_document(&list)?;
         return Ok(Outcome::Done);

@@ -16,7 +16,7 @@ pub mod stats;
 pub mod vacuum;
 
 use anyhow::Context;
-use pruning_adapters::opencode::{OpenCodeStore, Schema, StoreOptions};
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal};
 
 use crate::cli::config::Config;
@@ -41,7 +41,8 @@ pub struct UnknownSession(pub String);
 
 /// Refuses a file that holds neither OpenCode generation, or V1 tables without the columns
 /// every listing reads, naming what is missing.
-pub fn require_opencode(schema: &Schema, db: &std::path::Path) -> anyhow::Result<()> {
+pub fn require_opencode(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::Result<()> {
+    let schema = store.schema()?;
     if !schema.is_supported() {
         anyhow::bail!(
             "{} is not an OpenCode database (neither V1 session, message and part tables nor V2 session_message)",

@@ -1,7 +1,5 @@
 //! `session-prune sessions`: every session with its sizes, largest first.
 
-use pruning_adapters::opencode::{sessions, Schema};
-
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
@@ -9,9 +7,8 @@ use crate::output;
 /// Lists sessions (read-only).
 pub fn run(config: &Config) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
-    let conn = store.connection();
-    super::require_opencode(&Schema::read(&conn)?, &config.db)?;
-    let list = sessions::list(&conn)?;
+    super::require_opencode(&store, &config.db)?;
+    let list = store.sessions()?;
     if config.json {
         output::json_document(&list)?;
         return Ok(Outcome::Done);

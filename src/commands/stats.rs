@@ -1,7 +1,7 @@
 //! `session-prune stats [--top N]`: where the bytes of the database are (read-only).
 
-use pruning_adapters::opencode::stats::{self, Stats, Volume};
-use pruning_adapters::opencode::{sessions, Schema, SessionSummary};
+use pruning_adapters::opencode::stats::{Stats, Volume};
+use pruning_adapters::opencode::SessionSummary;
 use serde::Serialize;
 
 use super::{open_store, Outcome};
@@ -19,10 +19,9 @@ struct Document {
 /// Prints the statistics.
 pub fn run(config: &Config, top: usize) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
-    let conn = store.connection();
-    super::require_opencode(&Schema::read(&conn)?, &config.db)?;
-    let stats = stats::measure(&conn, &config.db)?;
-    let mut list = sessions::list(&conn)?;
+    super::require_opencode(&store, &config.db)?;
+    let stats = store.stats()?;
+    let mut list = store.sessions()?;
     list.truncate(top);
     if config.json {
         output::json_document(&Document {

@@ -35,12 +35,8 @@ struct Document {
 pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Result<Outcome> {
     let store = open_store_for_writing(config)?;
     let before = files_size(config);
-    let conn = store.connection();
-    super::require_opencode(
-        &pruning_adapters::opencode::Schema::read(&conn)?,
-        &config.db,
-    )?;
-    let needs = vacuum::needs(&conn, &config.db)?;
+    super::require_opencode(&store, &config.db)?;
+    let needs = store.vacuum_needs()?;
     let mut doc = Document {
         status: "refused",
         reason: None,
@@ -93,7 +89,7 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
             output::bytes(needs.live_bytes)
         );
     }
-    let truncated = match vacuum::run(&conn) {
+    let truncated = match store.vacuum() {
         Ok(truncated) => truncated,
         Err(error @ vacuum::VacuumError::Busy(_)) => {
             doc.reason = Some(format!("{error}; stop OpenCode and run again"));
@@ -101,7 +97,6 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
         }
         Err(error) => return Err(error.into()),
     };
-    drop(conn);
     drop(store);
     doc.status = "vacuumed";
     if !truncated {

@@ -7,7 +7,6 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use pruning_adapters::opencode::sessions;
 use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::JournalReplay;
 use pruning_engine::{Delivery, Engine, PruneRequest, PrunedEvent, Subscription};
@@ -21,8 +20,9 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// The prunable messages of the many-turns session, oldest first.
 fn targets(engine: &Engine<OpenCodeStore>) -> Vec<String> {
-    let conn = engine.store().connection();
-    sessions::candidates(&conn, MANY_TURNS)
+    engine
+        .store()
+        .prunable_messages(MANY_TURNS)
         .unwrap()
         .into_iter()
         .map(|c| c.message_id)

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod media;
 pub mod ownership;
 pub mod paths;
+mod queries;
 pub mod receipts;
 pub mod schema;
 pub mod sessions;

@@ -305,7 +305,8 @@ impl OpenCodeStore {
     }
 
     /// Locks the connection (a poisoned lock is taken over: the connection holds no Rust state).
-    pub fn connection(&self) -> MutexGuard<'_, Connection> {
+    /// Only this crate reaches it: callers go through the store's methods.
+    pub(crate) fn connection(&self) -> MutexGuard<'_, Connection> {
         self.conn
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -1,0 +1,118 @@
+//! The store's API beyond the engine's trait: what the CLI and the server ask of an OpenCode
+//! database (listings, stats, clean's selection, spill files, vacuum), each a method that runs
+//! its module's SQL on the store's own connection. Callers never see the connection.
+
+use std::path::Path;
+
+use pruning_engine::StoreError;
+
+use super::clean::Listing;
+use super::sessions::{MessageSummary, SessionSummary};
+use super::stats::Stats;
+use super::vacuum::{Needs, VacuumError};
+use super::{clean, sessions, spill, stats, vacuum, OpenCodeStore};
+
+fn storage(error: rusqlite::Error) -> StoreError {
+    StoreError::Storage(error.to_string())
+}
+
+impl OpenCodeStore {
+    /// Every session of both session tables with its sizes, largest first (see
+    /// [`sessions::list`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        sessions::list(&self.connection()).map_err(storage)
+    }
+
+    /// Whether session `session_id` exists in either session table.
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn session_exists(&self, session_id: &str) -> Result<bool, StoreError> {
+        sessions::exists(&self.connection(), session_id).map_err(storage)
+    }
+
+    /// The messages of a session, oldest first, with their technical parts (see
+    /// [`sessions::messages`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn messages(&self, session_id: &str) -> Result<Vec<MessageSummary>, StoreError> {
+        sessions::messages(&self.connection(), session_id).map_err(storage)
+    }
+
+    /// The messages of a session that have technical parts to prune, oldest first (see
+    /// [`sessions::candidates`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn prunable_messages(&self, session_id: &str) -> Result<Vec<MessageSummary>, StoreError> {
+        sessions::candidates(&self.connection(), session_id).map_err(storage)
+    }
+
+    /// Where the bytes of the database are (see [`stats::measure`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        stats::measure(&self.connection(), self.path()).map_err(storage)
+    }
+
+    /// Every session id, oldest first: what `clean --all` walks (see [`clean::all_sessions`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn clean_sessions(&self) -> Result<Vec<String>, StoreError> {
+        clean::all_sessions(&self.connection()).map_err(storage)
+    }
+
+    /// The messages of a session a clean looks at, leaving the last `keep_last_turns` user
+    /// turns alone (see [`clean::messages`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn clean_listing(
+        &self,
+        session_id: &str,
+        keep_last_turns: u32,
+    ) -> Result<Listing, StoreError> {
+        clean::messages(&self.connection(), session_id, keep_last_turns).map_err(storage)
+    }
+
+    /// Part rows of a session whose message row is missing (see [`clean::orphan_parts`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn orphan_parts(&self, session_id: &str) -> Result<u64, StoreError> {
+        clean::orphan_parts(&self.connection(), session_id).map_err(storage)
+    }
+
+    /// `(files, bytes)` of the spill files in `folder` that removing unreferenced files would
+    /// take after prunes whose parts name `pruned` (see [`spill::would_remove`]).
+    ///
+    /// Errors: the folder's I/O errors, SQLite's as [`std::io::Error::other`].
+    pub fn spill_files_to_remove(
+        &self,
+        folder: &Path,
+        pruned: &[String],
+    ) -> std::io::Result<(u64, u64)> {
+        spill::would_remove(&self.connection(), folder, pruned)
+    }
+
+    /// Removes the spill files of `folder` no row names; `(files, bytes)` removed (see
+    /// [`spill::remove_unreferenced`]).
+    ///
+    /// Errors: the folder's I/O errors, SQLite's as [`std::io::Error::other`].
+    pub fn remove_unreferenced_spill_files(&self, folder: &Path) -> std::io::Result<(u64, u64)> {
+        spill::remove_unreferenced(&self.connection(), folder)
+    }
+
+    /// How much `VACUUM` of this database needs, and where it writes (see [`vacuum::needs`]).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn vacuum_needs(&self) -> Result<Needs, StoreError> {
+        vacuum::needs(&self.connection(), self.path()).map_err(storage)
+    }
+
+    /// Runs `VACUUM` and truncates the WAL; `true` when the WAL could be truncated (see
+    /// [`vacuum::run`]).
+    ///
+    /// Errors: [`VacuumError`].
+    pub fn vacuum(&self) -> Result<bool, VacuumError> {
+        vacuum::run(&self.connection())
+    }
+}
