@@ -1,0 +1,124 @@
+//! The engine: the one order of every prune (validate, journal the intent, apply through the
+//! store, mark it committed, announce the event), split the way the journal's store is:
+//! [`open`] (binding, recovery, retention), [`write`] (prunes and batches), [`read`] (previews,
+//! receipts, events). This file holds the engine's state and what the parts share.
+//!
+//! Source: docs/ARCHITECTURE.md, "The write path of one prune" (with recovery).
+
+mod open;
+mod read;
+mod write;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use pruning_events::Hub;
+use pruning_journal::Journal;
+use uuid::Uuid;
+
+use crate::contract::{PruneResult, Refusal};
+use crate::error::EngineError;
+use crate::event::{JournalReplay, PrunedEvent};
+use crate::store::{Receipt, SessionStore};
+
+pub use read::{dry_run, preview, PreviewOutcome};
+
+/// Capacity of the live event buffer per hub; a subscriber that falls further behind is caught up
+/// from the journal.
+const LIVE_CAPACITY: usize = 1024;
+
+/// Version of this engine, recorded in every receipt.
+pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What [`Engine::prune`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneOutcome {
+    /// The contract answer.
+    pub result: PruneResult,
+    /// The receipt, when pruned (now or by an earlier identical request).
+    pub receipt: Option<Receipt>,
+    /// The announced event, when pruned.
+    pub event: Option<PrunedEvent>,
+    /// The refusal with its explanation, when blocked.
+    pub refusal: Option<Refusal>,
+    /// The journaled intent, when one was recorded (an identical retry records none).
+    pub intent_id: Option<Uuid>,
+    /// True when an identical earlier request had already committed.
+    pub retried: bool,
+}
+
+/// What recovery on open did with the intents left pending.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Intents whose receipt was found: marked committed, their events journaled.
+    pub completed: Vec<Uuid>,
+    /// Intents with no receipt: marked abandoned.
+    pub abandoned: Vec<Uuid>,
+}
+
+/// The pruning engine over one store and its journal.
+pub struct Engine<S: SessionStore> {
+    store: S,
+    journal: Arc<Journal>,
+    hub: Hub<JournalReplay>,
+    database_id: String,
+    recovery: Recovery,
+}
+
+impl<S: SessionStore> Engine<S> {
+    /// What recovery did when this engine opened.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// The identity of the database this engine and its journal are bound to.
+    pub fn database_id(&self) -> &str {
+        &self.database_id
+    }
+}
+
+fn pruned_result(event: &PrunedEvent) -> PruneResult {
+    PruneResult::Pruned {
+        message_id: event.data.message_id.clone(),
+        revision: event.data.revision.clone(),
+        removed_count: event.removed_count,
+    }
+}
+
+fn journal_error(error: impl std::error::Error) -> EngineError {
+    EngineError::Journal(with_causes(&error))
+}
+
+/// `error: cause: cause...`: the journal's errors keep the I/O failure (a full disk, a
+/// read-only file) in their sources, which a person must see.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let words = cause.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Now in ms since the Unix epoch (0 if the clock is before 1970).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
