@@ -22,6 +22,40 @@ const LAYOUT_1_2: &str = "
     ALTER TABLE session DROP COLUMN tokens_cache_write; ALTER TABLE session DROP COLUMN metadata;
     DROP TABLE migration; CREATE TABLE __drizzle_migrations (id, hash, created_at);";
 
+/// `preview --json` of turn 5 of the many-turns session (exit 0 expected).
+fn preview_turn5(fx: &Fixture) -> std::process::Output {
+    run(
+        &fx.db,
+        &[
+            "--quiet-period",
+            "0",
+            "--json",
+            "preview",
+            MANY_TURNS,
+            TURN5,
+        ],
+    )
+}
+
+/// `prune --json` of every technical part of turn 5 at `revision`, or its dry run.
+fn prune_turn5(fx: &Fixture, revision: &str, dry: bool) -> std::process::Output {
+    let mut args = vec![
+        "--quiet-period",
+        "0",
+        "--json",
+        "prune",
+        MANY_TURNS,
+        TURN5,
+        "--revision",
+        revision,
+        "--all-technical",
+    ];
+    if dry {
+        args.push("--dry-run");
+    }
+    run(&fx.db, &args)
+}
+
 /// Every output a test printed, checked for SQLite's own words.
 fn assert_no_raw_sqlite(printed: &str) {
     for words in [
@@ -82,35 +116,12 @@ fn an_event_sequence_without_owner_id_or_unique_index_is_pruned_with_its_events(
     let seq_before = fx.scalar(&format!(
         "SELECT seq FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}'"
     ));
-    let preview = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "--json",
-            "preview",
-            MANY_TURNS,
-            TURN5,
-        ],
-    );
+    let preview = preview_turn5(&fx);
     assert_exit(&preview, 0);
     let preview = json(&preview);
     assert_eq!(preview["liveMutation"], true);
     let revision = preview["revision"].as_str().expect("revision");
-    let prune = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "--json",
-            "prune",
-            MANY_TURNS,
-            TURN5,
-            "--revision",
-            revision,
-            "--all-technical",
-        ],
-    );
+    let prune = prune_turn5(&fx, revision, false);
     assert_exit(&prune, 0);
     assert_eq!(json(&prune)["status"], "pruned");
     assert_eq!(
@@ -149,35 +160,12 @@ fn a_session_table_without_a_column_every_listing_reads_is_refused_naming_it() {
             "{error}"
         );
     }
-    let preview = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "--json",
-            "preview",
-            MANY_TURNS,
-            TURN5,
-        ],
-    );
+    let preview = preview_turn5(&fx);
     assert_exit(&preview, 0);
     let preview = json(&preview);
     assert_eq!(preview["liveMutation"], false, "{preview}");
     let revision = preview["revision"].as_str().expect("revision");
-    let prune = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "--json",
-            "prune",
-            MANY_TURNS,
-            TURN5,
-            "--revision",
-            revision,
-            "--all-technical",
-        ],
-    );
+    let prune = prune_turn5(&fx, revision, false);
     all.push_str(&printed(&prune));
     assert_exit(&prune, 3);
     assert_eq!(
@@ -197,37 +185,13 @@ fn refused_by_its_own_writes(setup: &str, words: &str) {
     fx.exec(setup);
     let digest = fx.file_digest();
     let mut all = String::new();
-    let preview = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "--json",
-            "preview",
-            MANY_TURNS,
-            TURN5,
-        ],
-    );
+    let preview = preview_turn5(&fx);
     assert_exit(&preview, 0);
     let preview = json(&preview);
     assert_eq!(preview["liveMutation"], false, "{preview}");
     let revision = preview["revision"].as_str().expect("revision").to_string();
     for dry in [true, false] {
-        let mut args = vec![
-            "--quiet-period",
-            "0",
-            "--json",
-            "prune",
-            MANY_TURNS,
-            TURN5,
-            "--revision",
-            &revision,
-            "--all-technical",
-        ];
-        if dry {
-            args.push("--dry-run");
-        }
-        let out = run(&fx.db, &args);
+        let out = prune_turn5(&fx, &revision, dry);
         all.push_str(&printed(&out));
         assert_exit(&out, 3);
         assert_eq!(

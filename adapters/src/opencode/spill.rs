@@ -53,26 +53,10 @@ pub fn list(folder: &Path) -> std::io::Result<Vec<(String, u64)>> {
 }
 
 /// The spill file names any `part` or `session_message` row still names.
+///
+/// Errors: SQLite's.
 pub fn referenced(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
-    let schema = Schema::read(conn)?;
-    let mut names = HashSet::new();
-    for table in ["part", "session_message"] {
-        if !schema.has(table) {
-            continue;
-        }
-        let sql =
-            format!("SELECT data FROM {table} WHERE session_prune_contains(data, 'tool-output')");
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            if let rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) =
-                row.get_ref(0)?
-            {
-                collect_names(&String::from_utf8_lossy(bytes), &mut names);
-            }
-        }
-    }
-    Ok(names)
+    Ok(reference_counts(conn)?.into_keys().collect())
 }
 
 /// How many `part` and `session_message` rows name each spill file (a row counts once).
