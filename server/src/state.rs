@@ -12,8 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::Password;
 use super::error::ApiError;
 use super::workspaces::{Workspace, Workspaces};
-use pruning_adapters::opencode::ownership::Owner;
-use pruning_adapters::opencode::OpenCodeStore;
+use pruning_adapters::opencode::{OpenCodeStore, Owner};
 
 /// How long event filtering trusts a session's owner once read.
 const OWNER_TTL: Duration = Duration::from_secs(1);

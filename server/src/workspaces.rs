@@ -5,8 +5,8 @@
 //! Source: CodeNomad's broker (it answers 403 "Session does not belong to workspace"); the
 //! discovery itself is the store's (`pruning_adapters::opencode::workspaces`).
 
-pub use pruning_adapters::opencode::workspaces::Workspace;
 use pruning_adapters::opencode::OpenCodeStore;
+pub use pruning_adapters::opencode::Workspace;
 use pruning_engine::StoreError;
 
 /// Where the workspace list comes from.

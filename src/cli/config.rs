@@ -4,8 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pruning_adapters::opencode::clean::CleanPolicy;
-use pruning_adapters::opencode::Environment;
+use pruning_adapters::opencode::{CleanPolicy, Environment};
 use pruning_engine::history::HistoryCandidate;
 use pruning_engine::{
     HistoryRequest, PreviewRequest, PruneBatchRequest, PruneRequest, Purpose, Scope, MAX_BATCH,

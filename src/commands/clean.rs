@@ -12,8 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pruning_adapters::opencode::clean::{self, Planned};
-use pruning_adapters::opencode::{spill, OpenCodeStore};
+use pruning_adapters::opencode::{spill_folder, OpenCodeStore, Planned};
 use pruning_engine::{DryRun, Engine, EngineError, PruneRequest, PruneResult};
 use serde::Serialize;
 
@@ -177,7 +176,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                 break 'sessions;
             }
             report.considered += 1;
-            match clean::plan(store, session_id, message_id, &clean.policy, now)? {
+            match store.clean_plan(session_id, message_id, &clean.policy, now)? {
                 Planned::Nothing => report.nothing_to_prune += 1,
                 Planned::Skipped { reason, .. } => {
                     *report.skipped.entry(reason.as_str()).or_default() += 1;
@@ -191,8 +190,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                     None => {
                         let found = pruning_engine::dry_run(store, &request)?;
                         if let Ok(DryRun::Plan(plan)) = &found {
-                            report.bytes += clean::freed_bytes(
-                                store,
+                            report.bytes += store.freed_bytes(
                                 session_id,
                                 message_id,
                                 &plan.remove,
@@ -232,7 +230,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     if !clean.apply && clean.spill_files && report.status != "interrupted" {
         // What the apply would remove: the files no row names, and those only the pruned
         // parts name.
-        let folder = spill::folder(&config.db);
+        let folder = spill_folder(&config.db);
         match store.spill_files_to_remove(&folder, &spilled) {
             Ok((files, bytes)) => {
                 report.spill_files_removed = files;
@@ -247,7 +245,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     }
     if clean.apply && clean.spill_files && report.status != "interrupted" {
-        let folder = spill::folder(&config.db);
+        let folder = spill_folder(&config.db);
         match store.remove_unreferenced_spill_files(&folder) {
             Ok((files, bytes)) => {
                 report.spill_files_removed = files;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use pruning_adapters::opencode::vacuum;
+use pruning_adapters::opencode::free_space;
 
 use crate::cli::config::Config;
 use crate::output;
@@ -93,7 +93,7 @@ fn places(config: &Config) -> Vec<(std::path::PathBuf, Option<u64>)> {
     folders
         .into_iter()
         .map(|folder| {
-            let free = vacuum::free_space(&folder).ok().map(|(free, _)| free);
+            let free = free_space(&folder).ok().map(|(free, _)| free);
             (folder, free)
         })
         .collect()

@@ -112,8 +112,7 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
         }
         Ok(DryRun::Plan(plan)) => plan,
     };
-    let freed = pruning_adapters::opencode::clean::freed_bytes(
-        &store,
+    let freed = store.freed_bytes(
         &request.session_id,
         &request.message_id,
         &plan.remove,

@@ -212,13 +212,8 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
                 }
                 Ok(DryRun::Plan(plan)) => {
                     would += 1;
-                    let freed = pruning_adapters::opencode::clean::freed_bytes(
-                        &store,
-                        &batch.session_id,
-                        id,
-                        &plan.remove,
-                        plan.bytes,
-                    )?;
+                    let freed =
+                        store.freed_bytes(&batch.session_id, id, &plan.remove, plan.bytes)?;
                     bytes += freed;
                     let line = format!(
                         "would remove {} part(s), {} of row data",

@@ -1,7 +1,6 @@
 //! `session-prune stats [--top N]`: where the bytes of the database are (read-only).
 
-use pruning_adapters::opencode::stats::{Stats, Volume};
-use pruning_adapters::opencode::SessionSummary;
+use pruning_adapters::opencode::{SessionSummary, Stats, Volume};
 use serde::Serialize;
 
 use super::{open_store, Outcome};

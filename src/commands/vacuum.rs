@@ -2,7 +2,7 @@
 //! changing nothing, while other processes have the database open (unless `--force`) and when
 //! the disk lacks the room VACUUM needs; reports the size before and after.
 
-use pruning_adapters::opencode::vacuum;
+use pruning_adapters::opencode::{free_space, other_processes, Needs, VacuumError};
 use serde::Serialize;
 
 use super::{open_store_for_writing, Outcome};
@@ -51,11 +51,11 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
     // both at once.
     let (temp_free, temp_fs) = match assume_free {
         Some(bytes) => (bytes, 0),
-        None => vacuum::free_space(&needs.temp_dir)?,
+        None => free_space(&needs.temp_dir)?,
     };
     let (db_free, db_fs) = match assume_free {
         Some(bytes) => (bytes, 0),
-        None => vacuum::free_space(&needs.database_dir)?,
+        None => free_space(&needs.database_dir)?,
     };
     let same = temp_fs == db_fs;
     doc.needed_bytes = if same {
@@ -69,7 +69,7 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
         return refuse(config, &doc);
     }
 
-    doc.pids = vacuum::other_processes(&config.db);
+    doc.pids = other_processes(&config.db);
     if !doc.pids.is_empty() && !force {
         doc.reason = Some(format!(
             "other processes have the database open (pids {}): stop OpenCode first, or pass --force to run anyway",
@@ -91,7 +91,7 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
     }
     let truncated = match store.vacuum() {
         Ok(truncated) => truncated,
-        Err(error @ vacuum::VacuumError::Busy(_)) => {
+        Err(error @ VacuumError::Busy(_)) => {
             doc.reason = Some(format!("{error}; stop OpenCode and run again"));
             return refuse(config, &doc);
         }
@@ -141,12 +141,7 @@ fn files_size(config: &Config) -> u64 {
 /// Why VACUUM lacks room, naming each place it writes, the free space there, and the remedy
 /// that helps: `SQLITE_TMPDIR` moves the temporary copy only, never the WAL beside the
 /// database. `None` when there is room.
-fn room_shortage(
-    needs: &vacuum::Needs,
-    same_disk: bool,
-    temp_free: u64,
-    db_free: u64,
-) -> Option<String> {
+fn room_shortage(needs: &Needs, same_disk: bool, temp_free: u64, db_free: u64) -> Option<String> {
     let live = output::bytes(needs.live_bytes);
     let temp = needs.temp_dir.display();
     let beside = needs.database_dir.display();

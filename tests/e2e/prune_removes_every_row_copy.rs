@@ -187,14 +187,10 @@ fn a_snapshot_filed_under_another_sessions_aggregate_is_removed_and_counted() {
         Ok(pruning_engine::DryRun::Plan(plan)) => plan,
         other => panic!("{other:?}"),
     };
-    let predicted = pruning_adapters::opencode::clean::freed_bytes(
-        engine.store(),
-        MANY_TURNS,
-        TURN5,
-        &planned.remove,
-        planned.bytes,
-    )
-    .unwrap();
+    let predicted = engine
+        .store()
+        .freed_bytes(MANY_TURNS, TURN5, &planned.remove, planned.bytes)
+        .unwrap();
     let outcome = engine.prune(&request).unwrap();
     let receipt = outcome.receipt.expect("receipt");
     drop(engine);

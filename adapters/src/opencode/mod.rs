@@ -1,29 +1,39 @@
-//! OpenCode's SQLite storage: where the database is, which generations it holds, the store over
-//! both generations (V1 `message` + `part`, V2 `session_message`), the session list, and the
-//! engine's own receipt tables inside it.
+//! OpenCode's SQLite storage: where the database is, its schema profile, the store over both
+//! generations (V1 `message` + `part`, V2 `session_message`), the fence, the engine's own
+//! receipt tables inside it, and what the CLI and the server ask of it (listings, stats, clean's
+//! selection, spill files, vacuum, OpenCode's workspaces).
+//!
+//! The modules are private: callers use [`OpenCodeStore`], its methods, and the types and few
+//! functions re-exported here. No caller outside this crate holds the connection or writes SQL.
 
-pub mod cached;
-pub mod clean;
-pub mod history;
-pub mod ids;
-pub mod media;
-pub mod ownership;
-pub mod paths;
+mod cached;
+mod clean;
+mod history;
+mod ids;
+mod media;
+mod ownership;
+mod paths;
 mod queries;
-pub mod receipts;
-pub mod schema;
-pub mod sessions;
-pub mod spill;
-pub mod sql_functions;
-pub mod stats;
-pub mod store;
-pub mod v1;
-pub mod v2;
-pub mod vacuum;
-pub mod values;
-pub mod workspaces;
+mod receipts;
+mod schema;
+mod sessions;
+mod spill;
+mod sql_functions;
+mod stats;
+mod store;
+mod v1;
+mod v2;
+mod vacuum;
+mod values;
+mod workspaces;
 
+pub use clean::{CleanPolicy, Listing, Planned, SkipReason};
+pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
-pub use schema::Schema;
+pub use schema::{EventLog, Schema};
 pub use sessions::{MessageSummary, SessionSummary};
+pub use spill::folder as spill_folder;
+pub use stats::{EventVolume, Spill, Stats, TableVolume, Technical, Volume};
 pub use store::{OpenCodeStore, StoreOptions, DEFAULT_QUIET_PERIOD};
+pub use vacuum::{free_space, other_processes, Needs, VacuumError};
+pub use workspaces::Workspace;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use pruning_engine::StoreError;
 
-use super::clean::Listing;
+use super::clean::{CleanPolicy, Listing, Planned};
 use super::sessions::{MessageSummary, SessionSummary};
 use super::stats::Stats;
 use super::vacuum::{Needs, VacuumError};
@@ -18,7 +18,7 @@ fn storage(error: rusqlite::Error) -> StoreError {
 
 impl OpenCodeStore {
     /// Every session of both session tables with its sizes, largest first (see
-    /// [`sessions::list`]).
+    /// `sessions::list`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
@@ -33,7 +33,7 @@ impl OpenCodeStore {
     }
 
     /// The messages of a session, oldest first, with their technical parts (see
-    /// [`sessions::messages`]).
+    /// `sessions::messages`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn messages(&self, session_id: &str) -> Result<Vec<MessageSummary>, StoreError> {
@@ -41,21 +41,21 @@ impl OpenCodeStore {
     }
 
     /// The messages of a session that have technical parts to prune, oldest first (see
-    /// [`sessions::candidates`]).
+    /// `sessions::candidates`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn prunable_messages(&self, session_id: &str) -> Result<Vec<MessageSummary>, StoreError> {
         sessions::candidates(&self.connection(), session_id).map_err(storage)
     }
 
-    /// Where the bytes of the database are (see [`stats::measure`]).
+    /// Where the bytes of the database are (see `stats::measure`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn stats(&self) -> Result<Stats, StoreError> {
         stats::measure(&self.connection(), self.path()).map_err(storage)
     }
 
-    /// Every session id, oldest first: what `clean --all` walks (see [`clean::all_sessions`]).
+    /// Every session id, oldest first: what `clean --all` walks (see `clean::all_sessions`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn clean_sessions(&self) -> Result<Vec<String>, StoreError> {
@@ -63,7 +63,7 @@ impl OpenCodeStore {
     }
 
     /// The messages of a session a clean looks at, leaving the last `keep_last_turns` user
-    /// turns alone (see [`clean::messages`]).
+    /// turns alone (see `clean::messages`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn clean_listing(
@@ -74,7 +74,35 @@ impl OpenCodeStore {
         clean::messages(&self.connection(), session_id, keep_last_turns).map_err(storage)
     }
 
-    /// Part rows of a session whose message row is missing (see [`clean::orphan_parts`]).
+    /// What a clean with `policy` does with one message: prune which parts, nothing, or skip it
+    /// and why (see `clean::plan`); `now_ms` is ms since the Unix epoch.
+    ///
+    /// Errors: [`StoreError`].
+    pub fn clean_plan(
+        &self,
+        session_id: &str,
+        message_id: &str,
+        policy: &CleanPolicy,
+        now_ms: i64,
+    ) -> Result<Planned, StoreError> {
+        clean::plan(self, session_id, message_id, policy, now_ms)
+    }
+
+    /// Bytes of row data a prune of the parts at `indexes` would free, as its receipt will count
+    /// them (see `clean::freed_bytes`); `planned_bytes` is the plan's own count, used for V2.
+    ///
+    /// Errors: [`StoreError`].
+    pub fn freed_bytes(
+        &self,
+        session_id: &str,
+        message_id: &str,
+        indexes: &[usize],
+        planned_bytes: u64,
+    ) -> Result<u64, StoreError> {
+        clean::freed_bytes(self, session_id, message_id, indexes, planned_bytes)
+    }
+
+    /// Part rows of a session whose message row is missing (see `clean::orphan_parts`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn orphan_parts(&self, session_id: &str) -> Result<u64, StoreError> {
@@ -82,7 +110,7 @@ impl OpenCodeStore {
     }
 
     /// `(files, bytes)` of the spill files in `folder` that removing unreferenced files would
-    /// take after prunes whose parts name `pruned` (see [`spill::would_remove`]).
+    /// take after prunes whose parts name `pruned` (see `spill::would_remove`).
     ///
     /// Errors: the folder's I/O errors, SQLite's as [`std::io::Error::other`].
     pub fn spill_files_to_remove(
@@ -94,14 +122,14 @@ impl OpenCodeStore {
     }
 
     /// Removes the spill files of `folder` no row names; `(files, bytes)` removed (see
-    /// [`spill::remove_unreferenced`]).
+    /// `spill::remove_unreferenced`).
     ///
     /// Errors: the folder's I/O errors, SQLite's as [`std::io::Error::other`].
     pub fn remove_unreferenced_spill_files(&self, folder: &Path) -> std::io::Result<(u64, u64)> {
         spill::remove_unreferenced(&self.connection(), folder)
     }
 
-    /// How much `VACUUM` of this database needs, and where it writes (see [`vacuum::needs`]).
+    /// How much `VACUUM` of this database needs, and where it writes (see `vacuum::needs`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn vacuum_needs(&self) -> Result<Needs, StoreError> {
@@ -109,7 +137,7 @@ impl OpenCodeStore {
     }
 
     /// Runs `VACUUM` and truncates the WAL; `true` when the WAL could be truncated (see
-    /// [`vacuum::run`]).
+    /// `vacuum::run`).
     ///
     /// Errors: [`VacuumError`].
     pub fn vacuum(&self) -> Result<bool, VacuumError> {

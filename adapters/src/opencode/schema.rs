@@ -168,7 +168,7 @@ impl Schema {
 
     /// Why a V1 prune cannot be written here, in words: [`Self::v1_unsupported`], an
     /// [`EventLog::Unusable`] log, or a schema the prune's own writes would fail on (see
-    /// [`write_blocker`]). `None` when it can (the fence still checks each session).
+    /// `write_blocker`). `None` when it can (the fence still checks each session).
     pub fn v1_write_refusal(&self) -> Option<String> {
         if let Some(why) = self.v1_unsupported() {
             return Some(why);

@@ -104,7 +104,7 @@ impl OpenCodeStore {
     ///
     /// A WAL database at rest on read-only media (no `-shm` file, and none can be created) is
     /// one SQLite cannot open read-only: then, and only when no writer can exist (see
-    /// [`immutable_is_safe`]), it is opened with SQLite's `immutable=1`, which reads the file
+    /// `immutable_is_safe`), it is opened with SQLite's `immutable=1`, which reads the file
     /// without locks or side files.
     ///
     /// Errors: [`StoreError::Open`] when the file is missing, unreadable or not SQLite.
@@ -215,7 +215,7 @@ impl OpenCodeStore {
     /// one can. The file or its folder cannot be written (read-only media: checked with
     /// `access(2)`, whether or not this store was opened read-only), or the message is a V2 row
     /// where V2 prunes are not written (OpenCode 1.18's shared session table, see
-    /// [`v2::writable`]). An error reading the schema fails closed with its words.
+    /// `v2::writable`). An error reading the schema fails closed with its words.
     pub fn read_only_reason(&self, session_id: &str, message_id: &str) -> Option<String> {
         if let Some(cause) = self.media_read_only() {
             return Some(cause);
@@ -239,7 +239,7 @@ impl OpenCodeStore {
         }
     }
 
-    /// The snapshots filed under another session's aggregate ([`ForeignSnapshots`]), caught up
+    /// The snapshots filed under another session's aggregate (`ForeignSnapshots`), caught up
     /// with the `event` table outside any transaction (the first call reads the whole table,
     /// later ones only the rows appended since), locked for the caller. Empty where the schema
     /// has no event log.
@@ -261,7 +261,7 @@ impl OpenCodeStore {
     }
 
     /// OpenCode's projects and workspaces with their directories, ordered by id (see
-    /// [`super::workspaces::discover`]).
+    /// `super::workspaces::discover`).
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn workspaces(&self) -> Result<Vec<super::workspaces::Workspace>, StoreError> {

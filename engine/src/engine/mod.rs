@@ -1,6 +1,6 @@
 //! The engine: the one order of every prune (validate, journal the intent, apply through the
 //! store, mark it committed, announce the event), split the way the journal's store is:
-//! [`open`] (binding, recovery, retention), [`write`] (prunes and batches), [`read`] (previews,
+//! `open` (binding, recovery, retention), `write` (prunes and batches), `read` (previews,
 //! receipts, events). This file holds the engine's state and what the parts share.
 //!
 //! Source: docs/ARCHITECTURE.md, "The write path of one prune" (with recovery).
