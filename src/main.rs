@@ -21,7 +21,6 @@ const EXIT_BLOCKED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
-    quiet_on_broken_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => error.exit(), // --help, --version
@@ -36,7 +35,7 @@ fn main() -> ExitCode {
                 let summary = summary.join(" ");
                 let summary = summary.trim_start_matches("error: ");
                 let doc = serde_json::json!({ "status": "error", "exitCode": EXIT_BAD_INPUT, "error": summary });
-                println!("{doc}");
+                let _ = output::say!("{doc}");
             }
             let _ = error.print();
             return ExitCode::from(EXIT_BAD_INPUT);
@@ -52,7 +51,6 @@ fn main() -> ExitCode {
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&config)));
     let ran = match ran {
         Ok(ran) => ran,
-        Err(panic) if is_broken_pipe(panic.as_ref()) => return ExitCode::SUCCESS,
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -101,33 +99,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// A reader that goes away (`session-prune sessions | head`) ends output quietly: the panic
-/// that printing to a closed pipe raises is neither reported nor turned into an error.
-fn quiet_on_broken_pipe() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if !is_broken_pipe(info.payload()) {
-            default(info);
-        }
-    }));
-}
-
-fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
-    let text = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_default();
-    text.contains("Broken pipe")
-}
-
 /// Reports an error on stderr and, with `--json`, as `{"status":"error","exitCode","error"}` on
 /// stdout, so that a script always gets one JSON document.
 fn fail(json: bool, code: u8, message: &str) -> ExitCode {
     eprintln!("error: {message}");
     if json {
         let doc = serde_json::json!({ "status": "error", "exitCode": code, "error": message });
-        println!("{doc}");
+        let _ = output::say!("{doc}");
     }
     ExitCode::from(code)
 }

@@ -1,4 +1,16 @@
-//! Printing helpers shared by the commands: JSON documents and lines, byte sizes, times.
+//! Printing helpers shared by the commands: JSON documents and lines, byte sizes, times, and
+//! [`say!`], the `println!` that returns its write error (a reader that went away, as in
+//! `session-prune sessions | head`, is `io::ErrorKind::BrokenPipe`, which `main` ends quietly
+//! on) instead of panicking.
+
+/// Writes one line to stdout like `println!`, returning the `io::Result` of the write.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use say;
 
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};

@@ -19,6 +19,7 @@ use serde::Serialize;
 use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::{CleanConfig, Config};
 use crate::output;
+use crate::output::say;
 
 /// The final report (`--json`), counts of messages unless named otherwise.
 #[derive(Debug, Default, Serialize)]
@@ -266,7 +267,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     if config.json {
         output::json_document(&report)?;
     } else {
-        print_report(&report, clean, &config.invocation);
+        print_report(&report, clean, &config.invocation)?;
     }
     Ok(if report.status == "interrupted" {
         Outcome::Interrupted
@@ -353,67 +354,67 @@ fn explain(reason: &str) -> &'static str {
     }
 }
 
-fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
+fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) -> std::io::Result<()> {
     let verb = if clean.apply { "pruned" } else { "would prune" };
-    println!(
+    say!(
         "{}: {} session(s), {} assistant message(s) looked at, {} left to the last {} turn(s)",
         report.status,
         report.sessions,
         report.considered,
         report.kept_recent,
         clean.policy.keep_last_turns
-    );
+    )?;
     let bytes_what = if clean.apply {
         "of row data removed (parts and their event snapshots)"
     } else {
         "of row data (parts and their event snapshots)"
     };
-    println!(
+    say!(
         "{verb}: {} message(s), {} part(s), {} {bytes_what}",
         report.pruned,
         report.parts,
         output::bytes(report.bytes)
-    );
+    )?;
     if report.already_pruned > 0 {
-        println!(
+        say!(
             "already pruned by an identical request: {}",
             report.already_pruned
-        );
+        )?;
     }
-    println!("nothing to prune: {} message(s)", report.nothing_to_prune);
+    say!("nothing to prune: {} message(s)", report.nothing_to_prune)?;
     for (reason, count) in &report.skipped {
-        println!("skipped ({reason}): {count} message(s){}", explain(reason));
+        say!("skipped ({reason}): {count} message(s){}", explain(reason))?;
     }
     for (reason, count) in &report.blocked {
-        println!("blocked ({reason}): {count} message(s)");
+        say!("blocked ({reason}): {count} message(s)")?;
     }
     if report.unjournaled > 0 {
-        println!(
+        say!(
             "of those, {} committed with their receipts but not yet journaled: the next run journals them and announces their events",
             report.unjournaled
-        );
+        )?;
     }
     if report.failed > 0 || report.unjournaled > 0 {
-        println!(
+        say!(
             "failed: {} message(s) (nothing of them was written); first failure: {}",
             report.failed,
             report.first_failure.as_deref().unwrap_or("")
-        );
+        )?;
     }
     if report.not_reached > 0 {
-        println!(
+        say!(
             "not reached (interrupted): {} message(s); run the same clean again to finish",
             report.not_reached
-        );
+        )?;
     }
     if report.orphan_parts > 0 {
-        println!(
+        say!(
             "orphan parts (no message row), left alone: {}",
             report.orphan_parts
-        );
+        )?;
     }
     if report.spill_files_removed > 0 {
-        println!(
+        say!(
             "spill files {}: {} ({})",
             if clean.apply {
                 "removed"
@@ -422,13 +423,14 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) {
             },
             report.spill_files_removed,
             output::bytes(report.spill_bytes_removed)
-        );
+        )?;
     }
     if !clean.apply {
-        println!("dry run: nothing written; add --apply to do it");
+        say!("dry run: nothing written; add --apply to do it")?;
     } else if report.pruned > 0 {
-        println!("the file shrinks only after `{invocation} vacuum` (with OpenCode stopped)");
+        say!("the file shrinks only after `{invocation} vacuum` (with OpenCode stopped)")?;
     }
+    Ok(())
 }
 
 /// Progress on stderr: a bar on a terminal, a line every 5 s otherwise, nothing for `--json`.

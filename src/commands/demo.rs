@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::{preview, prune, Outcome};
 use crate::output;
+use crate::output::say;
 
 /// The fixture database, as OpenCode 1.18.34 wrote it.
 const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/opencode-1.18.34/opencode.db");
@@ -26,7 +27,7 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
         if json {
             output::json_line(&json!({ "step": name, "data": data }))
         } else {
-            println!("\n== {name}\n{text}");
+            say!("\n== {name}\n{text}")?;
             Ok(())
         }
     };
@@ -100,13 +101,13 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
         }
     };
     if !json {
-        println!("\n== preview");
+        say!("\n== preview")?;
         preview::print_human(
             &format!("session-prune --db {}", db.display()),
             &preview_request,
             &previewed,
             None,
-        );
+        )?;
     } else {
         step("preview", String::new(), serde_json::to_value(&previewed)?)?;
     }
@@ -124,8 +125,8 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
             json!({ "result": first.result, "receipt": first.receipt }),
         )?;
     } else {
-        println!("\n== prune");
-        prune::print_human(&first);
+        say!("\n== prune")?;
+        prune::print_human(&first)?;
     }
 
     let retry = engine.prune(&request)?;
@@ -139,12 +140,12 @@ pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
             json!({ "result": retry.result, "sameReceipt": same, "event": retry.event }),
         )?;
     } else {
-        println!("\n== identical retry");
-        prune::print_human(&retry);
-        println!(
+        say!("\n== identical retry")?;
+        prune::print_human(&retry)?;
+        say!(
             "same result and receipt as the first prune: {}",
             if same { "yes" } else { "NO" }
-        );
+        )?;
     }
     if !same {
         bail!("the retry did not return the same receipt");

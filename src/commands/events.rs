@@ -12,6 +12,7 @@ use pruning_engine::{Journal, PrunedEvent};
 use super::Outcome;
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// Events read per journal visit.
 const PAGE: usize = 1000;
@@ -144,9 +145,9 @@ fn print_resync(cursor: u64, first_kept: u64, json: bool) -> anyhow::Result<()> 
     if json {
         output::json_line(&serde_json::json!({ "type": "resync", "firstKept": first_kept }))
     } else {
-        println!(
+        say!(
             "resync: events after #{cursor} are no longer kept (the oldest kept is #{first_kept}); reload everything"
-        );
+        )?;
         Ok(())
     }
 }
@@ -155,7 +156,7 @@ fn print_event(event: &PrunedEvent, json: bool) -> anyhow::Result<()> {
     if json {
         return output::json_line(event);
     }
-    println!(
+    say!(
         "#{} {} {} session {} message {} revision {} removed {} id {}",
         event.seq,
         output::time(event.committed_at_ms),
@@ -165,6 +166,6 @@ fn print_event(event: &PrunedEvent, json: bool) -> anyhow::Result<()> {
         event.data.revision,
         event.removed_count,
         event.id
-    );
+    )?;
     Ok(())
 }

@@ -8,13 +8,14 @@ use pruning_engine::{HistoryRequest, HistoryResult, Purpose};
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// Prints one page, or every page with `all`.
 pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     let mut request = request.clone();
     if request.purpose == Purpose::Search && request.query.is_empty() && !config.json {
-        println!("no --query given: nothing to find, so only counts are shown (--purpose stats says the same; --purpose prune lists prunable messages)");
+        say!("no --query given: nothing to find, so only counts are shown (--purpose stats says the same; --purpose prune lists prunable messages)")?;
     }
     let mut totals = Totals::default();
     loop {
@@ -31,7 +32,7 @@ pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
                     output::json_document(&outcome.result)?;
                     eprintln!("blocked: {reason}: {detail}");
                 } else {
-                    println!("blocked: {reason}: {detail}");
+                    say!("blocked: {reason}: {detail}")?;
                 }
                 return Ok(Outcome::Blocked);
             }
@@ -41,22 +42,20 @@ pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
         } else if config.json {
             output::json_document(&outcome.result)?;
         } else {
-            print_page(page, &outcome.skipped);
+            print_page(page, &outcome.skipped)?;
         }
         totals.add(page);
         match (&page.cursor, all) {
             (Some(cursor), true) => request.cursor = Some(cursor.clone()),
             (Some(cursor), false) => {
                 if !config.json {
-                    println!(
-                        "more history follows: run again with --all, or add --cursor {cursor}"
-                    );
+                    say!("more history follows: run again with --all, or add --cursor {cursor}")?;
                 }
                 break;
             }
             (None, _) => {
                 if !config.json {
-                    println!("end of history");
+                    say!("end of history")?;
                 }
                 break;
             }
@@ -68,10 +67,13 @@ pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
             Purpose::Stats => String::new(),
             Purpose::Prune => format!(", {} candidate(s)", totals.candidates),
         };
-        println!(
+        say!(
             "in all: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s){found}",
-            totals.scanned, totals.skipped, totals.tools, totals.reasoning
-        );
+            totals.scanned,
+            totals.skipped,
+            totals.tools,
+            totals.reasoning
+        )?;
     }
     Ok(Outcome::Done)
 }
@@ -97,41 +99,45 @@ impl Totals {
     }
 }
 
-fn print_page(page: &HistoryPage, skipped: &[(String, String)]) {
+fn print_page(page: &HistoryPage, skipped: &[(String, String)]) -> std::io::Result<()> {
     for hit in &page.hits {
         let kind = serde_json::to_value(hit.kind)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        println!(
+        say!(
             "{} {} {} part {} ({kind}): {}",
             output::printable(&hit.session_id),
             output::printable(&hit.message_id),
             output::printable(&hit.role),
             hit.part_index,
             output::printable(&one_line(&hit.excerpt))
-        );
+        )?;
     }
     for candidate in &page.candidates {
-        println!(
+        say!(
             "candidate {} revision {} ({} tool, {} reasoning)",
             output::printable(&candidate.message_id),
             candidate.revision,
             candidate.tool_count,
             candidate.reasoning_count
-        );
+        )?;
     }
     for (message_id, why) in skipped {
-        println!(
+        say!(
             "skipped {}: {}",
             output::printable(message_id),
             output::printable(why)
-        );
+        )?;
     }
-    println!(
+    say!(
         "page: {} message(s) scanned, {} skipped, {} tool and {} reasoning part(s)",
-        page.scanned, page.skipped, page.tools, page.reasoning
-    );
+        page.scanned,
+        page.skipped,
+        page.tools,
+        page.reasoning
+    )?;
+    Ok(())
 }
 
 /// `text` on one line: every run of whitespace (newlines among it) becomes one space.

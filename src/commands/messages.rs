@@ -4,6 +4,7 @@
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// Lists the messages of one session (read-only), oldest first.
 pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
@@ -18,20 +19,25 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Done);
     }
     if list.is_empty() {
-        println!("session {session} has no messages");
+        say!("session {session} has no messages")?;
         return Ok(Outcome::Done);
     }
-    println!(
+    say!(
         "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}  storage",
-        "message", "role", "state", "parts", "technical", "bytes"
-    );
+        "message",
+        "role",
+        "state",
+        "parts",
+        "technical",
+        "bytes"
+    )?;
     for m in &list {
         let state = match (m.role.as_str(), m.completed) {
             ("assistant", true) => "complete",
             ("assistant", false) => "running?",
             _ => "",
         };
-        println!(
+        say!(
             "{:<32} {:<9} {:<10} {:>5} {:>9} {:>11}  {}",
             output::printable(&m.message_id),
             output::printable(&m.role),
@@ -40,12 +46,12 @@ pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
             m.technical_parts,
             output::bytes(m.technical_bytes),
             m.storage
-        );
+        )?;
     }
     let prunable = list
         .iter()
         .filter(|m| m.role == "assistant" && m.completed && m.technical_parts > 0)
         .count();
-    println!("{} message(s), {prunable} with tool or reasoning parts to prune (preview one with `{} preview {session} MESSAGE`)", list.len(), config.invocation);
+    say!("{} message(s), {prunable} with tool or reasoning parts to prune (preview one with `{} preview {session} MESSAGE`)", list.len(), config.invocation)?;
     Ok(Outcome::Done)
 }

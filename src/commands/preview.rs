@@ -6,6 +6,7 @@ use pruning_engine::{PreviewRequest, PreviewResult, Refusal};
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// Previews one message.
 pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome> {
@@ -27,7 +28,7 @@ pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome>
             request,
             &result,
             outcome.refusal.as_ref(),
-        );
+        )?;
     }
     Ok(match result {
         PreviewResult::Preview { .. } => Outcome::Done,
@@ -41,20 +42,20 @@ pub fn print_human(
     request: &PreviewRequest,
     result: &PreviewResult,
     refusal: Option<&Refusal>,
-) {
+) -> std::io::Result<()> {
     match result {
         PreviewResult::Blocked { reason } => {
             let detail = refusal.map(|r| r.detail.as_str()).unwrap_or("");
-            println!("blocked: {reason}: {}", output::printable(detail));
+            say!("blocked: {reason}: {}", output::printable(detail))?;
         }
         PreviewResult::Preview {
             revision,
             live_mutation,
             parts,
         } => {
-            println!("message   {}", request.message_id);
-            println!("revision  {revision}");
-            println!(
+            say!("message   {}", request.message_id)?;
+            say!("revision  {revision}")?;
+            say!(
                 "writable  {}",
                 if *live_mutation {
                     "yes (this storage accepts prunes; whether OpenCode is using the session is \
@@ -63,31 +64,32 @@ pub fn print_human(
                     "no (prunes cannot be written where this message is stored: read-only \
                      media, or a V2 row of OpenCode 1.18's shared session table)"
                 }
-            );
+            )?;
             if parts.is_empty() {
-                println!("no tool or reasoning parts: nothing to prune");
-                return;
+                say!("no tool or reasoning parts: nothing to prune")?;
+                return Ok(());
             }
-            println!("{:>6}  {:<9} {:>10}", "index", "type", "bytes");
+            say!("{:>6}  {:<9} {:>10}", "index", "type", "bytes")?;
             for part in parts {
                 let kind = match part.kind {
                     pruning_engine::PartKind::Tool => "tool",
                     pruning_engine::PartKind::Reasoning => "reasoning",
                 };
-                println!("{:>6}  {:<9} {:>10}", part.index, kind, part.bytes);
+                say!("{:>6}  {:<9} {:>10}", part.index, kind, part.bytes)?;
             }
             let total: u64 = parts.iter().map(|p| p.bytes).sum();
             let indexes: Vec<String> = parts.iter().map(|p| p.index.to_string()).collect();
-            println!("{} part(s), {} in all", parts.len(), output::bytes(total));
+            say!("{} part(s), {} in all", parts.len(), output::bytes(total))?;
             // A command that would be refused is not suggested.
             if *live_mutation {
-                println!(
+                say!(
                     "to prune: {invocation} prune {} {} --revision {revision} --indexes {}",
                     request.session_id,
                     request.message_id,
                     indexes.join(",")
-                );
+                )?;
             }
         }
     }
+    Ok(())
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// The `--dry-run --json` document: `{status:"dry-run", messageID, revision, revisionAfter,
 /// indexes, removedCount, bytes}`; `bytes` is the row data the prune would free, counted as its
@@ -61,7 +62,7 @@ pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Re
             );
         }
     } else {
-        print_human(&outcome);
+        print_human(&outcome)?;
     }
     Ok(match outcome.result {
         PruneResult::Pruned { .. } => Outcome::Done,
@@ -86,11 +87,11 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
                     output::printable(&refusal.detail)
                 );
             } else {
-                println!(
+                say!(
                     "dry run: would be blocked: {}: {}",
                     refusal.reason,
                     output::printable(&refusal.detail)
-                );
+                )?;
             }
             return Ok(Outcome::Blocked);
         }
@@ -103,10 +104,10 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
             if config.json {
                 output::json_document(&result)?;
             } else {
-                println!(
+                say!(
                     "dry run: already pruned by an identical request (receipt {}); a prune would return it",
                     receipt.receipt_id
-                );
+                )?;
             }
             return Ok(Outcome::Done);
         }
@@ -123,17 +124,17 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
         output::json_document(&doc)?;
     } else {
         let indexes: Vec<String> = doc.indexes.iter().map(|i| i.to_string()).collect();
-        println!(
+        say!(
             "dry run: would remove {} part(s) [{}], {} of row data (the parts and their event snapshots), from {}; nothing written",
             doc.removed_count,
             indexes.join(","),
             output::bytes(doc.bytes),
             doc.message_id
-        );
-        println!(
+        )?;
+        say!(
             "the session checks passed now; revision after would be {}",
             doc.revision_after
-        );
+        )?;
     }
     Ok(Outcome::Done)
 }
@@ -147,18 +148,18 @@ fn busy(config: &Config, detail: &str) -> anyhow::Result<Outcome> {
         output::json_document(&blocked)?;
         eprintln!("blocked: maintenance_required: {detail}");
     } else {
-        println!("blocked: maintenance_required: {detail}");
+        say!("blocked: maintenance_required: {detail}")?;
     }
     Ok(Outcome::Blocked)
 }
 
 /// Prints a prune outcome for people.
-pub fn print_human(outcome: &PruneOutcome) {
+pub fn print_human(outcome: &PruneOutcome) -> std::io::Result<()> {
     match (&outcome.result, &outcome.refusal) {
         (PruneResult::Blocked { reason }, refusal) => {
             let detail = refusal.as_ref().map(|r| r.detail.as_str()).unwrap_or("");
-            println!("blocked: {reason}: {}", output::printable(detail));
-            println!("nothing was changed; the intent is journaled as refused");
+            say!("blocked: {reason}: {}", output::printable(detail))?;
+            say!("nothing was changed; the intent is journaled as refused")?;
         }
         (
             PruneResult::Pruned {
@@ -169,22 +170,23 @@ pub fn print_human(outcome: &PruneOutcome) {
             _,
         ) => {
             if outcome.retried {
-                println!(
+                say!(
                     "already pruned by an identical request: same receipt, event announced again"
-                );
+                )?;
             }
-            println!("pruned    {message_id}: {removed_count} part(s) removed");
-            println!("revision  {revision}");
+            say!("pruned    {message_id}: {removed_count} part(s) removed")?;
+            say!("revision  {revision}")?;
             if let Some(receipt) = &outcome.receipt {
-                println!(
+                say!(
                     "receipt   {} ({} of row data freed: the parts and their event snapshots)",
                     receipt.receipt_id,
                     output::bytes(receipt.bytes_removed)
-                );
+                )?;
             }
             if let Some(event) = &outcome.event {
-                println!("event     #{} {} {}", event.seq, event.event_type, event.id);
+                say!("event     #{} {} {}", event.seq, event.event_type, event.id)?;
             }
         }
     }
+    Ok(())
 }

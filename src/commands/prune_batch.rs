@@ -16,6 +16,7 @@ use super::prune::DryRunDocument;
 use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// Runs the batches in order.
 pub fn run(
@@ -29,7 +30,7 @@ pub fn run(
                 results: Vec::new(),
             })?;
         } else {
-            println!("no candidates: nothing to prune");
+            say!("no candidates: nothing to prune")?;
         }
         return Ok(Outcome::Done);
     }
@@ -42,12 +43,13 @@ pub fn run(
 
 /// Prints one candidate's line: on stdout for people, on stderr beside a JSON document when it
 /// says why a candidate was refused.
-fn report(config: &Config, message_id: &str, line: &str, refused: bool) {
+fn report(config: &Config, message_id: &str, line: &str, refused: bool) -> std::io::Result<()> {
     if !config.json {
-        println!("{message_id} {line}");
+        say!("{message_id} {line}")?;
     } else if refused {
         eprintln!("{message_id} {line}");
     }
+    Ok(())
 }
 
 fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcome> {
@@ -100,7 +102,7 @@ fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outco
                 },
             };
             let refused = matches!(item.result, PruneResult::Blocked { .. });
-            report(config, &item.message_id, &line, refused);
+            report(config, &item.message_id, &line, refused)?;
             results.push(item);
         }
     }
@@ -108,13 +110,13 @@ fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outco
     if config.json {
         output::json_document(&BatchResult { results })?;
     } else {
-        println!(
+        say!(
             "{} candidate(s): {pruned} pruned ({} of row data freed), {again} already pruned, {blocked} blocked",
             pruned + again + blocked,
             output::bytes(bytes)
-        );
+        )?;
         if pruned > 0 {
-            println!("the file shrinks only after VACUUM (with OpenCode stopped); SQLite reuses the freed pages meanwhile");
+            say!("the file shrinks only after VACUUM (with OpenCode stopped); SQLite reuses the freed pages meanwhile")?;
         }
     }
     if let Some(cause) = unjournaled {
@@ -153,8 +155,8 @@ fn all_blocked(
         output::json_document(&BatchResult { results })?;
         eprintln!("blocked: {reason}: {detail}");
     } else {
-        println!("blocked: {reason}: {detail}");
-        println!("nothing was changed; run the batch again");
+        say!("blocked: {reason}: {detail}")?;
+        say!("nothing was changed; run the batch again")?;
     }
     Ok(Outcome::Blocked)
 }
@@ -224,7 +226,7 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
                     (serde_json::to_value(doc)?, line, false)
                 }
             };
-            report(config, id, &line, refused);
+            report(config, id, &line, refused)?;
             results.push(PlannedItem {
                 message_id: id,
                 result,
@@ -234,10 +236,10 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
     if config.json {
         output::json_document(&PlannedBatch { results })?;
     } else {
-        println!(
+        say!(
             "dry run, nothing written: {would} would be pruned ({} of row data), {already} already pruned, {blocked} would be blocked",
             output::bytes(bytes)
-        );
+        )?;
     }
     Ok(if blocked == 0 {
         Outcome::Done

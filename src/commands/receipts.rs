@@ -4,6 +4,7 @@
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 use pruning_engine::SessionStore;
 
 /// Lists receipts, oldest first.
@@ -16,12 +17,12 @@ pub fn run(config: &Config, session: Option<&str>) -> anyhow::Result<Outcome> {
     }
     if receipts.is_empty() {
         match session {
-            Some(id) => println!("no receipts for session {id}: nothing of it has been pruned"),
-            None => println!("no receipts: nothing has been pruned in this database"),
+            Some(id) => say!("no receipts for session {id}: nothing of it has been pruned")?,
+            None => say!("no receipts: nothing has been pruned in this database")?,
         }
     }
     for r in &receipts {
-        println!(
+        say!(
             "{}  {}  {} / {}  removed {} part(s), {}  receipt {}",
             output::time(r.committed_at_ms),
             r.engine_version,
@@ -30,8 +31,8 @@ pub fn run(config: &Config, session: Option<&str>) -> anyhow::Result<Outcome> {
             r.removed_count,
             output::bytes(r.bytes_removed),
             r.receipt_id
-        );
-        println!("    revision {} -> {}", r.revision_before, r.revision_after);
+        )?;
+        say!("    revision {} -> {}", r.revision_before, r.revision_after)?;
     }
     Ok(Outcome::Done)
 }

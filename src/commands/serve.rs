@@ -16,6 +16,7 @@ use super::{open_engine_unless_busy, Outcome};
 use crate::cli::config::Config;
 use crate::cli::serve::ServeConfig;
 use crate::output;
+use crate::output::say;
 
 /// Serves until stopped.
 pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
@@ -80,7 +81,7 @@ pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
     if config.json {
         output::json_line(&json!({ "status": "stopped" }))?;
     } else {
-        println!("stopped: every request answered, the journal closed");
+        say!("stopped: every request answered, the journal closed")?;
     }
     Ok(Outcome::Done)
 }
@@ -190,23 +191,23 @@ fn announce(
             "password": password,
         }));
     }
-    println!("listening on {url} (GET {url}/openapi.json describes the API)");
+    say!("listening on {url} (GET {url}/openapi.json describes the API)")?;
     match workspaces {
-        Workspaces::Discovered => println!(
+        Workspaces::Discovered => say!(
             "workspaces: OpenCode's projects and workspaces (GET {url}/api/workspaces lists them)"
-        ),
+        )?,
         Workspaces::Given(list) => {
             for workspace in list {
-                println!("workspace {} = {}", workspace.id, workspace.directory);
+                say!("workspace {} = {}", workspace.id, workspace.directory)?;
             }
         }
     }
     if password {
-        println!("every request needs the password: Authorization: Bearer PASSWORD, or basic auth");
+        say!("every request needs the password: Authorization: Bearer PASSWORD, or basic auth")?;
     } else {
-        println!("no password: any program of this machine may use it (set SESSION_PRUNE_PASSWORD to require one)");
+        say!("no password: any program of this machine may use it (set SESSION_PRUNE_PASSWORD to require one)")?;
     }
-    println!("stop with Ctrl-C");
+    say!("stop with Ctrl-C")?;
     Ok(())
 }
 

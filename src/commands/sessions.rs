@@ -3,6 +3,7 @@
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// Lists sessions (read-only).
 pub fn run(config: &Config) -> anyhow::Result<Outcome> {
@@ -13,12 +14,15 @@ pub fn run(config: &Config) -> anyhow::Result<Outcome> {
         output::json_document(&list)?;
         return Ok(Outcome::Done);
     }
-    println!(
+    say!(
         "{:<32} {:>8} {:>11} {:>11}  title  [directory]",
-        "session", "messages", "total", "prunable"
-    );
+        "session",
+        "messages",
+        "total",
+        "prunable"
+    )?;
     for s in &list {
-        println!(
+        say!(
             "{:<32} {:>8} {:>11} {:>11}  {}  [{}]",
             s.session_id,
             s.messages,
@@ -26,16 +30,16 @@ pub fn run(config: &Config) -> anyhow::Result<Outcome> {
             output::bytes(s.prunable_bytes),
             output::printable(&s.title),
             output::printable(&s.directory)
-        );
+        )?;
     }
     let total: u64 = list.iter().map(|s| s.total_bytes).sum();
     let prunable: u64 = list.iter().map(|s| s.prunable_bytes).sum();
-    println!(
+    say!(
         "{} session(s), {} in all, {} prunable (list a session's messages with `{} messages SESSION`)",
         list.len(),
         output::bytes(total),
         output::bytes(prunable),
         config.invocation
-    );
+    )?;
     Ok(Outcome::Done)
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 #[derive(Debug, Serialize)]
 struct Document {
@@ -30,77 +31,82 @@ pub fn run(config: &Config, top: usize) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Done);
     }
     let size = |v: &Volume| format!("{:>10} {:>11}", v.count, output::bytes(v.bytes));
-    println!(
+    say!(
         "file {}  wal {}  free pages {} (given back by vacuum)",
         output::bytes(stats.database_bytes),
         output::bytes(stats.wal_bytes),
         output::bytes(stats.free_bytes)
-    );
-    println!("\n{:<34} {:>10} {:>11}", "table", "rows", "data");
+    )?;
+    say!("\n{:<34} {:>10} {:>11}", "table", "rows", "data")?;
     for table in &stats.tables {
-        println!("{:<34} {}", table.table, size(&table.volume));
+        say!("{:<34} {}", table.table, size(&table.volume))?;
     }
     if !stats.events.is_empty() {
-        println!("\n{:<34} {:>10} {:>11}", "event type", "rows", "data");
+        say!("\n{:<34} {:>10} {:>11}", "event type", "rows", "data")?;
         for event in &stats.events {
-            println!(
+            say!(
                 "{:<34} {}",
                 output::printable(&event.event_type),
                 size(&event.volume)
-            );
+            )?;
         }
     }
     let t = &stats.technical;
-    println!(
+    say!(
         "\n{:<34} {:>10} {:>11}",
-        "technical content", "count", "bytes"
-    );
-    println!("{:<34} {}", "tool parts (V1)", size(&t.tool_parts));
-    println!(
+        "technical content",
+        "count",
+        "bytes"
+    )?;
+    say!("{:<34} {}", "tool parts (V1)", size(&t.tool_parts))?;
+    say!(
         "{:<34} {}",
         "reasoning parts (V1)",
         size(&t.reasoning_parts)
-    );
-    println!(
+    )?;
+    say!(
         "{:<34} {}",
         "snapshot events of them",
         size(&t.snapshot_events)
-    );
-    println!(
+    )?;
+    say!(
         "{:<34} {}",
         "tool/reasoning entries (V2)",
         size(&t.v2_entries)
-    );
-    println!(
+    )?;
+    say!(
         "{:<34} {}",
         "spill files (tool-output/)",
         size(&stats.spill.files)
-    );
-    println!(
+    )?;
+    say!(
         "{:<34} {}",
         "  of them named by no row",
         size(&stats.spill.unreferenced)
-    );
+    )?;
     let technical =
         t.tool_parts.bytes + t.reasoning_parts.bytes + t.snapshot_events.bytes + t.v2_entries.bytes;
-    println!(
+    say!(
         "\nup to {} is technical content and copies of it; `{} clean --all` shows what a clean would take (completed messages, last 2 turns kept)",
         output::bytes(technical),
         config.invocation
-    );
-    println!(
+    )?;
+    say!(
         "\n{:<32} {:>8} {:>11} {:>11}  title",
-        "largest sessions", "messages", "total", "prunable"
-    );
+        "largest sessions",
+        "messages",
+        "total",
+        "prunable"
+    )?;
     for s in &list {
-        println!(
+        say!(
             "{:<32} {:>8} {:>11} {:>11}  {}",
             output::printable(&s.session_id),
             s.messages,
             output::bytes(s.total_bytes),
             output::bytes(s.prunable_bytes),
             output::printable(&s.title)
-        );
+        )?;
     }
     Ok(Outcome::Done)
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::{open_store_for_writing, Outcome};
 use crate::cli::config::Config;
 use crate::output;
+use crate::output::say;
 
 /// The `--json` document.
 #[derive(Debug, Serialize)]
@@ -83,11 +84,11 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
     }
 
     if !config.json {
-        println!(
+        say!(
             "vacuuming {} ({} live)...",
             output::bytes(before),
             output::bytes(needs.live_bytes)
-        );
+        )?;
     }
     let truncated = match store.vacuum() {
         Ok(truncated) => truncated,
@@ -106,14 +107,14 @@ pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Re
     if config.json {
         output::json_document(&doc)?;
     } else {
-        println!(
+        say!(
             "vacuumed: {} -> {} ({} given back)",
             output::bytes(doc.bytes_before),
             output::bytes(doc.bytes_after),
             output::bytes(doc.bytes_before.saturating_sub(doc.bytes_after))
-        );
+        )?;
         if let Some(note) = &doc.reason {
-            println!("note: {note}");
+            say!("note: {note}")?;
         }
     }
     Ok(Outcome::Done)
@@ -125,7 +126,7 @@ fn refuse(config: &Config, doc: &Document) -> anyhow::Result<Outcome> {
         output::json_document(doc)?;
         eprintln!("refused: {reason}");
     } else {
-        println!("refused: {reason}; nothing was changed");
+        say!("refused: {reason}; nothing was changed")?;
     }
     Ok(Outcome::Blocked)
 }
