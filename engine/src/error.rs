@@ -236,9 +236,16 @@ pub enum EngineError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The journal failed to read or write.
-    #[error("journal: {0}")]
-    Journal(String),
+    /// The journal failed to read or write; the journal's typed error, shared by every prune
+    /// of a batch it failed.
+    #[error("journal: {}", chain(.0.as_ref()))]
+    Journal(std::sync::Arc<JournalError>),
+    /// An invariant of the engine did not hold (a bug, never a refusal): the words say which.
+    #[error("internal error of the engine: {0}")]
+    Internal(&'static str),
+    /// The same request earlier in the batch failed, and so this repetition of it did.
+    #[error("the same request earlier in the batch failed: {0}")]
+    SameRequestFailed(String),
     /// The journal holds committed prunes of a database, and this database has no identity.
     #[error("the journal is bound to database {bound} and holds its prune history, but this database has no identity: it is another file (a copy?) or a backup restored from before its first prune; give it its own journal (--journal NEW_PATH)")]
     UnknownDatabase {
@@ -334,4 +341,45 @@ mod tests {
             None
         );
     }
+}
+
+/// A failure of the journal (`pruning-journal`), one variant per kind of operation, each
+/// keeping the journal's own typed error and its causes (a full disk, a read-only file).
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// Opening the file.
+    #[error(transparent)]
+    Open(#[from] pruning_journal::OpenError),
+    /// A query.
+    #[error(transparent)]
+    Read(#[from] pruning_journal::ReadError),
+    /// A durable write.
+    #[error(transparent)]
+    Write(#[from] pruning_journal::WriteError),
+    /// Binding to the database.
+    #[error(transparent)]
+    Bind(#[from] pruning_journal::BindError),
+}
+
+impl<E: Into<JournalError>> From<E> for EngineError {
+    fn from(error: E) -> Self {
+        EngineError::Journal(std::sync::Arc::new(error.into()))
+    }
+}
+
+/// `error: cause: cause...`, each cause once: the journal's errors keep the I/O failure (a full
+/// disk, a read-only file) in their sources, which a person must see.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let words = cause.to_string();
+        if !text.contains(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
+        source = cause.source();
+    }
+    text
 }

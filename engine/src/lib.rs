@@ -28,7 +28,7 @@ pub use contract::{
 pub use engine::{
     dry_run, now_ms, preview, Engine, PreviewOutcome, PruneOutcome, Recovery, ENGINE_VERSION,
 };
-pub use error::{ContractError, EngineError, StoreError};
+pub use error::{ContractError, EngineError, JournalError, StoreError};
 pub use event::{JournalReplay, PrunedEvent};
 pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpose};
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus};

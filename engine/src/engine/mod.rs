@@ -17,7 +17,6 @@ use pruning_journal::Journal;
 use uuid::Uuid;
 
 use crate::contract::{PruneResult, Refusal};
-use crate::error::EngineError;
 use crate::event::{JournalReplay, PrunedEvent};
 use crate::store::{Receipt, SessionStore};
 
@@ -93,26 +92,6 @@ fn pruned_result(event: &PrunedEvent) -> PruneResult {
         revision: event.data.revision.clone(),
         removed_count: event.removed_count,
     }
-}
-
-fn journal_error(error: impl std::error::Error) -> EngineError {
-    EngineError::Journal(with_causes(&error))
-}
-
-/// `error: cause: cause...`: the journal's errors keep the I/O failure (a full disk, a
-/// read-only file) in their sources, which a person must see.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let words = cause.to_string();
-        if !text.contains(&words) {
-            text.push_str(": ");
-            text.push_str(&words);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// Now in ms since the Unix epoch (0 if the clock is before 1970).

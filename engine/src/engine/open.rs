@@ -7,7 +7,7 @@ use pruning_events::Hub;
 use pruning_journal::{Commit, Journal, Retention};
 use uuid::Uuid;
 
-use super::{journal_error, now_ms, Engine, Recovery, LIVE_CAPACITY};
+use super::{now_ms, Engine, Recovery, LIVE_CAPACITY};
 use crate::error::EngineError;
 use crate::event::JournalReplay;
 use crate::store::SessionStore;
@@ -29,12 +29,10 @@ impl<S: SessionStore> Engine<S> {
             pruning_journal::BindError::Mismatch { bound, found } => {
                 EngineError::JournalMismatch { bound, found }
             }
-            other => journal_error(other),
+            other => other.into(),
         })?;
         if let Some(location) = store.location() {
-            journal
-                .record_database_location(&location)
-                .map_err(journal_error)?;
+            journal.record_database_location(&location)?;
         }
         let hub = Hub::new(Arc::new(JournalReplay::new(journal.clone())), LIVE_CAPACITY);
         let mut engine = Self {
@@ -75,24 +73,22 @@ impl<S: SessionStore> Engine<S> {
     /// days) when its oldest event is due, so that an open with nothing to trim writes nothing.
     fn trim_if_due(&self) -> Result<(), EngineError> {
         let policy = Retention::default();
-        let Some(first) = self.journal.first_seq().map_err(journal_error)? else {
+        let Some(first) = self.journal.first_seq()? else {
             return Ok(());
         };
-        let Some(oldest) = self.journal.event(first).map_err(journal_error)? else {
+        let Some(oldest) = self.journal.event(first)? else {
             return Ok(());
         };
-        let last = self.journal.last_seq().map_err(journal_error)?;
+        let last = self.journal.last_seq()?;
         if policy.may_remove(oldest.seq, oldest.committed_at_ms, last, now_ms()) {
-            self.journal
-                .apply_retention(&policy, now_ms())
-                .map_err(journal_error)?;
+            self.journal.apply_retention(&policy, now_ms())?;
         }
         Ok(())
     }
 
     fn recover(&self) -> Result<Recovery, EngineError> {
         let mut recovery = Recovery::default();
-        let pending = self.journal.pending_intents().map_err(journal_error)?;
+        let pending = self.journal.pending_intents()?;
         for intent in pending {
             match self.store.receipt_by_key(&intent.request_key)? {
                 Some(receipt) => {
@@ -103,16 +99,14 @@ impl<S: SessionStore> Engine<S> {
                         removed_count: receipt.removed_count,
                         committed_at_ms: receipt.committed_at_ms,
                     };
-                    self.journal.commit(&[commit]).map_err(journal_error)?;
+                    self.journal.commit(&[commit])?;
                     recovery.completed.push(intent.intent_id);
                 }
                 None => {
-                    self.journal
-                        .mark_abandoned(
-                            intent.intent_id,
-                            "recovered on open: no receipt in the database, the prune never committed",
-                        )
-                        .map_err(journal_error)?;
+                    self.journal.mark_abandoned(
+                        intent.intent_id,
+                        "recovered on open: no receipt in the database, the prune never committed",
+                    )?;
                     recovery.abandoned.push(intent.intent_id);
                 }
             }
@@ -126,7 +120,7 @@ impl<S: SessionStore> Engine<S> {
 /// The identity the journal and the database share, by the binding rules of [`Engine::open`]:
 /// the journal's, the database's, or a new UUID v7 for a new pair.
 fn identity<S: SessionStore>(store: &S, journal: &Journal) -> Result<String, EngineError> {
-    let bound = journal.bound_database().map_err(journal_error)?;
+    let bound = journal.bound_database()?;
     let stored = store.database_id()?;
     let database_id = match (bound, stored) {
         (Some(bound), Some(found)) if bound != found => {
@@ -136,14 +130,14 @@ fn identity<S: SessionStore>(store: &S, journal: &Journal) -> Result<String, Eng
         // A journal that has seen committed prunes belongs to a database that holds its
         // identity; one without any may still adopt this database.
         (Some(bound), None) => {
-            if journal.last_seq().map_err(journal_error)? > 0 {
+            if journal.last_seq()? > 0 {
                 return Err(EngineError::UnknownDatabase { bound });
             }
             // Pending intents may have committed in the database the journal was used with;
             // resolving them against this one could abandon a prune that happened.
-            let pending = journal.pending_intents().map_err(journal_error)?.len();
-            let seen_here = store.location().is_some()
-                && journal.database_location().map_err(journal_error)? == store.location();
+            let pending = journal.pending_intents()?.len();
+            let seen_here =
+                store.location().is_some() && journal.database_location()? == store.location();
             if pending > 0 && !seen_here {
                 return Err(EngineError::UnresolvedIntents { bound, pending });
             }

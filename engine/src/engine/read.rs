@@ -3,7 +3,7 @@
 
 use pruning_events::{Hub, Subscription};
 
-use super::{journal_error, now_ms, Engine};
+use super::{now_ms, Engine};
 use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, Refusal};
 use crate::error::EngineError;
 use crate::event::{JournalReplay, PrunedEvent};
@@ -31,8 +31,7 @@ impl<S: SessionStore> Engine<S> {
     pub fn events_after(&self, since: u64, limit: usize) -> Result<Vec<PrunedEvent>, EngineError> {
         Ok(self
             .journal
-            .events_after(since, limit)
-            .map_err(journal_error)?
+            .events_after(since, limit)?
             .into_iter()
             .map(PrunedEvent::from)
             .collect())

@@ -4,9 +4,11 @@
 use pruning_journal::{Commit, Intent, IntentState, Resolution};
 use uuid::Uuid;
 
-use super::{journal_error, now_ms, pruned_result, with_causes, Engine, PruneOutcome};
+use std::sync::Arc;
+
+use super::{now_ms, pruned_result, Engine, PruneOutcome};
 use crate::contract::{PruneRequest, PruneResult, Selection};
-use crate::error::{EngineError, StoreError};
+use crate::error::{chain, EngineError, JournalError, StoreError};
 use crate::event::PrunedEvent;
 use crate::request_key::request_key;
 use crate::store::{Applied, Durability, PruneCommand, SessionStore};
@@ -32,7 +34,7 @@ impl<S: SessionStore> Engine<S> {
             &|| false,
         )
         .pop()
-        .unwrap_or_else(|| Err(EngineError::Journal("a batch of one gave no result".into())))
+        .unwrap_or(Err(EngineError::Internal("a batch of one gave no result")))
     }
 
     /// Prunes many messages with group commit (docs/ARCHITECTURE.md, "Bulk work"): the intents of
@@ -94,9 +96,9 @@ impl<S: SessionStore> Engine<S> {
             .map(|(_, request, key)| new_intent(request, *key))
             .collect();
         if let Err(error) = self.journal.record_intents(&intents) {
-            let message = with_causes(&error);
+            let shared = Arc::new(JournalError::from(error));
             for (slot, _, _) in &fresh {
-                results[*slot] = Some(Err(EngineError::Journal(message.clone())));
+                results[*slot] = Some(Err(EngineError::Journal(shared.clone())));
             }
             return finish(results);
         }
@@ -195,7 +197,7 @@ impl<S: SessionStore> Engine<S> {
             }
             Err(error) => {
                 // Committed in the database: recovery on the next open journals them.
-                let cause = with_causes(&error);
+                let cause = chain(&error);
                 for (slot, _, receipt, _) in committed {
                     results[slot] = Some(Err(EngineError::CommittedNotJournaled {
                         receipt,
@@ -207,11 +209,11 @@ impl<S: SessionStore> Engine<S> {
         if let Err(error) = self.journal.resolve_all(&resolutions) {
             // A refusal that could not be journaled is reported as the journal's failure (an
             // abandon's own error stands).
-            let message = with_causes(&error);
+            let shared = Arc::new(JournalError::from(error));
             for (slot, _, _) in &fresh {
                 if let Some(Ok(outcome)) = &results[*slot] {
                     if outcome.refusal.is_some() {
-                        results[*slot] = Some(Err(EngineError::Journal(message.clone())));
+                        results[*slot] = Some(Err(EngineError::Journal(shared.clone())));
                     }
                 }
             }
@@ -229,10 +231,8 @@ impl<S: SessionStore> Engine<S> {
                         ..outcome.clone()
                     })
                 }
-                Some(Err(error)) => Err(EngineError::Journal(format!(
-                    "the same request earlier in the batch failed: {error}"
-                ))),
-                None => Err(EngineError::Journal("no outcome was recorded".into())),
+                Some(Err(error)) => Err(EngineError::SameRequestFailed(error.to_string())),
+                None => Err(EngineError::Internal("no outcome was recorded")),
             });
         }
         finish(results)
@@ -242,11 +242,7 @@ impl<S: SessionStore> Engine<S> {
     /// confirmed by the database's receipt (without it, a database restored from a backup, the
     /// request runs as a new one). Re-announces the event.
     fn replay(&self, key: &[u8; 32]) -> Result<Option<PruneOutcome>, EngineError> {
-        let Some(event) = self
-            .journal
-            .committed_event_for(key)
-            .map_err(journal_error)?
-        else {
+        let Some(event) = self.journal.committed_event_for(key)? else {
             return Ok(None);
         };
         let Some(receipt) = self.store.receipt_by_key(key)? else {
@@ -287,8 +283,6 @@ fn finish(
 ) -> Vec<Result<PruneOutcome, EngineError>> {
     results
         .into_iter()
-        .map(|slot| {
-            slot.unwrap_or_else(|| Err(EngineError::Journal("no outcome was recorded".into())))
-        })
+        .map(|slot| slot.unwrap_or(Err(EngineError::Internal("no outcome was recorded"))))
         .collect()
 }
