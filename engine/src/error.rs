@@ -221,9 +221,10 @@ pub enum StoreError {
     /// say). The engine leaves the intent pending; recovery decides from the receipt.
     #[error("the prune's commit failed and may or may not have taken effect ({0}); run the command again to resolve it from the database")]
     OutcomeUnknown(String),
-    /// SQLite or the data failed in a way the engine cannot map to a refusal.
+    /// SQLite or the data failed in a way the engine cannot map to a refusal; the store's own
+    /// error (for OpenCode's store, `rusqlite::Error`) is kept as the source.
     #[error("storage error: {0}")]
-    Storage(String),
+    Storage(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 /// A failure of an [`crate::Engine`] operation.

@@ -224,7 +224,7 @@ fn an_error_in_one_candidate_is_unavailable_for_it_alone() {
     );
     assert!(matches!(
         &outcome.items[1].1,
-        Err(pruning_engine::EngineError::Store(StoreError::Storage(detail))) if detail == "disk I/O error"
+        Err(pruning_engine::EngineError::Store(StoreError::Storage(detail))) if detail.to_string() == "disk I/O error"
     ));
     assert!(fx.row(MORE[0]).contains("thinking 3"), "nothing written");
 }

@@ -249,7 +249,7 @@ pub fn freed_bytes(
     planned_bytes: u64,
 ) -> Result<u64, StoreError> {
     let conn = store.connection();
-    let storage = |e: rusqlite::Error| StoreError::Storage(e.to_string());
+    let storage = |e: rusqlite::Error| StoreError::Storage(Box::new(e));
     let schema = store.schema_of(&conn).map_err(storage)?;
     if super::v2::holds_message(&conn, &schema, session_id, message_id).map_err(storage)? {
         return Ok(planned_bytes);
@@ -375,7 +375,7 @@ pub fn plan(
         ));
     };
     if !placed(&store.connection(), session_id, message_id)
-        .map_err(|e| StoreError::Storage(e.to_string()))?
+        .map_err(|e| StoreError::Storage(Box::new(e)))?
     {
         return Ok(skipped(
             SkipReason::Unplaceable,
@@ -383,7 +383,7 @@ pub fn plan(
         ));
     }
     let bytes = stored_bytes(&store.connection(), session_id, message_id)
-        .map_err(|e| StoreError::Storage(e.to_string()))?;
+        .map_err(|e| StoreError::Storage(Box::new(e)))?;
     if bytes > MAX_MESSAGE_BYTES as i64 {
         return Ok(skipped(
             SkipReason::Oversize,

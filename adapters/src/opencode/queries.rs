@@ -13,7 +13,7 @@ use super::vacuum::{Needs, VacuumError};
 use super::{clean, sessions, spill, stats, vacuum, OpenCodeStore};
 
 fn storage(error: rusqlite::Error) -> StoreError {
-    StoreError::Storage(error.to_string())
+    StoreError::Storage(Box::new(error))
 }
 
 impl OpenCodeStore {

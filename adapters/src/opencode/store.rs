@@ -76,7 +76,7 @@ impl OpenCodeStore {
                     read_only_cause(path)
                 ),
             },
-            StoreError::Storage(detail) => open_error(detail),
+            StoreError::Storage(detail) => open_error(detail.to_string()),
             other => other,
         })?;
         // SQLite opens a file it may not write read-only without saying so.
@@ -138,7 +138,7 @@ impl OpenCodeStore {
                     read_only_cause(path)
                 )))
             }
-            Err(StoreError::Storage(detail)) => return Err(open_error(detail)),
+            Err(StoreError::Storage(detail)) => return Err(open_error(detail.to_string())),
             Err(other) => return Err(other),
         };
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -398,7 +398,7 @@ fn is_wal(conn: &Connection) -> bool {
 }
 
 fn storage(error: rusqlite::Error) -> StoreError {
-    StoreError::Storage(error.to_string())
+    StoreError::Storage(Box::new(error))
 }
 
 impl SessionStore for OpenCodeStore {

@@ -304,9 +304,12 @@ pub fn classify(error: &rusqlite::Error) -> Result<Refusal, StoreError> {
         | Some(ErrorCode::DiskFull)
         | Some(ErrorCode::SystemIoFailure)
         | Some(ErrorCode::CannotOpen)
-        | Some(ErrorCode::PermissionDenied) => Err(StoreError::Storage(format!(
-            "{error}: check that the database file and its folder are writable and the disk has room"
-        ))),
+        | Some(ErrorCode::PermissionDenied) => Err(StoreError::Storage(
+            format!(
+                "{error}: check that the database file and its folder are writable and the disk has room"
+            )
+            .into(),
+        )),
         _ => Ok(sql_refusal(error)),
     }
 }
