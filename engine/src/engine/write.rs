@@ -11,7 +11,7 @@ use crate::contract::{PruneRequest, PruneResult, Selection};
 use crate::error::{chain, EngineError, JournalError, StoreError};
 use crate::event::PrunedEvent;
 use crate::request_key::request_key;
-use crate::store::{Applied, Durability, PruneCommand, SessionStore};
+use crate::store::{Applied, Durability, PruneCommand, Receipt, SessionStore};
 
 impl<S: SessionStore> Engine<S> {
     /// Prunes parts of one message: journal the intent durably, apply it in one store
@@ -63,129 +63,218 @@ impl<S: SessionStore> Engine<S> {
         self.run_batch(requests, Durability::Deferred, stop)
     }
 
-    /// The one write path of [`Engine::prune`] and [`Engine::prune_many`].
+    /// The one write path of [`Engine::prune`] and [`Engine::prune_many`], in named phases
+    /// over a [`Batch`]: answer retries and repeats, journal the intents, apply each request,
+    /// make the store durable, journal the commit marks, journal the refusals, answer.
     fn run_batch(
         &self,
         requests: &[PruneRequest],
         durability: Durability,
         stop: &dyn Fn() -> bool,
     ) -> Vec<Result<PruneOutcome, EngineError>> {
-        let mut results: Vec<Option<Result<PruneOutcome, EngineError>>> =
-            requests.iter().map(|_| None).collect();
-        // Identical retries answer from the journal and the receipt, writing nothing.
-        let mut fresh = Vec::new();
-        // A request repeated within the batch is answered as a retry of its first occurrence
-        // once the batch is done: `(slot, slot of the first)`.
-        let mut repeats = Vec::new();
+        let mut batch = self.classify(requests);
+        if self.journal_intents(&mut batch) {
+            self.apply_each(&mut batch, durability, stop);
+            if durability == Durability::Deferred {
+                self.make_durable(&mut batch);
+            }
+            self.journal_commits(&mut batch);
+            self.journal_resolutions(&mut batch);
+        }
+        self.answer(batch)
+    }
+
+    /// Phase 1: an identical request already committed is answered from the journal and the
+    /// receipt (nothing written); a request repeated within the batch waits for its first
+    /// occurrence; every other one is new.
+    fn classify<'r>(&self, requests: &'r [PruneRequest]) -> Batch<'r> {
         let mut first_of: std::collections::HashMap<[u8; 32], usize> = Default::default();
-        for (slot, request) in requests.iter().enumerate() {
+        let mut slots = Vec::with_capacity(requests.len());
+        for (index, request) in requests.iter().enumerate() {
             let key = request_key(request);
             if let Some(&first) = first_of.get(&key) {
-                repeats.push((slot, first));
+                slots.push(Slot::Repeat(first));
                 continue;
             }
-            first_of.insert(key, slot);
-            match self.replay(&key) {
-                Ok(Some(outcome)) => results[slot] = Some(Ok(outcome)),
-                Ok(None) => fresh.push((slot, request, key)),
-                Err(error) => results[slot] = Some(Err(error)),
-            }
+            first_of.insert(key, index);
+            slots.push(match self.replay(&key) {
+                Ok(Some(outcome)) => Slot::answered(Ok(outcome)),
+                Ok(None) => Slot::New { request, key },
+                Err(error) => Slot::answered(Err(error)),
+            });
         }
-        let intents: Vec<Intent> = fresh
+        Batch {
+            slots,
+            resolutions: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// Phase 2: the intents of every new request in one durable journal write. `false` when
+    /// it failed: those requests are answered with the journal's error, nothing written.
+    fn journal_intents(&self, batch: &mut Batch<'_>) -> bool {
+        let intents: Vec<Intent> = batch
+            .slots
             .iter()
-            .map(|(_, request, key)| new_intent(request, *key))
+            .filter_map(|slot| match slot {
+                Slot::New { request, key } => Some(new_intent(request, *key)),
+                _ => None,
+            })
             .collect();
         if let Err(error) = self.journal.record_intents(&intents) {
             let shared = Arc::new(JournalError::from(error));
-            for (slot, _, _) in &fresh {
-                results[*slot] = Some(Err(EngineError::Journal(shared.clone())));
+            for slot in &mut batch.slots {
+                if matches!(slot, Slot::New { .. }) {
+                    *slot = Slot::answered(Err(EngineError::Journal(shared.clone())));
+                }
             }
-            return finish(results);
+            return false;
         }
+        let mut intents = intents.into_iter();
+        for slot in &mut batch.slots {
+            if let Slot::New { request, key } = *slot {
+                if let Some(intent) = intents.next() {
+                    *slot = Slot::Journaled {
+                        request,
+                        key,
+                        intent_id: intent.intent_id,
+                    };
+                }
+            }
+        }
+        true
+    }
 
-        let mut committed = Vec::new();
-        let mut resolutions = Vec::new();
+    /// Phase 3: each journaled request in its own store transaction, in order, until `stop`
+    /// says to stop (the rest are abandoned, nothing of them written).
+    fn apply_each(&self, batch: &mut Batch<'_>, durability: Durability, stop: &dyn Fn() -> bool) {
         let mut stopped = false;
-        for ((slot, request, key), intent) in fresh.iter().zip(&intents) {
+        for (index, slot) in batch.slots.iter_mut().enumerate() {
+            let Slot::Journaled {
+                request,
+                key,
+                intent_id,
+            } = *slot
+            else {
+                continue;
+            };
             stopped = stopped || stop();
             if stopped {
-                resolutions.push((
-                    intent.intent_id,
+                batch.resolutions.push((
+                    intent_id,
                     Resolution::Abandoned("interrupted before it was applied".into()),
                 ));
-                results[*slot] = Some(Err(EngineError::Interrupted));
+                *slot = Slot::answered(Err(EngineError::Interrupted));
                 continue;
             }
             let command = PruneCommand {
                 request,
-                intent_id: intent.intent_id,
-                request_key: *key,
+                intent_id,
+                request_key: key,
                 receipt_id: Uuid::now_v7(),
                 database_id: &self.database_id,
                 now_ms: now_ms(),
                 durability,
             };
-            match self.store.apply(&command) {
-                Ok(Applied::Pruned { receipt, replayed }) => {
-                    committed.push((*slot, intent.intent_id, receipt, replayed));
-                }
+            *slot = match self.store.apply(&command) {
+                Ok(Applied::Pruned { receipt, replayed }) => Slot::Committed {
+                    intent_id,
+                    receipt,
+                    replayed,
+                },
                 Ok(Applied::Refused(refusal)) => {
-                    resolutions.push((
-                        intent.intent_id,
+                    batch.resolutions.push((
+                        intent_id,
                         Resolution::Refused(refusal.reason.as_str().to_string()),
                     ));
-                    results[*slot] = Some(Ok(PruneOutcome {
+                    batch.refused.push(index);
+                    Slot::answered(Ok(PruneOutcome {
                         result: PruneResult::Blocked {
                             reason: refusal.reason,
                         },
                         receipt: None,
                         event: None,
                         refusal: Some(refusal),
-                        intent_id: Some(intent.intent_id),
+                        intent_id: Some(intent_id),
                         retried: false,
-                    }));
+                    }))
                 }
                 // The intent stays pending: recovery resolves it from the receipt, if any.
-                Err(error @ StoreError::OutcomeUnknown(_)) => {
-                    results[*slot] = Some(Err(error.into()));
-                }
+                Err(error @ StoreError::OutcomeUnknown(_)) => Slot::answered(Err(error.into())),
                 Err(error) => {
                     // The transaction rolled back: nothing was written.
-                    resolutions.push((intent.intent_id, Resolution::Abandoned(error.to_string())));
-                    results[*slot] = Some(Err(error.into()));
+                    batch
+                        .resolutions
+                        .push((intent_id, Resolution::Abandoned(error.to_string())));
+                    Slot::answered(Err(error.into()))
                 }
-            }
+            };
         }
+    }
 
-        if !committed.is_empty() && durability == Durability::Deferred {
-            if let Err(error) = self.store.make_durable() {
-                // Whether the batch survives a power loss is unknown: its intents stay
-                // pending, and recovery decides from the receipts.
-                let message = error.to_string();
-                for (slot, _, _, _) in &committed {
-                    results[*slot] = Some(Err(StoreError::OutcomeUnknown(message.clone()).into()));
+    /// Phase 4 (deferred durability): one store sync for every commit of the batch. When it
+    /// fails, whether they survive a power loss is unknown: their intents stay pending, and
+    /// recovery decides from the receipts.
+    fn make_durable(&self, batch: &mut Batch<'_>) {
+        if !batch
+            .slots
+            .iter()
+            .any(|slot| matches!(slot, Slot::Committed { .. }))
+        {
+            return;
+        }
+        if let Err(error) = self.store.make_durable() {
+            let message = error.to_string();
+            for slot in &mut batch.slots {
+                if matches!(slot, Slot::Committed { .. }) {
+                    *slot = Slot::answered(Err(StoreError::OutcomeUnknown(message.clone()).into()));
                 }
-                committed.clear();
             }
         }
-        let commits: Vec<Commit> = committed
+    }
+
+    /// Phase 5: the commit marks of the batch in one journal write, each with its event, then
+    /// announced. When the write fails, the prunes stand in the database with their receipts:
+    /// recovery on the next open journals them.
+    fn journal_commits(&self, batch: &mut Batch<'_>) {
+        let commits: Vec<Commit> = batch
+            .slots
             .iter()
-            .map(|(_, intent_id, receipt, _)| Commit {
-                intent_id: *intent_id,
-                event_id: receipt.receipt_id,
-                revision_after: receipt.revision_after.clone(),
-                removed_count: receipt.removed_count,
-                committed_at_ms: receipt.committed_at_ms,
+            .filter_map(|slot| match slot {
+                Slot::Committed {
+                    intent_id, receipt, ..
+                } => Some(Commit {
+                    intent_id: *intent_id,
+                    event_id: receipt.receipt_id,
+                    revision_after: receipt.revision_after.clone(),
+                    removed_count: receipt.removed_count,
+                    committed_at_ms: receipt.committed_at_ms,
+                }),
+                _ => None,
             })
             .collect();
+        if commits.is_empty() {
+            return;
+        }
         match self.journal.commit(&commits) {
             Ok(events) => {
-                for ((slot, intent_id, receipt, replayed), event) in
-                    committed.into_iter().zip(events)
-                {
+                let mut events = events.into_iter();
+                for slot in &mut batch.slots {
+                    if !matches!(slot, Slot::Committed { .. }) {
+                        continue;
+                    }
+                    let Some(event) = events.next() else { break };
+                    let Slot::Committed {
+                        intent_id,
+                        receipt,
+                        replayed,
+                    } = std::mem::replace(slot, Slot::answered(Err(EngineError::Interrupted)))
+                    else {
+                        continue;
+                    };
                     let event = PrunedEvent::from(event);
                     self.hub.publish(event.clone());
-                    results[slot] = Some(Ok(PruneOutcome {
+                    *slot = Slot::answered(Ok(PruneOutcome {
                         result: pruned_result(&event),
                         receipt: Some(*receipt),
                         event: Some(event),
@@ -196,46 +285,58 @@ impl<S: SessionStore> Engine<S> {
                 }
             }
             Err(error) => {
-                // Committed in the database: recovery on the next open journals them.
                 let cause = chain(&error);
-                for (slot, _, receipt, _) in committed {
-                    results[slot] = Some(Err(EngineError::CommittedNotJournaled {
-                        receipt,
-                        cause: cause.clone(),
-                    }));
+                for slot in &mut batch.slots {
+                    if let Slot::Committed { receipt, .. } = slot {
+                        let receipt = receipt.clone();
+                        *slot = Slot::answered(Err(EngineError::CommittedNotJournaled {
+                            receipt,
+                            cause: cause.clone(),
+                        }));
+                    }
                 }
             }
         }
-        if let Err(error) = self.journal.resolve_all(&resolutions) {
-            // A refusal that could not be journaled is reported as the journal's failure (an
-            // abandon's own error stands).
+    }
+
+    /// Phase 6: the refusals and abandons of the batch in one journal write. A refusal that
+    /// could not be journaled is answered with the journal's failure (an abandon's own error
+    /// stands).
+    fn journal_resolutions(&self, batch: &mut Batch<'_>) {
+        if let Err(error) = self.journal.resolve_all(&batch.resolutions) {
             let shared = Arc::new(JournalError::from(error));
-            for (slot, _, _) in &fresh {
-                if let Some(Ok(outcome)) = &results[*slot] {
-                    if outcome.refusal.is_some() {
-                        results[*slot] = Some(Err(EngineError::Journal(shared.clone())));
-                    }
-                }
+            for &index in &batch.refused {
+                batch.slots[index] = Slot::answered(Err(EngineError::Journal(shared.clone())));
             }
         }
-        for (slot, first) in repeats {
-            results[slot] = Some(match &results[first] {
-                Some(Ok(outcome)) => {
-                    if let Some(event) = &outcome.event {
-                        self.hub.republish(event.clone());
+    }
+
+    /// Phase 7: one answer per request, in order; a repeated request answers as a retry of its
+    /// first occurrence (re-announcing its event).
+    fn answer(&self, batch: Batch<'_>) -> Vec<Result<PruneOutcome, EngineError>> {
+        let mut answers: Vec<Result<PruneOutcome, EngineError>> =
+            Vec::with_capacity(batch.slots.len());
+        for slot in batch.slots {
+            let answer = match slot {
+                Slot::Repeat(first) => match &answers[first] {
+                    Ok(outcome) => {
+                        if let Some(event) = &outcome.event {
+                            self.hub.republish(event.clone());
+                        }
+                        Ok(PruneOutcome {
+                            intent_id: None,
+                            // A pruned first occurrence makes this a retry of it.
+                            retried: outcome.receipt.is_some(),
+                            ..outcome.clone()
+                        })
                     }
-                    Ok(PruneOutcome {
-                        intent_id: None,
-                        // A pruned first occurrence makes this a retry of it.
-                        retried: outcome.receipt.is_some(),
-                        ..outcome.clone()
-                    })
-                }
-                Some(Err(error)) => Err(EngineError::SameRequestFailed(error.to_string())),
-                None => Err(EngineError::Internal("no outcome was recorded")),
-            });
+                    Err(error) => Err(EngineError::SameRequestFailed(error.to_string())),
+                },
+                other => other.into_answer(),
+            };
+            answers.push(answer);
         }
-        finish(results)
+        answers
     }
 
     /// The answer to an identical request that already committed: the journal's event,
@@ -278,11 +379,62 @@ fn new_intent(request: &PruneRequest, key: [u8; 32]) -> Intent {
     }
 }
 
-fn finish(
-    results: Vec<Option<Result<PruneOutcome, EngineError>>>,
-) -> Vec<Result<PruneOutcome, EngineError>> {
-    results
-        .into_iter()
-        .map(|slot| slot.unwrap_or(Err(EngineError::Internal("no outcome was recorded"))))
-        .collect()
+/// A batch on its way through the phases of [`Engine::run_batch`].
+struct Batch<'r> {
+    /// One per request, in order.
+    slots: Vec<Slot<'r>>,
+    /// Refusals and abandons to journal in one write (phase 6).
+    resolutions: Vec<(Uuid, Resolution)>,
+    /// The slots answered with a store refusal (their answer depends on phase 6).
+    refused: Vec<usize>,
+}
+
+/// Where one request of a batch stands. Every state has the answer it gives if the batch ends
+/// there ([`Slot::into_answer`]), so no request can be left without one.
+enum Slot<'r> {
+    /// Answered: a retry from the journal, a refusal, an error, a committed prune (boxed: an
+    /// answer is much larger than the other states).
+    Answered(Box<Result<PruneOutcome, EngineError>>),
+    /// The same request as slot `.0`: answered as its retry.
+    Repeat(usize),
+    /// New, not journaled yet.
+    New {
+        request: &'r PruneRequest,
+        key: [u8; 32],
+    },
+    /// Journaled, not applied yet.
+    Journaled {
+        request: &'r PruneRequest,
+        key: [u8; 32],
+        intent_id: Uuid,
+    },
+    /// Committed in the store with its receipt; its commit mark is not journaled yet.
+    Committed {
+        intent_id: Uuid,
+        receipt: Box<Receipt>,
+        replayed: bool,
+    },
+}
+
+impl Slot<'_> {
+    /// An answered slot.
+    fn answered(answer: Result<PruneOutcome, EngineError>) -> Self {
+        Slot::Answered(Box::new(answer))
+    }
+
+    /// The answer of a request whose batch ends in this state: nothing written for one not
+    /// yet applied (`Interrupted`); committed but not journaled for one the store committed.
+    /// A repeat is answered by [`Engine::answer`], from its first occurrence.
+    fn into_answer(self) -> Result<PruneOutcome, EngineError> {
+        match self {
+            Slot::Answered(answer) => *answer,
+            Slot::New { .. } | Slot::Journaled { .. } | Slot::Repeat(_) => {
+                Err(EngineError::Interrupted)
+            }
+            Slot::Committed { receipt, .. } => Err(EngineError::CommittedNotJournaled {
+                receipt,
+                cause: "the batch ended before its commit mark was journaled".into(),
+            }),
+        }
+    }
 }

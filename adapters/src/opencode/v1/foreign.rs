@@ -49,7 +49,7 @@ impl ForeignSnapshots {
             }
         };
         let mut stmt = conn.prepare_cached(
-            "SELECT rowid, id, \
+            "SELECT id, \
                     CASE WHEN json_valid(data) THEN json_extract(data, '$.part.id') END, \
                     CASE WHEN json_valid(data) THEN json_extract(data, '$.part.sessionID') END, \
                     aggregate_id \
@@ -59,12 +59,13 @@ impl ForeignSnapshots {
         )?;
         let mut rows = stmt.query(rusqlite::params![from, PART_UPDATED])?;
         while let Some(row) = rows.next()? {
-            let part: Option<String> = text(row.get_ref(2)?);
-            let owner: Option<String> = text(row.get_ref(3)?);
-            let aggregate: Option<String> = text(row.get_ref(4)?);
-            if let (Some(part), Some(owner)) = (part, owner) {
+            let id: Option<String> = text(row.get_ref(0)?);
+            let part: Option<String> = text(row.get_ref(1)?);
+            let owner: Option<String> = text(row.get_ref(2)?);
+            let aggregate: Option<String> = text(row.get_ref(3)?);
+            // A row whose id is not text cannot be named for deletion: it is left as it is.
+            if let (Some(id), Some(part), Some(owner)) = (id, part, owner) {
                 if Some(&owner) != aggregate.as_ref() {
-                    let id: String = row.get(1)?;
                     let ids = self.by_part.entry(part).or_default();
                     if !ids.contains(&id) {
                         ids.push(id);
