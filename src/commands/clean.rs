@@ -228,26 +228,16 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         report.status = "interrupted";
         report.not_reached = total.saturating_sub(report.considered);
     }
-    if !clean.apply && clean.spill_files && report.status != "interrupted" {
-        // What the apply would remove: the files no row names, and those only the pruned
-        // parts name.
+    if clean.spill_files && report.status != "interrupted" {
+        // The apply removes every spill file no row names any more; its dry run counts them:
+        // those no row names now, and those only the pruned parts name.
         let folder = spill_folder(&config.db);
-        match store.spill_files_to_remove(&folder, &spilled) {
-            Ok((files, bytes)) => {
-                report.spill_files_removed = files;
-                report.spill_bytes_removed = bytes;
-            }
-            Err(error) => {
-                report.failed += 1;
-                report.first_failure.get_or_insert_with(|| {
-                    format!("reading spill files in {}: {error}", folder.display())
-                });
-            }
-        }
-    }
-    if clean.apply && clean.spill_files && report.status != "interrupted" {
-        let folder = spill_folder(&config.db);
-        match store.remove_unreferenced_spill_files(&folder) {
+        let (done, doing) = if clean.apply {
+            (store.remove_unreferenced_spill_files(&folder), "removing")
+        } else {
+            (store.spill_files_to_remove(&folder, &spilled), "reading")
+        };
+        match done {
             Ok((files, bytes)) => {
                 report.spill_files_removed = files;
                 report.spill_bytes_removed = bytes;
@@ -256,7 +246,7 @@ pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             Err(error) => {
                 report.failed += 1;
                 report.first_failure.get_or_insert_with(|| {
-                    format!("removing spill files in {}: {error}", folder.display())
+                    format!("{doing} spill files in {}: {error}", folder.display())
                 });
             }
         }

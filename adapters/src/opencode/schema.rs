@@ -262,12 +262,7 @@ fn write_blocker(conn: &Connection, tables: &HashSet<String>) -> rusqlite::Resul
             "the database's text encoding is {encoding}; OpenCode writes UTF-8, and this version prunes only UTF-8 databases"
         )));
     }
-    let triggers: i64 = crate::opencode::cached::query_row(
-        conn,
-        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
-        [],
-        |row| row.get(0),
-    )?;
+    let triggers = trigger_count(conn)?;
     if triggers > 0 {
         return Ok(Some(format!(
             "the database has {triggers} trigger(s); a prune could fire unknown writes"
@@ -331,6 +326,18 @@ fn write_blocker(conn: &Connection, tables: &HashSet<String>) -> rusqlite::Resul
         )));
     }
     Ok(None)
+}
+
+/// How many triggers the `main` database has.
+///
+/// Errors: SQLite's.
+pub(crate) fn trigger_count(conn: &Connection) -> rusqlite::Result<i64> {
+    crate::opencode::cached::query_row(
+        conn,
+        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
+        [],
+        |row| row.get(0),
+    )
 }
 
 /// SQLite's schema cookie (`PRAGMA schema_version`), bumped by every schema change.

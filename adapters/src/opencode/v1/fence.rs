@@ -218,12 +218,7 @@ pub fn storage_checks(conn: &Connection) -> rusqlite::Result<Option<Refusal>> {
             "another database is attached to the connection",
         )));
     }
-    let triggers: i64 = crate::opencode::cached::query_row(
-        conn,
-        "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'",
-        [],
-        |row| row.get(0),
-    )?;
+    let triggers = crate::opencode::schema::trigger_count(conn)?;
     if triggers > 0 {
         return Ok(Some(Refusal::new(
             BlockedReason::UnsupportedStorage,
