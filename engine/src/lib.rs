@@ -31,7 +31,7 @@ pub use engine::{
 pub use error::{ContractError, EngineError, JournalError, StoreError};
 pub use event::{JournalReplay, PrunedEvent};
 pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpose};
-pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus};
+pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus, Unprunable};
 pub use request_key::request_key;
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
 pub use store::{Applied, DryRun, Durability, PruneCommand, Receipt, SessionStore};

@@ -67,6 +67,54 @@ pub struct StoredPart {
     pub class: PartClass,
 }
 
+/// Why the message-level rules keep a message from being pruned ([`StoredMessage::prunability`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unprunable {
+    /// Not an assistant message.
+    NotAssistant,
+    /// No `time.completed`: its run is active or was killed.
+    Incomplete,
+    /// More than 100,001 parts (`contract::MAX_PARTS`).
+    TooManyParts(usize),
+    /// A part of a type this version does not know.
+    UnknownPart {
+        /// Its position in the content.
+        index: usize,
+        /// Its `type` (`?` when it has none).
+        kind: String,
+    },
+    /// A tool part still pending or running.
+    UnfinishedTool {
+        /// Its position in the content.
+        index: usize,
+        /// Its status.
+        status: ToolStatus,
+    },
+}
+
+impl std::fmt::Display for Unprunable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotAssistant => {
+                f.write_str("only assistant messages are pruned; this is not one")
+            }
+            Self::Incomplete => f.write_str(
+                "the message is not complete (no time.completed): its run is active or was killed",
+            ),
+            Self::TooManyParts(n) => write!(f, "the message has {n} parts, over 100,001"),
+            Self::UnknownPart { index, kind } => {
+                write!(
+                    f,
+                    "part {index} has type `{kind}`, which this version does not know"
+                )
+            }
+            Self::UnfinishedTool { index, status } => {
+                write!(f, "tool part {index} is {status:?}, not finished")
+            }
+        }
+    }
+}
+
 /// A message as the store read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredMessage {
@@ -127,27 +175,21 @@ impl StoredMessage {
         }
     }
 
-    /// Checks the message-level rules. Refusals (`not_deletable`, with what was found): not an
+    /// Why the message-level rules keep this message from being pruned, or `Ok(())`: not an
     /// assistant message, not complete, more than 100,001 parts, a part of unknown type, a tool
-    /// part pending or running.
-    pub fn check_prunable(&self) -> Result<(), Refusal> {
-        let refuse = |detail: String| Err(Refusal::new(BlockedReason::NotDeletable, detail));
+    /// part pending or running (in that order). The one statement of these rules: a prune
+    /// refuses with [`Self::check_prunable`], and a clean skips with its own names for them.
+    pub fn prunability(&self) -> Result<(), Unprunable> {
         if !self.is_assistant {
-            return refuse("only assistant messages are pruned; this is not one".into());
+            return Err(Unprunable::NotAssistant);
         }
         if !self.completed {
-            return refuse(
-                "the message is not complete (no time.completed): its run is active or was killed"
-                    .into(),
-            );
+            return Err(Unprunable::Incomplete);
         }
         if self.parts.len() > crate::contract::MAX_PARTS {
-            return refuse(format!(
-                "the message has {} parts, over 100,001",
-                self.parts.len()
-            ));
+            return Err(Unprunable::TooManyParts(self.parts.len()));
         }
-        for (i, part) in self.parts.iter().enumerate() {
+        for (index, part) in self.parts.iter().enumerate() {
             match part.class {
                 PartClass::Unknown => {
                     let kind = part
@@ -155,17 +197,25 @@ impl StoredMessage {
                         .get("type")
                         .and_then(Value::as_str)
                         .unwrap_or("?");
-                    return refuse(format!(
-                        "part {i} has type `{kind}`, which this version does not know"
-                    ));
+                    return Err(Unprunable::UnknownPart {
+                        index,
+                        kind: kind.to_string(),
+                    });
                 }
                 PartClass::Tool(status) if !status.is_finished() => {
-                    return refuse(format!("tool part {i} is {status:?}, not finished"));
+                    return Err(Unprunable::UnfinishedTool { index, status });
                 }
                 _ => {}
             }
         }
         Ok(())
+    }
+
+    /// Checks the message-level rules ([`Self::prunability`]). Refusals (`not_deletable`, with
+    /// what was found).
+    pub fn check_prunable(&self) -> Result<(), Refusal> {
+        self.prunability()
+            .map_err(|why| Refusal::new(BlockedReason::NotDeletable, why.to_string()))
     }
 
     /// The technical parts, as the preview lists them, with `bytes` from `measured`.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::{
-    PartClass, PreviewRequest, PruneRequest, SessionStore, StoreError, StoredMessage,
+    PartClass, PreviewRequest, PruneRequest, SessionStore, StoreError, StoredMessage, Unprunable,
 };
 use rusqlite::Connection;
 use serde::Serialize;
@@ -418,25 +418,18 @@ fn select(
     policy: &CleanPolicy,
     now_ms: i64,
 ) -> Planned {
-    if !message.is_assistant {
-        return Planned::Nothing;
+    // The planner's rules, under clean's names for them.
+    if let Err(why) = message.prunability() {
+        let reason = match why {
+            Unprunable::NotAssistant => return Planned::Nothing,
+            Unprunable::Incomplete => SkipReason::Incomplete,
+            Unprunable::TooManyParts(_) => SkipReason::Oversize,
+            Unprunable::UnknownPart { .. } => SkipReason::UnknownPart,
+            Unprunable::UnfinishedTool { .. } => SkipReason::RunningTool,
+        };
+        return skipped(reason, why.to_string());
     }
-    let Some(completed_at) = message.completed_at_ms else {
-        return skipped(SkipReason::Incomplete, "no time.completed");
-    };
-    if message.parts.iter().any(|p| p.class == PartClass::Unknown) {
-        return skipped(
-            SkipReason::UnknownPart,
-            "a part of a type this version does not know",
-        );
-    }
-    if message
-        .parts
-        .iter()
-        .any(|p| matches!(p.class, PartClass::Tool(status) if !status.is_finished()))
-    {
-        return skipped(SkipReason::RunningTool, "a tool part is pending or running");
-    }
+    let completed_at = message.completed_at_ms.unwrap_or(0);
     if let Some(age) = policy.older_than {
         let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
         if completed_at > now_ms.saturating_sub(age_ms) {
