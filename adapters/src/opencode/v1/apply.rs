@@ -186,7 +186,7 @@ fn run(
     let (loaded, plan) = match prepared {
         Prepared::Refuse(refusal) => return Ok(Step::Refuse(refusal)),
         Prepared::Replayed(receipt) => return Ok(Step::Replayed(receipt)),
-        Prepared::PlanV2(planned) => return run_v2(conn, command, &key, &planned),
+        Prepared::PlanV2(planned) => return run_v2(conn, command, &planned),
         Prepared::Plan { loaded, plan } => (loaded, plan),
     };
 
@@ -229,21 +229,7 @@ fn run(
         foreign.after_own_writes(conn)?;
     }
 
-    let receipt = Receipt {
-        receipt_id: command.receipt_id,
-        intent_id: command.intent_id,
-        request_key: key,
-        session_id: request.session_id.clone(),
-        message_id: request.message_id.clone(),
-        revision_before: plan.revision_before,
-        revision_after: plan.revision_after,
-        indexes: plan.remove.iter().map(|&i| i as u32).collect(),
-        removed_count: part_ids.len() as u32,
-        part_ids,
-        bytes_removed,
-        committed_at_ms: command.now_ms,
-        engine_version: ENGINE_VERSION.to_string(),
-    };
+    let receipt = receipt_of(command, &plan, part_ids, bytes_removed);
     receipts::insert(conn, &receipt, STORAGE)?;
     Ok(Step::Commit(receipt))
 }
@@ -266,7 +252,6 @@ fn claim_identity(conn: &Connection, command: &PruneCommand<'_>) -> Result<(), F
 fn run_v2(
     conn: &Connection,
     command: &PruneCommand<'_>,
-    key: &str,
     planned: &v2::apply::V2Plan,
 ) -> Result<Step, Failure> {
     claim_identity(conn, command)?;
@@ -275,23 +260,34 @@ fn run_v2(
         Ok(written) => written,
         Err(refusal) => return Ok(Step::Refuse(refusal)),
     };
-    let receipt = Receipt {
+    let receipt = receipt_of(command, &planned.plan, part_ids, bytes_removed);
+    receipts::insert(conn, &receipt, v2::apply::STORAGE)?;
+    Ok(Step::Commit(receipt))
+}
+
+/// The receipt of a prune of either generation: the command's ids and time, the plan's
+/// revisions and indexes, the parts removed and the bytes of row data freed.
+fn receipt_of(
+    command: &PruneCommand<'_>,
+    plan: &Plan,
+    part_ids: Vec<String>,
+    bytes_removed: u64,
+) -> Receipt {
+    Receipt {
         receipt_id: command.receipt_id,
         intent_id: command.intent_id,
-        request_key: key.to_string(),
-        session_id: request.session_id.clone(),
-        message_id: request.message_id.clone(),
-        revision_before: planned.plan.revision_before.clone(),
-        revision_after: planned.plan.revision_after.clone(),
-        indexes: planned.plan.remove.iter().map(|&i| i as u32).collect(),
+        request_key: hex::encode(command.request_key),
+        session_id: command.request.session_id.clone(),
+        message_id: command.request.message_id.clone(),
+        revision_before: plan.revision_before.clone(),
+        revision_after: plan.revision_after.clone(),
+        indexes: plan.remove.iter().map(|&i| i as u32).collect(),
         removed_count: part_ids.len() as u32,
         part_ids,
         bytes_removed,
         committed_at_ms: command.now_ms,
         engine_version: ENGINE_VERSION.to_string(),
-    };
-    receipts::insert(conn, &receipt, v2::apply::STORAGE)?;
-    Ok(Step::Commit(receipt))
+    }
 }
 
 /// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the database:
