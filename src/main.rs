@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use cli::args::Cli;
-use cli::config::{Action, Config, ConfigError};
+use cli::config::{Config, ConfigError};
 use commands::Outcome;
 
 const EXIT_FAILURE: u8 = 1;
@@ -42,13 +42,14 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.global.json;
-    let config = match Config::from_cli(cli) {
+    let command = cli.command;
+    let config = match Config::from_global(cli.global, command.uses_database()) {
         Ok(config) => config,
         Err(error) => return fail(json, EXIT_BAD_INPUT, &error.to_string()),
     };
     // A panic inside a dependency (redb on a damaged journal file, say) is reported like any
     // failure: exit 1 and, with --json, one JSON document.
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&config)));
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.run(&config)));
     let ran = match ran {
         Ok(ran) => ran,
         Err(panic) => {
@@ -69,26 +70,10 @@ fn main() -> ExitCode {
         Ok(Outcome::Blocked) => ExitCode::from(EXIT_BLOCKED),
         Ok(Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
         Ok(Outcome::Failed) => ExitCode::from(EXIT_FAILURE),
-        Err(error)
-            if error.chain().any(|cause| {
-                cause
-                    .downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            ExitCode::SUCCESS
-        }
+        // The reader of stdout went away (`session-prune sessions | head`): not a failure.
+        Err(error) if error.chain().any(is_broken_pipe) => ExitCode::SUCCESS,
         Err(error) => {
-            let bad_input = error.downcast_ref::<ConfigError>().is_some()
-                || error.downcast_ref::<commands::UnknownSession>().is_some()
-                || error
-                    .downcast_ref::<pruning_engine::ContractError>()
-                    .is_some()
-                || matches!(
-                    error.downcast_ref::<pruning_engine::EngineError>(),
-                    Some(pruning_engine::EngineError::Contract(_))
-                );
-            let code = if bad_input {
+            let code = if error.chain().any(is_bad_input) {
                 EXIT_BAD_INPUT
             } else {
                 EXIT_FAILURE
@@ -97,6 +82,25 @@ fn main() -> ExitCode {
             fail(json, code, &message)
         }
     }
+}
+
+/// Whether a cause is a write to a closed pipe.
+fn is_broken_pipe(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Whether a cause is bad input (exit 2): a command line that cannot be run, a session the
+/// database does not hold, or a request that breaks the contract (nothing was journaled).
+fn is_bad_input(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause.is::<ConfigError>()
+        || cause.is::<commands::UnknownSession>()
+        || cause.is::<pruning_engine::ContractError>()
+        || matches!(
+            cause.downcast_ref::<pruning_engine::EngineError>(),
+            Some(pruning_engine::EngineError::Contract(_))
+        )
 }
 
 /// Reports an error on stderr and, with `--json`, as `{"status":"error","exitCode","error"}` on
@@ -108,31 +112,4 @@ fn fail(json: bool, code: u8, message: &str) -> ExitCode {
         let _ = output::say!("{doc}");
     }
     ExitCode::from(code)
-}
-
-fn run(config: &Config) -> anyhow::Result<Outcome> {
-    match &config.action {
-        Action::Sessions => commands::sessions::run(config),
-        Action::Stats { top } => commands::stats::run(config, *top),
-        Action::Vacuum {
-            force,
-            assume_free_bytes,
-        } => commands::vacuum::run(config, *force, *assume_free_bytes),
-        Action::Messages { session } => commands::messages::run(config, session),
-        Action::Preview(request) => commands::preview::run(config, request),
-        Action::Prune { request, dry_run } => commands::prune::run(config, request, *dry_run),
-        Action::Clean(clean) => commands::clean::run(config, clean),
-        Action::History { request, all } => commands::history::run(config, request, *all),
-        Action::PruneBatch { batches, dry_run } => {
-            commands::prune_batch::run(config, batches, *dry_run)
-        }
-        Action::Receipts { session } => commands::receipts::run(config, session.as_deref()),
-        Action::Events {
-            since,
-            follow,
-            poll,
-        } => commands::events::run(config, *since, *follow, *poll),
-        Action::Serve(serve) => commands::serve::run(config, serve),
-        Action::Demo { keep } => commands::demo::run(config.json, *keep),
-    }
 }

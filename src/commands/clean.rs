@@ -12,12 +12,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pruning_adapters::opencode::{spill_folder, OpenCodeStore, Planned};
-use pruning_engine::{DryRun, Engine, EngineError, PruneRequest, PruneResult};
+use pruning_adapters::opencode::{spill_folder, CleanPolicy, OpenCodeStore, Planned};
+use pruning_engine::{DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult};
 use serde::Serialize;
 
 use super::{open_engine_unless_busy, open_store, Outcome};
-use crate::cli::config::{CleanConfig, Config};
+use crate::cli::config::Config;
+use crate::cli::duration::{duration_flag, ANY_DURATION};
+use crate::cli::error::ConfigError;
 use crate::output;
 use crate::output::say;
 
@@ -69,8 +71,118 @@ struct Report {
     spill_bytes_removed: u64,
 }
 
+/// `clean` arguments.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["sessions", "all"])))]
+pub struct Args {
+    /// Session ids (ses_...).
+    sessions: Vec<String>,
+    /// Every session of the database.
+    #[arg(long)]
+    all: bool,
+    /// Do it (without this flag, only report what would be removed).
+    #[arg(long)]
+    apply: bool,
+    /// Only messages completed at least this long ago: seconds (604800) or a duration (7d,
+    /// 12h, 30m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    older_than: Option<String>,
+    /// Never touch the last N user turns of a session (OpenCode's own prune keeps 2).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    keep_last_turns: u32,
+    /// Of tool parts, only those of these tools (comma-separated tool names; reasoning parts
+    /// are governed by --no-reasoning).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    tools: Option<Vec<String>>,
+    /// Never tool parts of these tools (default: skill, as OpenCode keeps it; pass an empty
+    /// value to skip none).
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        default_value = "skill"
+    )]
+    skip_tools: Vec<String>,
+    /// Only parts of at least this many bytes.
+    #[arg(long, default_value_t = 0, value_name = "BYTES")]
+    min_bytes: u64,
+    /// Leave reasoning parts alone.
+    #[arg(long)]
+    no_reasoning: bool,
+    /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
+    /// of the pruned tool parts, and any an earlier clean or a killed run left.
+    #[arg(long)]
+    include_spill_files: bool,
+    /// Messages per batch: their intents share one journal write, their commits one WAL sync.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    batch_size: usize,
+    /// Wait this long after each batch (for testing interruption).
+    #[arg(long, hide = true, default_value_t = 0, value_name = "MS")]
+    pause_ms: u64,
+}
+
+/// A validated `clean`.
+#[derive(Debug, Clone)]
+pub struct CleanConfig {
+    /// The sessions, or `None` for every session.
+    pub sessions: Option<Vec<String>>,
+    /// Write (else: a dry run).
+    pub apply: bool,
+    /// What to prune.
+    pub policy: CleanPolicy,
+    /// Remove unreferenced spill files of pruned parts.
+    pub spill_files: bool,
+    /// Messages per batch (1 or more).
+    pub batch_size: usize,
+    /// Wait after each batch (a test seam for interruption).
+    pub pause: Duration,
+}
+
+fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
+    let older_than = match args.older_than {
+        None => None,
+        Some(text) => Some(duration_flag("--older-than", &text, ANY_DURATION)?),
+    };
+    if args.batch_size == 0 {
+        return Err(ConfigError::BatchSize);
+    }
+    let names = |list: Vec<String>| -> Vec<String> {
+        list.into_iter()
+            .map(|name| name.trim().to_string())
+            .filter(|name| !name.is_empty())
+            .collect()
+    };
+    for session in &args.sessions {
+        PreviewRequest::new(session.clone(), "m".into())?;
+    }
+    let mut sessions = args.sessions;
+    let mut seen = std::collections::HashSet::new();
+    sessions.retain(|id| seen.insert(id.clone()));
+    Ok(CleanConfig {
+        sessions: (!args.all).then_some(sessions),
+        apply: args.apply,
+        policy: CleanPolicy {
+            older_than,
+            keep_last_turns: args.keep_last_turns,
+            tools: args.tools.map(names),
+            skip_tools: names(args.skip_tools),
+            min_bytes: args.min_bytes,
+            reasoning: !args.no_reasoning,
+        },
+        spill_files: args.include_spill_files,
+        batch_size: args.batch_size,
+        pause: Duration::from_millis(args.pause_ms),
+    })
+}
+
+/// Validates the flags (exit 2 on bad ones), then runs the clean.
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let clean = validate(args)?;
+    execute(config, &clean)
+}
+
 /// Runs a clean.
-pub fn run(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
+fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();

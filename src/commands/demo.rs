@@ -9,14 +9,24 @@ use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneReques
 use serde_json::json;
 
 use super::{preview, prune, Outcome};
+use crate::cli::config::Config;
 use crate::output;
 use crate::output::say;
 
 /// The fixture database, as OpenCode 1.18.34 wrote it.
 const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/opencode-1.18.34/opencode.db");
 
-/// Runs the demo in a temporary folder.
-pub fn run(json: bool, keep: bool) -> anyhow::Result<Outcome> {
+/// `demo` flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Keep the demo's temporary folder and print its path.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// Runs the demo in a temporary folder (the global `--db` and `--journal` are not used).
+pub fn run(Args { keep }: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let json = config.json;
     let dir = tempfile::Builder::new()
         .prefix("session-prune-demo-")
         .tempdir()?;

@@ -28,8 +28,28 @@ enum Page {
     Events(Vec<PrunedEvent>),
 }
 
+/// `events` flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print events with a sequence number greater than this.
+    #[arg(long, default_value_t = 0, value_name = "SEQ")]
+    since: u64,
+    /// Keep running and print events as they are journaled.
+    #[arg(long)]
+    follow: bool,
+    /// With --follow: how often to look for new events, in milliseconds.
+    #[arg(long, default_value_t = 500, value_name = "MS", requires = "follow")]
+    poll_ms: u64,
+}
+
+/// Prints events after `--since`; with `--follow`, keeps polling (at least every 10 ms).
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let poll = std::time::Duration::from_millis(args.poll_ms.max(10));
+    execute(config, args.since, args.follow, poll)
+}
+
 /// Prints events after `since`; with `follow`, keeps polling.
-pub fn run(
+fn execute(
     config: &Config,
     since: u64,
     follow: bool,

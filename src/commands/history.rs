@@ -6,12 +6,67 @@ use pruning_engine::history::HistoryPage;
 use pruning_engine::{HistoryRequest, HistoryResult, Purpose};
 
 use super::{open_store, Outcome};
-use crate::cli::config::Config;
+use crate::cli::args::ScopeArgs;
+use crate::cli::config::{scope, Config};
 use crate::output;
 use crate::output::say;
 
+/// What a history page is for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PurposeArg {
+    /// Find the query in text (and in tool and reasoning parts unless --no-technical).
+    Search,
+    /// Count tool and reasoning parts only.
+    Stats,
+    /// List prunable messages with their revisions (needs SESSION).
+    Prune,
+}
+
+/// `history` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id (ses_...); all sessions in scope when left out.
+    session: Option<String>,
+    /// Text to find, case-insensitive (at most 200 characters).
+    #[arg(long, short, default_value = "", value_name = "TEXT")]
+    query: String,
+    /// Search text parts only, not tool and reasoning parts.
+    #[arg(long)]
+    no_technical: bool,
+    /// What the page is for.
+    #[arg(long, value_enum, default_value = "search")]
+    purpose: PurposeArg,
+    /// Continue a scan where the page that printed this cursor stopped.
+    #[arg(long, value_name = "CURSOR", conflicts_with = "all")]
+    cursor: Option<String>,
+    /// Print every page to the end of the scan (with --json: one page per line).
+    #[arg(long)]
+    all: bool,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// Validates the request (exit 2 on a bad one), then prints one page, or every page with
+/// `--all`.
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let scope = scope(args.scope)?;
+    let purpose = match args.purpose {
+        PurposeArg::Search => Purpose::Search,
+        PurposeArg::Stats => Purpose::Stats,
+        PurposeArg::Prune => Purpose::Prune,
+    };
+    let request = HistoryRequest::new(
+        args.session,
+        args.query,
+        !args.no_technical,
+        purpose,
+        args.cursor,
+    )?;
+    execute(config, &request.within(scope), args.all)
+}
+
 /// Prints one page, or every page with `all`.
-pub fn run(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Result<Outcome> {
+fn execute(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     let mut request = request.clone();
     if request.purpose == Purpose::Search && request.query.is_empty() && !config.json {

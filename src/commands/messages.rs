@@ -6,8 +6,16 @@ use crate::cli::config::Config;
 use crate::output;
 use crate::output::say;
 
+/// `messages` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id (ses_...).
+    session: String,
+}
+
 /// Lists the messages of one session (read-only), oldest first.
-pub fn run(config: &Config, session: &str) -> anyhow::Result<Outcome> {
+pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let session = session.as_str();
     let store = open_store(config)?;
     super::require_opencode(&store, &config.db)?;
     if !store.session_exists(session)? {

@@ -1,25 +1,109 @@
-//! One module per command. Each returns the process outcome; errors go to `main`.
+//! The commands. Each module owns one command whole: its flags (`Args`, parsed by clap), their
+//! validation into what it runs (errors are [`ConfigError`]s: exit code 2, before anything is
+//! opened) and its run, which returns the process [`Outcome`]. Adding a command takes its module
+//! and three lines here: the `mod`, the [`Command`] variant (its doc comment is the command's
+//! help) and its arm in [`Command::run`].
 
-pub mod clean;
-pub mod demo;
+mod clean;
+mod demo;
 pub mod diagnose;
-pub mod events;
-pub mod history;
-pub mod messages;
-pub mod preview;
-pub mod prune;
-pub mod prune_batch;
-pub mod receipts;
-pub mod serve;
-pub mod sessions;
-pub mod stats;
-pub mod vacuum;
+mod events;
+mod history;
+mod messages;
+mod open;
+mod preview;
+mod prune;
+mod prune_batch;
+mod receipts;
+mod serve;
+mod sessions;
+mod stats;
+mod vacuum;
 
-use anyhow::Context;
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
-use pruning_engine::{Engine, Journal};
+use clap::Subcommand;
+
+pub(crate) use open::{
+    busy_detail, check_binding, check_binding_unless_busy, journal_busy, open_engine,
+    open_engine_unless_busy, open_journal_for_reading, open_store, open_store_for_writing,
+    require_opencode,
+};
 
 use crate::cli::config::Config;
+#[cfg(doc)]
+use crate::cli::error::ConfigError;
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List sessions with message count, total bytes and prunable bytes (all their tool and
+    /// reasoning content and its snapshot copies, also in messages a clean skips), largest
+    /// first.
+    Sessions(sessions::Args),
+    /// Where the bytes are: per table, per event type, technical content, snapshot copies,
+    /// spill files, file and free-page sizes, and the largest sessions (read-only).
+    Stats(stats::Args),
+    /// Rebuild the database file to give freed space back to the disk (SQLite VACUUM). Run it
+    /// with OpenCode stopped; it checks free disk space first and never runs on its own.
+    Vacuum(vacuum::Args),
+    /// List the messages of a session with their tool and reasoning parts (read-only).
+    Messages(messages::Args),
+    /// Show the revision and the technical parts of a message (read-only).
+    Preview(preview::Args),
+    /// Remove technical parts of a completed assistant message. Exit 0 pruned, 3 blocked, 2 bad input.
+    Prune(prune::Args),
+    /// Page through history (read-only): find text, count tool and reasoning parts, or list the
+    /// messages of a session a batch prune could take (--purpose prune).
+    History(history::Args),
+    /// Prune every tool and reasoning part of several messages of one session, each message in
+    /// its own transaction with its own receipt. Exit 0 all pruned, 3 any blocked.
+    PruneBatch(prune_batch::Args),
+    /// Prune the technical parts of every completed message of some sessions, or all: a dry
+    /// run unless --apply. Each message is its own transaction with its own receipt; batches
+    /// share their fsyncs. Exit 0 when it ran (skipped messages are reported), 130 when stopped
+    /// by Ctrl-C (what committed stays committed).
+    Clean(clean::Args),
+    /// List the receipts of committed prunes (the audit trail).
+    Receipts(receipts::Args),
+    /// Print journaled prune events after a cursor, then (with --follow) new ones as they commit.
+    Events(events::Args),
+    /// Serve the engine over HTTP: the CodeNomad-compatible routes, receipts, and a resumable
+    /// Server-Sent Events stream of prunes (GET /openapi.json describes them). Holds the journal
+    /// until stopped with Ctrl-C or SIGTERM, so other `session-prune` processes report it busy.
+    Serve(serve::Args),
+    /// Run the whole flow on a copy of a small database made by real OpenCode (ignores --db and
+    /// --journal: it makes its own in a temporary folder).
+    Demo(demo::Args),
+}
+
+impl Command {
+    /// Whether the command works on the database `--db` names (or OpenCode's, found): every
+    /// command but `demo`, which makes its own.
+    pub fn uses_database(&self) -> bool {
+        !matches!(self, Command::Demo(_))
+    }
+
+    /// Validates the command's flags, then runs it on `config`'s files.
+    ///
+    /// Errors: a [`ConfigError`] for flags that cannot be run (nothing opened); otherwise what
+    /// the command met, for `main` to report.
+    pub fn run(self, config: &Config) -> anyhow::Result<Outcome> {
+        match self {
+            Command::Sessions(args) => sessions::run(args, config),
+            Command::Stats(args) => stats::run(args, config),
+            Command::Vacuum(args) => vacuum::run(args, config),
+            Command::Messages(args) => messages::run(args, config),
+            Command::Preview(args) => preview::run(args, config),
+            Command::Prune(args) => prune::run(args, config),
+            Command::History(args) => history::run(args, config),
+            Command::PruneBatch(args) => prune_batch::run(args, config),
+            Command::Clean(args) => clean::run(args, config),
+            Command::Receipts(args) => receipts::run(args, config),
+            Command::Events(args) => events::run(args, config),
+            Command::Serve(args) => serve::run(args, config),
+            Command::Demo(args) => demo::run(args, config),
+        }
+    }
+}
 
 /// How a command ended, as an exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,158 +122,3 @@ pub enum Outcome {
 #[derive(Debug, thiserror::Error)]
 #[error("there is no session {0} in this database (`sessions` lists them)")]
 pub struct UnknownSession(pub String);
-
-/// Refuses a file that holds neither OpenCode generation, or V1 tables without the columns
-/// every listing reads, naming what is missing.
-pub fn require_opencode(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::Result<()> {
-    let schema = store.schema()?;
-    if !schema.is_supported() {
-        anyhow::bail!(
-            "{} is not an OpenCode database (neither V1 session, message and part tables nor V2 session_message)",
-            db.display()
-        );
-    }
-    if schema.has_v1() {
-        if let Some(why) = schema.v1_unsupported() {
-            anyhow::bail!("{}: {why}", db.display());
-        }
-    }
-    Ok(())
-}
-
-/// Refuses a journal bound to another database than `--db`'s, as opening the engine would, for
-/// commands that read without opening it (`events`, `prune --dry-run`). Nothing is written.
-pub fn check_binding(config: &Config) -> anyhow::Result<()> {
-    if !config.journal.exists() || !config.db.is_file() {
-        return Ok(());
-    }
-    let Some(journal) = open_journal_for_reading(&config.journal)? else {
-        return Ok(());
-    };
-    // The engine's own binding rules, opened read-only: nothing is written.
-    Engine::open_read_only(open_store(config)?, journal)?;
-    Ok(())
-}
-
-/// Opens the journal for a command that only reads it: read-only, so that it writes nothing
-/// (no fsync) and works on a read-only file, folder or mount. `None` when there is no journal
-/// file (nothing was journaled there). A journal a killed process left unclosed is repaired by
-/// one writable open first, when the file can be written; otherwise the error says so.
-///
-/// Errors: the journal's open errors ([`pruning_journal::OpenError`]), with the path.
-pub fn open_journal_for_reading(path: &std::path::Path) -> anyhow::Result<Option<Journal>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    match Journal::open_read_only(path) {
-        Ok(journal) => Ok(Some(journal)),
-        Err(pruning_journal::OpenError::NeedsRepair { .. }) => {
-            drop(Journal::open(path).with_context(|| {
-                format!(
-                    "journal {} was not closed cleanly and must be repaired by a writable open, \
-                     which failed; make it writable once (or run a command that writes) and retry",
-                    path.display()
-                )
-            })?);
-            Ok(Some(Journal::open_read_only(path)?))
-        }
-        Err(error) => Err(error.into()),
-    }
-}
-
-/// [`check_binding`], or `Ok(Err(detail))` when another process holds the journal: a dry run
-/// then reports itself blocked (`maintenance_required`), as the prune it stands for would.
-pub fn check_binding_unless_busy(config: &Config) -> anyhow::Result<Result<(), String>> {
-    match check_binding(config) {
-        Ok(()) => Ok(Ok(())),
-        Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
-        Err(error) => Err(error),
-    }
-}
-
-/// What to tell a person whose command found the journal held by another process.
-pub fn busy_detail(error: &anyhow::Error) -> String {
-    format!(
-        "{error:#}; another session-prune process holds the journal (a prune or a clean, which \
-         ends by itself, or `serve`, which holds it until stopped: use its HTTP API, or stop \
-         it); try again when it is done"
-    )
-}
-
-/// Whether `error` is the journal being held by another process past the open's retry window.
-pub fn journal_busy(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        matches!(
-            cause.downcast_ref::<pruning_journal::OpenError>(),
-            Some(pruning_journal::OpenError::Locked { .. })
-        )
-    })
-}
-
-/// Opens the database named by the configuration for a command that only reads: read-only, so
-/// that it works on read-only files, folders and mounts and never writes; closing it leaves the
-/// WAL as it is.
-pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
-    let options = StoreOptions {
-        quiet_period: config.quiet_period,
-    };
-    let store = OpenCodeStore::open_read_only(&config.db, options)?;
-    store.leave_wal_on_close()?;
-    Ok(store)
-}
-
-/// Opens the database for a command that writes or predicts a write (`vacuum`, the dry runs of
-/// `prune` and `prune-batch`): a database that cannot be written is refused here, as the prune
-/// would be. Closing it leaves the WAL as it is.
-pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> {
-    let options = StoreOptions {
-        quiet_period: config.quiet_period,
-    };
-    let store = OpenCodeStore::open(&config.db, options)?;
-    store.leave_wal_on_close()?;
-    Ok(store)
-}
-
-/// [`open_engine`], or `Ok(Err(detail))` when another process holds the journal past the
-/// open's retry window: nothing was journaled or written, and the caller reports the request
-/// as blocked (`maintenance_required`).
-pub fn open_engine_unless_busy(
-    config: &Config,
-) -> anyhow::Result<Result<Engine<OpenCodeStore>, String>> {
-    match open_engine(config) {
-        Ok(engine) => Ok(Ok(engine)),
-        Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
-        Err(error) => Err(error),
-    }
-}
-
-/// Opens the store and its journal, runs recovery and reports what it did on stderr.
-pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
-    let options = StoreOptions {
-        quiet_period: config.quiet_period,
-    };
-    let store = OpenCodeStore::open(&config.db, options)?;
-    let journal = match Journal::open(&config.journal) {
-        Ok(journal) => journal,
-        // Held by another process: the journal is fine where it is (see `busy_detail`).
-        Err(error @ pruning_journal::OpenError::Locked { .. }) => return Err(error.into()),
-        Err(error) => {
-            return Err(anyhow::Error::new(error).context(format!(
-                "opening journal {} for writing (every prune is journaled first; a journal \
-                 on read-only storage can be moved to writable storage and named with \
-                 --journal PATH)",
-                config.journal.display()
-            )))
-        }
-    };
-    let engine = Engine::open(store, journal)?;
-    let recovery = engine.recovery();
-    if !recovery.completed.is_empty() || !recovery.abandoned.is_empty() {
-        eprintln!(
-            "journal recovery: {} committed prune(s) completed, {} unapplied intent(s) abandoned",
-            recovery.completed.len(),
-            recovery.abandoned.len()
-        );
-    }
-    Ok(engine)
-}

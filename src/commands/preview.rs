@@ -4,12 +4,30 @@
 use pruning_engine::{PreviewRequest, PreviewResult, Refusal};
 
 use super::{open_store, Outcome};
-use crate::cli::config::Config;
+use crate::cli::args::ScopeArgs;
+use crate::cli::config::{scope, Config};
 use crate::output;
 use crate::output::say;
 
+/// `preview` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id (ses_...).
+    session: String,
+    /// Message id (msg_...).
+    message: String,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// Validates the request (exit 2 on a bad one), then previews the message.
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let request = PreviewRequest::new(args.session, args.message)?.within(scope(args.scope)?);
+    execute(config, &request)
+}
+
 /// Previews one message.
-pub fn run(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome> {
+pub fn execute(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     let outcome = pruning_engine::preview(&store, request)?;
     let result = outcome.result;

@@ -6,7 +6,11 @@ use pruning_engine::{BlockedReason, DryRun, Plan, PruneOutcome, PruneRequest, Pr
 use serde::Serialize;
 
 use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
-use crate::cli::config::Config;
+use clap::ArgGroup;
+
+use crate::cli::args::ScopeArgs;
+use crate::cli::config::{scope, Config};
+use crate::cli::error::ConfigError;
 use crate::output;
 use crate::output::say;
 
@@ -42,8 +46,59 @@ impl<'a> DryRunDocument<'a> {
     }
 }
 
+/// `prune` arguments.
+#[derive(Debug, clap::Args)]
+#[command(group(ArgGroup::new("selection").required(true).args(["indexes", "all_technical"])))]
+pub struct Args {
+    /// Session id (ses_...).
+    session: String,
+    /// Message id (msg_...).
+    message: String,
+    /// The revision printed by `preview` (64 hex characters).
+    #[arg(long, value_name = "REV")]
+    revision: String,
+    /// Content indexes of the parts to remove, comma-separated (from `preview`).
+    #[arg(long, value_name = "I,J,...", allow_hyphen_values = true)]
+    indexes: Option<String>,
+    /// Remove every tool and reasoning part of the message.
+    #[arg(long)]
+    all_technical: bool,
+    /// Check the request against the message now and print what would be removed; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// Validates the request (exit 2 on a bad one), then prunes or plans it.
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let scope = scope(args.scope)?;
+    let request = match args.indexes {
+        Some(list) => {
+            let indexes = parse_indexes(&list)?;
+            PruneRequest::with_indexes(args.session, args.message, args.revision, &indexes)?
+        }
+        None => PruneRequest::all_technical(args.session, args.message, args.revision)?,
+    };
+    execute(config, &request.within(scope), args.dry_run)
+}
+
+/// Parses `0,2,5` (spaces allowed). An empty list is left for the contract to reject.
+///
+/// Errors: [`ConfigError::Index`] naming the first item that is not an integer.
+fn parse_indexes(list: &str) -> Result<Vec<i64>, ConfigError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<i64>()
+                .map_err(|_| ConfigError::Index(s.to_string()))
+        })
+        .collect()
+}
+
 /// Prunes (or plans) one message.
-pub fn run(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Result<Outcome> {
+pub fn execute(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Result<Outcome> {
     if dry_run {
         return plan(config, request);
     }

@@ -6,20 +6,136 @@
 //! `prune --dry-run` shape (`{status:"dry-run", ...}`), blocked, or pruned when an identical
 //! prune already committed.
 
+use std::path::PathBuf;
+
+use pruning_engine::history::HistoryCandidate;
 use pruning_engine::{
     BatchItem, BatchResult, BlockedReason, DryRun, EngineError, PruneBatchRequest, PruneRequest,
-    PruneResult,
+    PruneResult, MAX_BATCH,
 };
 use serde::Serialize;
 
 use super::prune::DryRunDocument;
 use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
-use crate::cli::config::Config;
+use crate::cli::args::ScopeArgs;
+use crate::cli::config::{scope, Config};
+use crate::cli::error::ConfigError;
 use crate::output;
 use crate::output::say;
 
+/// `prune-batch` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id (ses_...).
+    session: String,
+    /// JSON file of candidates (`-` for stdin): the output of `history SESSION --purpose prune
+    /// --json` (with --all: one page per line), a batch body `{sessionID, candidates}`, or a
+    /// bare array of `{messageID, revision, toolCount, reasoningCount}`. Taken 16 at a time.
+    #[arg(long, value_name = "FILE")]
+    candidates: PathBuf,
+    /// Check each candidate as a prune would and print what would be removed; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    scope: ScopeArgs,
+}
+
+/// Reads and validates the candidates (exit 2 on bad ones), then runs their batches.
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let scope = scope(args.scope)?;
+    let path = args.candidates.display().to_string();
+    let bad = |detail: String| ConfigError::Candidates {
+        path: path.clone(),
+        detail,
+    };
+    let text = if path == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| bad(e.to_string()))?
+    } else {
+        std::fs::read_to_string(&args.candidates).map_err(|e| bad(e.to_string()))?
+    };
+    let candidates = parse_candidates(&text, &args.session).map_err(bad)?;
+    let batches = candidates
+        .chunks(MAX_BATCH)
+        .map(|chunk| {
+            PruneBatchRequest::new(args.session.clone(), chunk.to_vec())
+                .map(|batch| batch.within(scope.clone()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    execute(config, &batches, args.dry_run)
+}
+
+/// A batch body as a file may hold it: `{sessionID, candidates}` and nothing else.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchBody {
+    #[serde(rename = "sessionID")]
+    session_id: String,
+    candidates: Vec<HistoryCandidate>,
+}
+
+/// Candidates from history pages (one document, or JSON lines from `history --all --json`), a
+/// batch body or a bare array. A batch body for another session, a blocked page, or a message
+/// listed twice is refused. No candidates at all is not an error: there is nothing to prune.
+fn parse_candidates(text: &str, session: &str) -> Result<Vec<HistoryCandidate>, String> {
+    let documents: Vec<serde_json::Value> = match serde_json::from_str(text) {
+        Ok(value) => vec![value],
+        Err(whole) => text
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("not JSON: {whole}"))?,
+    };
+    let mut candidates: Vec<HistoryCandidate> = Vec::new();
+    for value in documents {
+        let mut page = candidates_of(value, session)?;
+        candidates.append(&mut page);
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = candidates.iter().find(|c| !seen.insert(&c.message_id)) {
+        return Err(format!("message {} is listed twice", twice.message_id));
+    }
+    Ok(candidates)
+}
+
+/// The candidates of one JSON document.
+fn candidates_of(value: serde_json::Value, session: &str) -> Result<Vec<HistoryCandidate>, String> {
+    let bad = |e: serde_json::Error| format!("bad candidate: {e}");
+    match value {
+        serde_json::Value::Array(_) => serde_json::from_value(value).map_err(bad),
+        serde_json::Value::Object(mut page) if page.contains_key("status") => {
+            match page.get("status").and_then(|v| v.as_str()) {
+                Some("page") => {}
+                Some("blocked") => {
+                    let reason = page.get("reason").and_then(|v| v.as_str()).unwrap_or("?");
+                    return Err(format!(
+                        "the input is a blocked history answer ({reason}), not a page of candidates"
+                    ));
+                }
+                _ => return Err("the input is not a history page (status is not \"page\")".into()),
+            }
+            let list = page.remove("candidates").ok_or(
+                "no `candidates` key (expected the output of `history SESSION --purpose prune --json`)",
+            )?;
+            serde_json::from_value(list).map_err(bad)
+        }
+        serde_json::Value::Object(_) => {
+            let body: BatchBody = serde_json::from_value(value)
+                .map_err(|e| format!("not a batch body {{sessionID, candidates}}: {e}"))?;
+            if body.session_id != session {
+                return Err(format!(
+                    "the candidates are for session {}, not {session}",
+                    body.session_id
+                ));
+            }
+            Ok(body.candidates)
+        }
+        _ => Err("expected a JSON object or array".into()),
+    }
+}
+
 /// Runs the batches in order.
-pub fn run(
+fn execute(
     config: &Config,
     batches: &[PruneBatchRequest],
     dry_run: bool,

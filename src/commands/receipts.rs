@@ -7,8 +7,17 @@ use crate::output;
 use crate::output::say;
 use pruning_engine::SessionStore;
 
+/// `receipts` flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only receipts of this session.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+}
+
 /// Lists receipts, oldest first.
-pub fn run(config: &Config, session: Option<&str>) -> anyhow::Result<Outcome> {
+pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let session = session.as_deref();
     let store = open_store(config)?;
     let receipts = store.receipts(session)?;
     if config.json {

@@ -5,8 +5,12 @@ use crate::cli::config::Config;
 use crate::output;
 use crate::output::say;
 
+/// `sessions` takes no flags of its own.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
 /// Lists sessions (read-only).
-pub fn run(config: &Config) -> anyhow::Result<Outcome> {
+pub fn run(_args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     super::require_opencode(&store, &config.db)?;
     let list = store.sessions()?;

@@ -16,8 +16,16 @@ struct Document {
     sessions: Vec<SessionSummary>,
 }
 
+/// `stats` flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// How many of the largest sessions to list.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    top: usize,
+}
+
 /// Prints the statistics.
-pub fn run(config: &Config, top: usize) -> anyhow::Result<Outcome> {
+pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     super::require_opencode(&store, &config.db)?;
     let stats = store.stats()?;

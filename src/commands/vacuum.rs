@@ -32,8 +32,23 @@ struct Document {
     bytes_after: u64,
 }
 
+/// `vacuum` flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Run even while other processes have the database open.
+    #[arg(long)]
+    force: bool,
+    /// Free bytes to assume instead of asking the file system (for testing the check).
+    #[arg(long, hide = true, value_name = "BYTES")]
+    assume_free_bytes: Option<u64>,
+}
+
 /// Runs the checks and, when they pass, VACUUM.
-pub fn run(config: &Config, force: bool, assume_free: Option<u64>) -> anyhow::Result<Outcome> {
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let Args {
+        force,
+        assume_free_bytes: assume_free,
+    } = args;
     let store = open_store_for_writing(config)?;
     let before = files_size(config);
     super::require_opencode(&store, &config.db)?;

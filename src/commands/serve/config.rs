@@ -1,4 +1,4 @@
-//! `serve`'s flags validated: the listen address (loopback unless a password is set), the
+//! `serve`'s flags and their validation: the listen address (loopback unless a password is set), the
 //! password (`--password` or `SESSION_PRUNE_PASSWORD`), the workspaces and the heartbeat.
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use pruning_server::{Password, Workspace, Workspaces};
 
-use super::args::ServeArgs;
-use super::duration::duration_flag;
-use super::error::ConfigError;
+use crate::cli::duration::duration_flag;
+use crate::cli::error::ConfigError;
 
 /// The environment variable that holds the server's password.
 pub const PASSWORD_VARIABLE: &str = "SESSION_PRUNE_PASSWORD";
@@ -16,6 +15,33 @@ pub const PASSWORD_VARIABLE: &str = "SESSION_PRUNE_PASSWORD";
 /// The heartbeat intervals `--heartbeat` accepts: from 10 ms to 1 hour, both included.
 pub const HEARTBEAT_BOUNDS: std::ops::RangeInclusive<Duration> =
     Duration::from_millis(10)..=Duration::from_secs(3600);
+
+/// `serve` flags, as given.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Address to listen on, IP:PORT (port 0 picks a free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:7281", value_name = "ADDR")]
+    pub listen: String,
+    /// Require this password on every request (bearer token, or HTTP basic auth with any user
+    /// name). Prefer the SESSION_PRUNE_PASSWORD environment variable: other users can read a
+    /// command line. Required to listen beyond loopback.
+    #[arg(long, value_name = "PASSWORD")]
+    pub password: Option<String>,
+    /// A workspace the API serves, as ID=DIR: sessions in DIR or below belong to it.
+    /// Repeatable. Default: OpenCode's projects (their worktree) and workspaces (their
+    /// directory), read from the database.
+    #[arg(long = "workspace", value_name = "ID=DIR")]
+    pub workspaces: Vec<String>,
+    /// How often an idle event stream sends a `heartbeat` event, from 10ms to 1h: seconds (15)
+    /// or a duration (15s, 500ms).
+    #[arg(
+        long,
+        default_value = "15s",
+        value_name = "DURATION",
+        allow_hyphen_values = true
+    )]
+    pub heartbeat: String,
+}
 
 /// A validated `serve` command line.
 #[derive(Debug)]
@@ -37,7 +63,7 @@ pub struct ServeConfig {
 /// [`ConfigError::OpenWithoutPassword`] (an address beyond loopback with no password),
 /// [`ConfigError::Workspace`], [`ConfigError::Duration`] (a `--heartbeat` that is not a
 /// duration within [`HEARTBEAT_BOUNDS`]).
-pub fn serve_config(args: ServeArgs) -> Result<ServeConfig, ConfigError> {
+pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
     let listen = listen_address(&args.listen)?;
     let given = match args.password {
         Some(text) => Some(text),

@@ -12,14 +12,20 @@ use anyhow::Context;
 use pruning_server::{self as http, AppState, ConnectionLimits, ServerOptions, Workspaces};
 use serde_json::json;
 
+mod config;
+
+use config::validate;
+pub use config::Args;
+
 use super::{open_engine_unless_busy, Outcome};
 use crate::cli::config::Config;
-use crate::cli::serve::ServeConfig;
+
 use crate::output;
 use crate::output::say;
 
 /// Serves until stopped.
-pub fn run(config: &Config, serve: &ServeConfig) -> anyhow::Result<Outcome> {
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    let serve = &validate(args)?;
     let limits = connection_limits()?;
     let engine = match open_engine_unless_busy(config) {
         Ok(Ok(engine)) => engine,

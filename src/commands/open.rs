@@ -1,0 +1,164 @@
+//! Opening what the commands work on: the OpenCode store (read-only for commands that only read),
+//! the journal (read-only likewise) and the engine, and the words for a journal another
+//! process holds.
+
+use anyhow::Context;
+use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
+use pruning_engine::{Engine, Journal};
+
+use crate::cli::config::Config;
+
+/// Refuses a file that holds neither OpenCode generation, or V1 tables without the columns
+/// every listing reads, naming what is missing.
+pub fn require_opencode(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::Result<()> {
+    let schema = store.schema()?;
+    if !schema.is_supported() {
+        anyhow::bail!(
+            "{} is not an OpenCode database (neither V1 session, message and part tables nor V2 session_message)",
+            db.display()
+        );
+    }
+    if schema.has_v1() {
+        if let Some(why) = schema.v1_unsupported() {
+            anyhow::bail!("{}: {why}", db.display());
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a journal bound to another database than `--db`'s, as opening the engine would, for
+/// commands that read without opening it (`events`, `prune --dry-run`). Nothing is written.
+pub fn check_binding(config: &Config) -> anyhow::Result<()> {
+    if !config.journal.exists() || !config.db.is_file() {
+        return Ok(());
+    }
+    let Some(journal) = open_journal_for_reading(&config.journal)? else {
+        return Ok(());
+    };
+    // The engine's own binding rules, opened read-only: nothing is written.
+    Engine::open_read_only(open_store(config)?, journal)?;
+    Ok(())
+}
+
+/// Opens the journal for a command that only reads it: read-only, so that it writes nothing
+/// (no fsync) and works on a read-only file, folder or mount. `None` when there is no journal
+/// file (nothing was journaled there). A journal a killed process left unclosed is repaired by
+/// one writable open first, when the file can be written; otherwise the error says so.
+///
+/// Errors: the journal's open errors ([`pruning_journal::OpenError`]), with the path.
+pub fn open_journal_for_reading(path: &std::path::Path) -> anyhow::Result<Option<Journal>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    match Journal::open_read_only(path) {
+        Ok(journal) => Ok(Some(journal)),
+        Err(pruning_journal::OpenError::NeedsRepair { .. }) => {
+            drop(Journal::open(path).with_context(|| {
+                format!(
+                    "journal {} was not closed cleanly and must be repaired by a writable open, \
+                     which failed; make it writable once (or run a command that writes) and retry",
+                    path.display()
+                )
+            })?);
+            Ok(Some(Journal::open_read_only(path)?))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// [`check_binding`], or `Ok(Err(detail))` when another process holds the journal: a dry run
+/// then reports itself blocked (`maintenance_required`), as the prune it stands for would.
+pub fn check_binding_unless_busy(config: &Config) -> anyhow::Result<Result<(), String>> {
+    match check_binding(config) {
+        Ok(()) => Ok(Ok(())),
+        Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
+        Err(error) => Err(error),
+    }
+}
+
+/// What to tell a person whose command found the journal held by another process.
+pub fn busy_detail(error: &anyhow::Error) -> String {
+    format!(
+        "{error:#}; another session-prune process holds the journal (a prune or a clean, which \
+         ends by itself, or `serve`, which holds it until stopped: use its HTTP API, or stop \
+         it); try again when it is done"
+    )
+}
+
+/// Whether `error` is the journal being held by another process past the open's retry window.
+pub fn journal_busy(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<pruning_journal::OpenError>(),
+            Some(pruning_journal::OpenError::Locked { .. })
+        )
+    })
+}
+
+/// Opens the database named by the configuration for a command that only reads: read-only, so
+/// that it works on read-only files, folders and mounts and never writes; closing it leaves the
+/// WAL as it is.
+pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
+    let options = StoreOptions {
+        quiet_period: config.quiet_period,
+    };
+    let store = OpenCodeStore::open_read_only(&config.db, options)?;
+    store.leave_wal_on_close()?;
+    Ok(store)
+}
+
+/// Opens the database for a command that writes or predicts a write (`vacuum`, the dry runs of
+/// `prune` and `prune-batch`): a database that cannot be written is refused here, as the prune
+/// would be. Closing it leaves the WAL as it is.
+pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> {
+    let options = StoreOptions {
+        quiet_period: config.quiet_period,
+    };
+    let store = OpenCodeStore::open(&config.db, options)?;
+    store.leave_wal_on_close()?;
+    Ok(store)
+}
+
+/// [`open_engine`], or `Ok(Err(detail))` when another process holds the journal past the
+/// open's retry window: nothing was journaled or written, and the caller reports the request
+/// as blocked (`maintenance_required`).
+pub fn open_engine_unless_busy(
+    config: &Config,
+) -> anyhow::Result<Result<Engine<OpenCodeStore>, String>> {
+    match open_engine(config) {
+        Ok(engine) => Ok(Ok(engine)),
+        Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
+        Err(error) => Err(error),
+    }
+}
+
+/// Opens the store and its journal, runs recovery and reports what it did on stderr.
+pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
+    let options = StoreOptions {
+        quiet_period: config.quiet_period,
+    };
+    let store = OpenCodeStore::open(&config.db, options)?;
+    let journal = match Journal::open(&config.journal) {
+        Ok(journal) => journal,
+        // Held by another process: the journal is fine where it is (see `busy_detail`).
+        Err(error @ pruning_journal::OpenError::Locked { .. }) => return Err(error.into()),
+        Err(error) => {
+            return Err(anyhow::Error::new(error).context(format!(
+                "opening journal {} for writing (every prune is journaled first; a journal \
+                 on read-only storage can be moved to writable storage and named with \
+                 --journal PATH)",
+                config.journal.display()
+            )))
+        }
+    };
+    let engine = Engine::open(store, journal)?;
+    let recovery = engine.recovery();
+    if !recovery.completed.is_empty() || !recovery.abandoned.is_empty() {
+        eprintln!(
+            "journal recovery: {} committed prune(s) completed, {} unapplied intent(s) abandoned",
+            recovery.completed.len(),
+            recovery.abandoned.len()
+        );
+    }
+    Ok(engine)
+}
