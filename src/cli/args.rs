@@ -1,19 +1,10 @@
-//! The raw command line, as clap parses it. Validation into a [`super::config::Config`] is a
-//! separate step, so that every bad input gets one clear error before anything is opened.
+//! The raw flags every command takes (global) and those the contract commands share (scope), as
+//! clap parses them. Validation into a [`super::config::Config`] is a separate step, so that
+//! every bad input gets one clear error before anything is opened.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser};
-
-/// Prune tool output and reasoning from OpenCode session databases, safely and with receipts.
-#[derive(Debug, Parser)]
-#[command(name = "session-prune", version, about, long_about = None)]
-pub struct Cli {
-    #[command(flatten)]
-    pub global: GlobalArgs,
-    #[command(subcommand)]
-    pub command: crate::commands::Command,
-}
+use clap::Args;
 
 /// Flags every command takes.
 #[derive(Debug, Args)]
