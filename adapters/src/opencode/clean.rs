@@ -17,6 +17,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::generation::Generation;
 use super::schema::Schema;
 use super::values::lenient_text;
 use super::OpenCodeStore;
@@ -251,7 +252,7 @@ pub fn freed_bytes(
     let conn = store.connection();
     let storage = |e: rusqlite::Error| StoreError::Storage(Box::new(e));
     let schema = store.schema_of(&conn).map_err(storage)?;
-    if super::v2::holds_message(&conn, &schema, session_id, message_id).map_err(storage)? {
+    if Generation::of(&conn, &schema, session_id, message_id).map_err(storage)? == Generation::V2 {
         return Ok(planned_bytes);
     }
     // Parts in content order (`ORDER BY id`, as OpenCode reads them).

@@ -17,6 +17,7 @@ use pruning_engine::history::{
 use pruning_engine::{BlockedReason, Refusal};
 use rusqlite::Connection;
 
+use super::generation::Generation;
 use super::ownership::{self, SessionTable};
 use super::schema::Schema;
 use super::v1::read;
@@ -404,12 +405,12 @@ fn read_row(
             }
         }
     };
-    let v2 = v2::holds_message(conn, schema, session_id, id)?;
+    let in_v2 = Generation::of(conn, schema, session_id, id)? == Generation::V2;
     Ok(ScannedMessage {
         position: position.clone(),
         session_id: session_id.to_string(),
         role,
         read,
-        addressable: v2 == (position.generation == 2),
+        addressable: in_v2 == (position.generation == 2),
     })
 }

@@ -8,6 +8,7 @@
 
 mod cached;
 mod clean;
+mod generation;
 mod history;
 mod ids;
 mod media;
@@ -18,6 +19,7 @@ mod receipts;
 mod schema;
 mod sessions;
 mod spill;
+mod sql_errors;
 mod sql_functions;
 mod stats;
 mod store;
@@ -26,6 +28,7 @@ mod v2;
 mod vacuum;
 mod values;
 mod workspaces;
+mod write;
 
 pub use clean::{CleanPolicy, Listing, Planned, SkipReason};
 pub use ownership::Owner;

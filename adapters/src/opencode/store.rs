@@ -1,7 +1,6 @@
 //! The OpenCode store: one connection to an OpenCode database, implementing the engine's
-//! [`SessionStore`] for both storage generations. A message id is looked up in V2's
-//! `session_message` first, then in V1's `message`; V1 prunes go through [`super::v1`], V2
-//! prunes through [`super::v2`].
+//! [`SessionStore`] for both storage generations. Which generation holds a message, and what
+//! each does with it, is [`super::generation`]'s to decide.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -15,14 +14,15 @@ use pruning_engine::{
 };
 use rusqlite::{Connection, OpenFlags};
 
+use super::generation::{self, Generation};
 use super::history;
 use super::media::{immutable_is_safe, immutable_uri, read_only_cause, read_only_media};
-use super::ownership::{self, SessionTable};
+use super::ownership;
 use super::receipts;
 use super::schema::{self, Schema};
+use super::sql_errors::{classify, sql_refusal};
 use super::v1::foreign::ForeignSnapshots;
-use super::v1::{apply, read};
-use super::v2;
+use super::write::Prepared;
 
 /// Default quiet period: a session updated within the last 30 s is refused.
 pub const DEFAULT_QUIET_PERIOD: Duration = Duration::from_secs(30);
@@ -215,27 +215,33 @@ impl OpenCodeStore {
     /// one can. The file or its folder cannot be written (read-only media: checked with
     /// `access(2)`, whether or not this store was opened read-only), or the message is a V2 row
     /// where V2 prunes are not written (OpenCode 1.18's shared session table, see
-    /// `v2::writable`). An error reading the schema fails closed with its words.
+    /// `Generation::read_only`). An error reading the schema fails closed with its words.
     pub fn read_only_reason(&self, session_id: &str, message_id: &str) -> Option<String> {
         if let Some(cause) = self.media_read_only() {
             return Some(cause);
         }
-        let conn = self.connection();
-        let schema = match self.schema_of(&conn) {
-            Ok(schema) => schema,
-            Err(error) => return Some(format!("the schema cannot be read: {error}")),
-        };
-        match v2::holds_message(&conn, &schema, session_id, message_id) {
-            Ok(false) => None,
-            Ok(true) => match v2::writable(&conn) {
-                Ok(true) => None,
-                Ok(false) => Some(
-                    "V2 rows in OpenCode 1.18's shared session table are read-only for prunes"
-                        .into(),
-                ),
-                Err(error) => Some(format!("the schema cannot be read: {error}")),
-            },
-            Err(error) => Some(format!("the message cannot be located: {error}")),
+        self.writable_generation(&self.connection(), session_id, message_id)
+            .err()
+    }
+
+    /// The schema profile and the generation that holds the message, when a prune of it can be
+    /// written in that generation; else why not, in words (an error reading the schema or
+    /// locating the message fails closed with its words).
+    fn writable_generation(
+        &self,
+        conn: &Connection,
+        session_id: &str,
+        message_id: &str,
+    ) -> Result<(Arc<Schema>, Generation), String> {
+        let schema = self
+            .schema_of(conn)
+            .map_err(|error| format!("the schema cannot be read: {error}"))?;
+        let generation = Generation::of(conn, &schema, session_id, message_id)
+            .map_err(|error| format!("the message cannot be located: {error}"))?;
+        match generation.read_only(conn) {
+            Ok(None) => Ok((schema, generation)),
+            Ok(Some(why)) => Err(why.into()),
+            Err(error) => Err(format!("the schema cannot be read: {error}")),
         }
     }
 
@@ -317,38 +323,6 @@ impl OpenCodeStore {
     }
 }
 
-/// Reads a message from whichever generation holds it: V1 when the `message` table has it, else
-/// V2 when `session_message` has it.
-fn read_any(
-    conn: &Connection,
-    schema: &Schema,
-    request: &PreviewRequest,
-) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
-    let (session_id, message_id) = (request.session_id.as_str(), request.message_id.as_str());
-    if v2::holds_message(conn, schema, session_id, message_id)? {
-        let table = if schema.has("session_v2") {
-            SessionTable::V2
-        } else {
-            SessionTable::Shared
-        };
-        if let Some(refusal) = ownership::check(conn, table, session_id, &request.scope)? {
-            return Ok(Err(refusal));
-        }
-        return v2::read_message(conn, session_id, message_id);
-    }
-    if !schema.has_v1() {
-        return Ok(Err(Refusal::new(
-            BlockedReason::NotDeletable,
-            format!("there is no message {message_id} in this database"),
-        )));
-    }
-    if let Some(refusal) = ownership::check(conn, SessionTable::Shared, session_id, &request.scope)?
-    {
-        return Ok(Err(refusal));
-    }
-    Ok(read::read_message(conn, session_id, message_id, read::Texts::Skip)?.map(|m| m.message))
-}
-
 /// [`StoreError::Open`] for `path`.
 fn open_error(path: &Path, detail: String) -> StoreError {
     StoreError::Open {
@@ -372,21 +346,6 @@ fn existing_file(path: &Path) -> Result<(), StoreError> {
         ));
     }
     Ok(())
-}
-
-/// Whether the session's event bookkeeping lets a V1 prune append its events (the fence's
-/// check, see [`super::v1::fence`]); `false` when it cannot be read (failing closed).
-fn v1_events_consistent(conn: &Connection, schema: &Schema, session_id: &str) -> bool {
-    match schema.event_log() {
-        schema::EventLog::Absent => true,
-        schema::EventLog::Unusable(_) => false,
-        schema::EventLog::Present { owner_column } => {
-            matches!(
-                super::v1::fence::event_bookkeeping(conn, session_id, owner_column),
-                Ok(None)
-            )
-        }
-    }
 }
 
 /// Whether the database is in WAL mode (OpenCode's own setting).
@@ -425,11 +384,11 @@ impl SessionStore for OpenCodeStore {
         }
         // One read transaction, so the message and its parts are one snapshot.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let read = read_any(&conn, &schema, request);
+        let read = generation::read(&conn, &schema, request);
         let _ = conn.execute_batch("COMMIT");
         match read {
             Ok(result) => Ok(result),
-            Err(error) => Ok(Err(apply::sql_refusal(&error))),
+            Err(error) => Ok(Err(sql_refusal(&error))),
         }
     }
 
@@ -439,20 +398,13 @@ impl SessionStore for OpenCodeStore {
     /// and the session's event bookkeeping is consistent. Whether OpenCode is using the
     /// session is left to the fence of `prune` and its dry run.
     fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
-        if self.read_only_reason(session_id, message_id).is_some() {
+        if self.media_read_only().is_some() {
             return false;
         }
         let conn = self.connection();
-        let Ok(schema) = self.schema_of(&conn) else {
-            return false;
-        };
         // Unknown (an error): not writable, failing closed.
-        match v2::holds_message(&conn, &schema, session_id, message_id) {
-            Ok(false) => {
-                schema.v1_write_refusal().is_none()
-                    && v1_events_consistent(&conn, &schema, session_id)
-            }
-            Ok(true) => true,
+        match self.writable_generation(&conn, session_id, message_id) {
+            Ok((schema, generation)) => generation.admits_prunes(&conn, &schema, session_id),
             Err(_) => false,
         }
     }
@@ -474,7 +426,7 @@ impl SessionStore for OpenCodeStore {
         conn.execute_batch(&format!("PRAGMA synchronous = {level}"))
             .map_err(storage)?;
         let mut foreign = self.foreign_snapshots(&conn, &schema)?;
-        apply::apply(
+        generation::apply(
             &conn,
             &schema,
             &mut foreign,
@@ -508,7 +460,6 @@ impl SessionStore for OpenCodeStore {
         now_ms: i64,
     ) -> Result<Result<DryRun, Refusal>, StoreError> {
         let conn = self.connection();
-        let key = hex::encode(pruning_engine::request_key(request));
         // The write lock a prune takes, so that a busy database is reported as a prune would
         // report it; rolled back, nothing is written. Where a read-only store can take no lock
         // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
@@ -519,35 +470,26 @@ impl SessionStore for OpenCodeStore {
                 Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
             );
             if !self.read_only || held {
-                return apply::classify(&error).map(Err);
+                return classify(&error).map(Err);
             }
             if let Err(error) = conn.execute_batch("BEGIN") {
-                return apply::classify(&error).map(Err);
+                return classify(&error).map(Err);
             }
         }
         let schema = match self.schema_of(&conn) {
             Ok(schema) => schema,
             Err(error) => {
                 let _ = conn.execute_batch("ROLLBACK");
-                return apply::classify(&error).map(Err);
+                return classify(&error).map(Err);
             }
         };
-        let prepared = apply::prepare(
-            &conn,
-            &schema,
-            request,
-            &key,
-            now_ms,
-            self.quiet_period_ms(),
-            read::Texts::Skip,
-        );
+        let prepared = generation::dry_run(&conn, &schema, request, now_ms, self.quiet_period_ms());
         let _ = conn.execute_batch("ROLLBACK");
         Ok(match prepared {
-            Ok(apply::Prepared::Refuse(refusal)) => Err(refusal),
-            Ok(apply::Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(Box::new(receipt))),
-            Ok(apply::Prepared::Plan { plan, .. }) => Ok(DryRun::Plan(plan)),
-            Ok(apply::Prepared::PlanV2(planned)) => Ok(DryRun::Plan(planned.plan)),
-            Err(error) => Err(apply::sql_refusal(&error)),
+            Ok(Prepared::Refuse(refusal)) => Err(refusal),
+            Ok(Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(receipt)),
+            Ok(Prepared::Plan(plan)) => Ok(DryRun::Plan(plan)),
+            Err(error) => Err(sql_refusal(&error)),
         })
     }
 
@@ -566,7 +508,7 @@ impl SessionStore for OpenCodeStore {
     ) -> Result<Result<ScanEnd, Refusal>, StoreError> {
         match history::scan(&self.connection(), scan, visit) {
             Ok(result) => Ok(result),
-            Err(error) => Ok(Err(apply::sql_refusal(&error))),
+            Err(error) => Ok(Err(sql_refusal(&error))),
         }
     }
 }

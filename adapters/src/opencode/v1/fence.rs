@@ -2,9 +2,9 @@
 //! what the engine expects. Runs inside the write transaction, so its answer holds until commit.
 //!
 //! Source: docs/ARCHITECTURE.md, "Fence" (V1 rules) and CodeNomad `claim-fence.ts` (attached
-//! databases,
-//! triggers, remote event owners). In order:
-//! - another database attached on the connection, or any trigger: `unsupported_storage`;
+//! databases, triggers, remote event owners). In order:
+//! - another database attached on the connection, or any trigger: `unsupported_storage` (the
+//!   checks both generations share, `crate::opencode::write::storage_checks`);
 //! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;
 //! - `session.time_compacting` or `session.revert` set: `maintenance_required`;
 //! - the session updated within the quiet period: `maintenance_required`;
@@ -44,7 +44,7 @@ pub fn check(
     schema: &Schema,
     input: FenceInput<'_>,
 ) -> rusqlite::Result<Option<Refusal>> {
-    if let Some(refusal) = storage_checks(conn)? {
+    if let Some(refusal) = crate::opencode::write::storage_checks(conn)? {
         return Ok(Some(refusal));
     }
 
@@ -154,11 +154,23 @@ pub fn check(
     }
 }
 
+/// Whether the session's event bookkeeping lets a prune append its events (the fence's check,
+/// [`event_bookkeeping`]); `false` when it cannot be read (failing closed).
+pub(crate) fn events_consistent(conn: &Connection, schema: &Schema, session_id: &str) -> bool {
+    match schema.event_log() {
+        EventLog::Absent => true,
+        EventLog::Unusable(_) => false,
+        EventLog::Present { owner_column } => {
+            matches!(event_bookkeeping(conn, session_id, owner_column), Ok(None))
+        }
+    }
+}
+
 /// The session's event bookkeeping, as OpenCode keeps it: `event_sequence.seq` is the session's
 /// last event seq, so a session with events has a sequence row at or past its newest event. A
 /// session with neither has no events yet (OpenCode counts a missing row as -1). A sequence row
 /// with `owner_id` set belongs to a remote.
-pub(crate) fn event_bookkeeping(
+fn event_bookkeeping(
     conn: &Connection,
     session_id: &str,
     owner_column: bool,
@@ -201,31 +213,6 @@ pub(crate) fn event_bookkeeping(
 /// `1500` -> `1.5 s`.
 fn seconds(ms: i64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
-}
-
-/// The checks both generations share: another database attached on the connection, or any
-/// trigger in the schema, is `unsupported_storage` (CodeNomad `claim-fence.ts`).
-pub fn storage_checks(conn: &Connection) -> rusqlite::Result<Option<Refusal>> {
-    let attached: i64 = crate::opencode::cached::query_row(
-        conn,
-        "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
-        [],
-        |row| row.get(0),
-    )?;
-    if attached > 0 {
-        return Ok(Some(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            "another database is attached to the connection",
-        )));
-    }
-    let triggers = crate::opencode::schema::trigger_count(conn)?;
-    if triggers > 0 {
-        return Ok(Some(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            format!("the database has {triggers} trigger(s); a prune could fire unknown writes"),
-        )));
-    }
-    Ok(None)
 }
 
 fn busy(detail: impl Into<String>) -> Refusal {

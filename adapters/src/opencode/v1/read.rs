@@ -6,9 +6,14 @@
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::planner::{completed_at, completion_time};
-use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
+use pruning_engine::{
+    BlockedReason, PartClass, PreviewRequest, Refusal, StoredMessage, StoredPart, ToolStatus,
+};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{Map, Value};
+
+use crate::opencode::ownership::{self, SessionTable};
+use crate::opencode::schema::Schema;
 
 /// Part types of OpenCode 1.2 to 1.18 that are kept by every prune.
 const KEPT_TYPES: [&str; 10] = [
@@ -143,6 +148,42 @@ pub fn read_message(
         role: role.to_string(),
         rows,
     }))
+}
+
+/// Whether session `session_id` has a `message` row `message_id`.
+pub(crate) fn has_message(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<bool> {
+    crate::opencode::cached::query_row(
+        conn,
+        "SELECT count(*) > 0 FROM message WHERE id = ?1 AND session_id = ?2",
+        [message_id, session_id],
+        |row| row.get::<_, bool>(0),
+    )
+}
+
+/// The message of a preview, as the planner sees it: refused (`not_deletable`) where the
+/// database has no V1 tables or the session (in the shared `session` table) is outside the
+/// request's scope; else [`read_message`] without the part rows' text.
+pub(crate) fn read_in_scope(
+    conn: &Connection,
+    schema: &Schema,
+    request: &PreviewRequest,
+) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    let (session_id, message_id) = (request.session_id.as_str(), request.message_id.as_str());
+    if !schema.has_v1() {
+        return Ok(Err(Refusal::new(
+            BlockedReason::NotDeletable,
+            format!("there is no message {message_id} in this database"),
+        )));
+    }
+    if let Some(refusal) = ownership::check(conn, SessionTable::Shared, session_id, &request.scope)?
+    {
+        return Ok(Err(refusal));
+    }
+    Ok(read_message(conn, session_id, message_id, Texts::Skip)?.map(|m| m.message))
 }
 
 /// Why message `message_id` of session `session_id` was not found, in words.

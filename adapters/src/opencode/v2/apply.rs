@@ -1,5 +1,6 @@
-//! The V2 side of a prune: everything before the write (fence, receipt lookup, read, planner)
-//! and the write itself, a compare-and-swap of `data.content` on the exact row text.
+//! The V2 side of a prune, inside the write transaction `crate::opencode::write` opens:
+//! everything before the write (fence, receipt lookup, read, planner) and the write itself, a
+//! compare-and-swap of `data.content` on the exact row text.
 //!
 //! Source: CodeNomad `transaction.ts`: `UPDATE session_message SET data = json_set(data,
 //! '$.content', json(?)) WHERE session_id = ? AND id = ? AND data = ?`; one changed row or
@@ -9,75 +10,62 @@
 use std::collections::HashSet;
 
 use pruning_engine::revision::stringify;
-use pruning_engine::{BlockedReason, Plan, PruneRequest, Receipt, Refusal, StoredMessage};
+use pruning_engine::{BlockedReason, Plan, PruneRequest, Refusal, StoredMessage};
 use rusqlite::{params, Connection};
 use serde_json::Value;
 
 use super::fence;
-use crate::opencode::receipts;
 use crate::opencode::schema::Schema;
+use crate::opencode::write::{self, Prepared, Written};
 
 /// `storage` column of receipts written for V2 messages.
-pub const STORAGE: &str = "v2";
+pub(crate) const STORAGE: &str = "v2";
 
 /// A planned V2 prune: the row as read and what to remove.
 #[derive(Debug, Clone)]
-pub struct V2Plan {
+pub(crate) struct V2Plan {
     /// `session_message.data` exactly as read.
-    pub data: String,
+    pub(crate) data: String,
     /// The message as read.
-    pub message: StoredMessage,
+    pub(crate) message: StoredMessage,
     /// The planner's decision.
-    pub plan: Plan,
-}
-
-/// What the checks before the write decided.
-#[derive(Debug, Clone)]
-pub enum V2Prepared {
-    /// Refuse with this.
-    Refuse(Refusal),
-    /// An identical request already committed: this is its receipt.
-    Replayed(Receipt),
-    /// Go ahead.
-    Plan(V2Plan),
+    pub(crate) plan: Plan,
 }
 
 /// Fence, receipt lookup, read and planner for a V2 message, inside the caller's transaction.
-pub fn prepare(
+pub(crate) fn prepare(
     conn: &Connection,
     schema: &Schema,
     request: &PruneRequest,
     request_key: &str,
-) -> rusqlite::Result<V2Prepared> {
+) -> rusqlite::Result<Prepared<V2Plan>> {
     if let Some(refusal) = fence::check(conn, schema, &request.session_id, &request.scope)? {
-        return Ok(V2Prepared::Refuse(refusal));
+        return Ok(Prepared::Refuse(refusal));
     }
-    match receipts::replay(conn, request_key, &request.session_id, &request.message_id)? {
-        Some(Ok(receipt)) => return Ok(V2Prepared::Replayed(receipt)),
-        Some(Err(refusal)) => return Ok(V2Prepared::Refuse(refusal)),
-        None => {}
+    if let Some(replayed) = write::replayed(conn, request_key, request)? {
+        return Ok(replayed);
     }
     let (message, data) = match super::load(conn, &request.session_id, &request.message_id)? {
         Ok(loaded) => loaded,
-        Err(refusal) => return Ok(V2Prepared::Refuse(refusal)),
+        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
     };
     match message.plan(&request.selection, &request.revision) {
-        Ok(plan) => Ok(V2Prepared::Plan(V2Plan {
+        Ok(plan) => Ok(Prepared::Plan(V2Plan {
             data,
             message,
             plan,
         })),
-        Err(refusal) => Ok(V2Prepared::Refuse(refusal)),
+        Err(refusal) => Ok(Prepared::Refuse(refusal)),
     }
 }
 
 /// Writes the pruned content. Returns the removed parts' ids (their `id`, or `#index` when a
 /// part has none) and the bytes the row shrank by, or a `conflict` refusal when the row changed.
-pub fn write(
+pub(crate) fn write(
     conn: &Connection,
     request: &PruneRequest,
     planned: &V2Plan,
-) -> rusqlite::Result<Result<(Vec<String>, u64), Refusal>> {
+) -> rusqlite::Result<Result<Written, Refusal>> {
     let removed: HashSet<usize> = planned.plan.remove.iter().copied().collect();
     let kept: Vec<Value> = planned
         .message
@@ -124,5 +112,8 @@ pub fn write(
         })
         .collect();
     let shrunk = (planned.data.len() as u64).saturating_sub(u64::try_from(after).unwrap_or(0));
-    Ok(Ok((part_ids, shrunk)))
+    Ok(Ok(Written {
+        part_ids,
+        bytes_removed: shrunk,
+    }))
 }

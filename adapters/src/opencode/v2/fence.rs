@@ -4,7 +4,8 @@
 //! here, and a claim attempted during it waits for the prune (the ordering guarantee).
 //!
 //! Source: docs/ARCHITECTURE.md, "Fence" (V2 rules) and CodeNomad `claim-fence.ts`, in order:
-//! - another database attached, or any trigger: `unsupported_storage` (shared with V1);
+//! - another database attached, or any trigger: `unsupported_storage` (the checks
+//!   both generations share, `crate::opencode::write::storage_checks`);
 //! - no `session_v2` table, or one without `time_suspended`: `unsupported_storage`;
 //! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;
 //! - `time_suspended`, `time_compacting` or `revert` set: `maintenance_required`;
@@ -32,7 +33,7 @@ pub fn check(
             detail,
         )))
     };
-    if let Some(refusal) = crate::opencode::v1::fence::storage_checks(conn)? {
+    if let Some(refusal) = crate::opencode::write::storage_checks(conn)? {
         return Ok(Some(refusal));
     }
     if !schema.has("session_v2") {

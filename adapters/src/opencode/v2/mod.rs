@@ -14,11 +14,14 @@ pub mod fence;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::planner::completion_time;
-use pruning_engine::{BlockedReason, PartClass, Refusal, StoredMessage, StoredPart, ToolStatus};
+use pruning_engine::{
+    BlockedReason, PartClass, PreviewRequest, Refusal, StoredMessage, StoredPart, ToolStatus,
+};
 use rusqlite::{Connection, OptionalExtension};
-
-use crate::opencode::schema::Schema;
 use serde_json::Value;
+
+use crate::opencode::ownership::{self, SessionTable};
+use crate::opencode::schema::Schema;
 
 /// Classifies a V2 content part by its `type`: `tool` and `reasoning` are prunable, `text` is
 /// kept, anything else is unknown.
@@ -56,34 +59,24 @@ pub fn has_message(
     )
 }
 
-/// Which generation holds message `message_id` of session `session_id`: the one with a row for
-/// it in that session. A database upgraded to V2 may hold the same message in both; then the
-/// writable V2 row is meant where V2 prunes can be written, else the V1 row. A message found in
-/// neither goes to V2 when a V2 row of another session has its id or the database has no V1
-/// tables, so that the refusal names what is there.
-pub fn holds_message(
+/// The message of a preview, as the planner sees it: refused (`not_deletable`) where the
+/// session (in `session_v2` where the schema has it, else in the shared `session` table) is
+/// outside the request's scope; else [`read_message`].
+pub(crate) fn read_in_scope(
     conn: &Connection,
     schema: &Schema,
-    session_id: &str,
-    message_id: &str,
-) -> rusqlite::Result<bool> {
-    if !schema.has_v2() {
-        return Ok(false);
+    request: &PreviewRequest,
+) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    let (session_id, message_id) = (request.session_id.as_str(), request.message_id.as_str());
+    let table = if schema.has("session_v2") {
+        SessionTable::V2
+    } else {
+        SessionTable::Shared
+    };
+    if let Some(refusal) = ownership::check(conn, table, session_id, &request.scope)? {
+        return Ok(Err(refusal));
     }
-    let in_v2 = has_message(conn, Some(session_id), message_id)?;
-    let in_v1 = schema.has_v1()
-        && crate::opencode::cached::query_row(
-            conn,
-            "SELECT count(*) > 0 FROM message WHERE id = ?1 AND session_id = ?2",
-            [message_id, session_id],
-            |row| row.get::<_, bool>(0),
-        )?;
-    Ok(match (in_v2, in_v1) {
-        (true, false) => true,
-        (false, true) => false,
-        (true, true) => writable(conn)?,
-        (false, false) => !schema.has_v1() || has_message(conn, None, message_id)?,
-    })
+    read_message(conn, session_id, message_id)
 }
 
 /// Reads V2 message `message_id` of session `session_id`.

@@ -1,0 +1,239 @@
+//! Which storage generation holds a message, decided once per request, and the routing of what
+//! the store does with it (preview read, prune, dry run, whether a prune can be written) to
+//! [`super::v1`] or [`super::v2`]. Nothing else in the store chooses a generation; `v1` and `v2`
+//! know nothing of each other, and what their prunes share is in [`super::write`].
+//!
+//! Source: docs/ARCHITECTURE.md, "Storage generations".
+
+use pruning_engine::{
+    Applied, Plan, PreviewRequest, PruneCommand, PruneRequest, Refusal, StoreError, StoredMessage,
+};
+use rusqlite::Connection;
+
+use super::schema::Schema;
+use super::v1::apply::V1Plan;
+use super::v1::foreign::ForeignSnapshots;
+use super::v1::read::{self, Texts};
+use super::v2::apply::V2Plan;
+use super::write::{self, Failure, Prepared, Step};
+use super::{v1, v2};
+
+/// The storage generation that holds a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Generation {
+    /// `message` + `part` rows (OpenCode 1.2 to 1.18).
+    V1,
+    /// A `session_message` row.
+    V2,
+}
+
+impl Generation {
+    /// Which generation holds message `message_id` of session `session_id`: the one with a row
+    /// for it in that session. A database upgraded to V2 may hold the same message in both; then
+    /// the V2 row is meant where V2 prunes can be written ([`v2::writable`]), else the V1 row. A
+    /// message found in neither is V2 when a V2 row of another session has its id or the
+    /// database has no V1 tables, so that the refusal names what is there; else V1.
+    pub(crate) fn of(
+        conn: &Connection,
+        schema: &Schema,
+        session_id: &str,
+        message_id: &str,
+    ) -> rusqlite::Result<Self> {
+        if !schema.has_v2() {
+            return Ok(Self::V1);
+        }
+        let in_v2 = v2::has_message(conn, Some(session_id), message_id)?;
+        let in_v1 = schema.has_v1() && read::has_message(conn, session_id, message_id)?;
+        let v2 = match (in_v2, in_v1) {
+            (true, false) => true,
+            (false, true) => false,
+            (true, true) => v2::writable(conn)?,
+            (false, false) => !schema.has_v1() || v2::has_message(conn, None, message_id)?,
+        };
+        Ok(if v2 { Self::V2 } else { Self::V1 })
+    }
+
+    /// Why no prune can be written in this generation here, in words; `None` when one can. V2
+    /// rows where `session_v2` has no run claim (OpenCode 1.18's shared session table) are
+    /// read-only for prunes.
+    pub(crate) fn read_only(self, conn: &Connection) -> rusqlite::Result<Option<&'static str>> {
+        Ok(match self {
+            Self::V1 => None,
+            Self::V2 if v2::writable(conn)? => None,
+            Self::V2 => {
+                Some("V2 rows in OpenCode 1.18's shared session table are read-only for prunes")
+            }
+        })
+    }
+
+    /// Whether the storage admits a prune of session `session_id` beyond [`Self::read_only`]:
+    /// for V1, the schema profile admits V1 writes ([`Schema::v1_write_refusal`]) and the
+    /// session's event bookkeeping is consistent; V2 has no such check. `false` when it cannot
+    /// be read (failing closed).
+    pub(crate) fn admits_prunes(
+        self,
+        conn: &Connection,
+        schema: &Schema,
+        session_id: &str,
+    ) -> bool {
+        match self {
+            Self::V1 => {
+                schema.v1_write_refusal().is_none()
+                    && v1::fence::events_consistent(conn, schema, session_id)
+            }
+            Self::V2 => true,
+        }
+    }
+}
+
+/// Reads the message of a preview from the generation that holds it, with the session's scope
+/// checked. Runs inside the caller's read transaction.
+pub(crate) fn read(
+    conn: &Connection,
+    schema: &Schema,
+    request: &PreviewRequest,
+) -> rusqlite::Result<Result<StoredMessage, Refusal>> {
+    match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
+        Generation::V1 => read::read_in_scope(conn, schema, request),
+        Generation::V2 => v2::read_in_scope(conn, schema, request),
+    }
+}
+
+/// Runs one prune transaction on `conn` (see [`write::in_transaction`] for its refusals and
+/// errors): the generation is decided inside it, then that generation's checks and writes run,
+/// and the receipt is inserted. `quiet_period_ms` is the V1 fence's quiet period.
+pub(crate) fn apply(
+    conn: &Connection,
+    schema: &Schema,
+    foreign: &mut ForeignSnapshots,
+    command: &PruneCommand<'_>,
+    quiet_period_ms: i64,
+) -> Result<Applied, StoreError> {
+    write::in_transaction(conn, || {
+        prune(conn, schema, foreign, command, quiet_period_ms)
+    })
+}
+
+/// What a prune of `request` would do (nothing is written): the checks before any write, inside
+/// the caller's transaction. `now_ms` is the time the fence compares with.
+pub(crate) fn dry_run(
+    conn: &Connection,
+    schema: &Schema,
+    request: &PruneRequest,
+    now_ms: i64,
+    quiet_period_ms: i64,
+) -> rusqlite::Result<Prepared<Plan>> {
+    let key = hex::encode(pruning_engine::request_key(request));
+    let prepared = prepare(
+        conn,
+        schema,
+        request,
+        &key,
+        now_ms,
+        quiet_period_ms,
+        Texts::Skip,
+    )?;
+    Ok(prepared.map(Planned::into_plan))
+}
+
+/// A planned prune of either generation.
+enum Planned {
+    /// A V1 message's.
+    V1(V1Plan),
+    /// A V2 message's.
+    V2(V2Plan),
+}
+
+impl Planned {
+    fn plan(&self) -> &Plan {
+        match self {
+            Self::V1(planned) => &planned.plan,
+            Self::V2(planned) => &planned.plan,
+        }
+    }
+
+    fn into_plan(self) -> Plan {
+        match self {
+            Self::V1(planned) => planned.plan,
+            Self::V2(planned) => planned.plan,
+        }
+    }
+
+    /// The receipt's `storage` column.
+    fn storage(&self) -> &'static str {
+        match self {
+            Self::V1(_) => v1::apply::STORAGE,
+            Self::V2(_) => v2::apply::STORAGE,
+        }
+    }
+}
+
+/// The generation's checks before any write (`texts`: whether V1 keeps the part rows' text).
+fn prepare(
+    conn: &Connection,
+    schema: &Schema,
+    request: &PruneRequest,
+    request_key: &str,
+    now_ms: i64,
+    quiet_period_ms: i64,
+    texts: Texts,
+) -> rusqlite::Result<Prepared<Planned>> {
+    Ok(
+        match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
+            Generation::V1 => v1::apply::prepare(
+                conn,
+                schema,
+                request,
+                request_key,
+                now_ms,
+                quiet_period_ms,
+                texts,
+            )?
+            .map(Planned::V1),
+            Generation::V2 => {
+                v2::apply::prepare(conn, schema, request, request_key)?.map(Planned::V2)
+            }
+        },
+    )
+}
+
+/// The work inside the prune transaction: checks, identity, the generation's writes, receipt.
+fn prune(
+    conn: &Connection,
+    schema: &Schema,
+    foreign: &mut ForeignSnapshots,
+    command: &PruneCommand<'_>,
+    quiet_period_ms: i64,
+) -> Result<Step, Failure> {
+    let request = command.request;
+    let key = hex::encode(command.request_key);
+    let prepared = prepare(
+        conn,
+        schema,
+        request,
+        &key,
+        command.now_ms,
+        quiet_period_ms,
+        Texts::Keep,
+    )?;
+    let planned = match prepared {
+        Prepared::Refuse(refusal) => return Ok(Step::Refuse(refusal)),
+        Prepared::Replayed(receipt) => return Ok(Step::Replayed(receipt)),
+        Prepared::Plan(planned) => planned,
+    };
+    write::claim_identity(conn, command)?;
+    let written = match &planned {
+        Planned::V1(planned) => v1::apply::write(conn, schema, foreign, command, planned)?,
+        Planned::V2(planned) => v2::apply::write(conn, request, planned)?,
+    };
+    Ok(match written {
+        Ok(written) => Step::Commit(Box::new(write::record(
+            conn,
+            command,
+            planned.plan(),
+            written,
+            planned.storage(),
+        )?)),
+        Err(refusal) => Step::Refuse(refusal),
+    })
+}

@@ -1,0 +1,214 @@
+//! What a prune does the same way in both storage generations: the write transaction around it
+//! (`BEGIN IMMEDIATE`, then `COMMIT`, or `ROLLBACK` on any refusal or error), the storage checks
+//! that open both fences, the receipt lookup of an identical request, the database identity
+//! claim, and the receipt. Each generation's own fence, read and row writes are in `v1::apply`
+//! and `v2::apply`; `super::generation` picks one per request.
+//!
+//! Source: docs/ARCHITECTURE.md, "The write path of one prune", steps 3 and 4, and "Fence".
+
+use pruning_engine::{
+    Applied, BlockedReason, Plan, PruneCommand, PruneRequest, Receipt, Refusal, StoreError,
+    ENGINE_VERSION,
+};
+use rusqlite::Connection;
+
+use super::receipts;
+use super::sql_errors::classify;
+
+/// What the checks before any write decided, with `P` a generation's planned prune.
+pub(crate) enum Prepared<P> {
+    /// Refuse with this.
+    Refuse(Refusal),
+    /// An identical request already committed: this is its receipt.
+    Replayed(Box<Receipt>),
+    /// Go ahead with this plan.
+    Plan(P),
+}
+
+impl<P> Prepared<P> {
+    /// The same decision, with the plan changed by `f`.
+    pub(crate) fn map<Q>(self, f: impl FnOnce(P) -> Q) -> Prepared<Q> {
+        match self {
+            Self::Refuse(refusal) => Prepared::Refuse(refusal),
+            Self::Replayed(receipt) => Prepared::Replayed(receipt),
+            Self::Plan(plan) => Prepared::Plan(f(plan)),
+        }
+    }
+}
+
+/// What a generation's writes removed: the removed parts' ids, in plan order, and the bytes of
+/// row data freed.
+pub(crate) struct Written {
+    /// Ids of the removed parts.
+    pub(crate) part_ids: Vec<String>,
+    /// Bytes of row data freed.
+    pub(crate) bytes_removed: u64,
+}
+
+/// How the work inside the transaction ended.
+pub(crate) enum Step {
+    /// Commit: the receipt is inserted.
+    Commit(Box<Receipt>),
+    /// Roll back: an identical request already committed with this receipt.
+    Replayed(Box<Receipt>),
+    /// Roll back and refuse.
+    Refuse(Refusal),
+}
+
+/// A failure inside the transaction (rolled back).
+pub(crate) enum Failure {
+    /// SQLite's, mapped by [`classify`].
+    Sql(rusqlite::Error),
+    /// The store's own.
+    Store(StoreError),
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(error: rusqlite::Error) -> Self {
+        Self::Sql(error)
+    }
+}
+
+/// Runs `work` inside one write transaction on `conn` and commits when it returns
+/// [`Step::Commit`]; anything else rolls back.
+///
+/// Refusals: the connection is already in a transaction or the database is locked
+/// (`maintenance_required`); the refusals of `work`; any SQL failure inside the transaction
+/// (see [`classify`]). Errors: the store errors of `work`; [`StoreError::OutcomeUnknown`] when
+/// `COMMIT` fails in a way that may or may not have made the transaction durable.
+pub(crate) fn in_transaction(
+    conn: &Connection,
+    work: impl FnOnce() -> Result<Step, Failure>,
+) -> Result<Applied, StoreError> {
+    if !conn.is_autocommit() {
+        return Ok(Applied::Refused(Refusal::new(
+            BlockedReason::MaintenanceRequired,
+            "the connection is already inside a transaction",
+        )));
+    }
+    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+        return classify(&error).map(Applied::Refused);
+    }
+    let outcome = work();
+    if matches!(outcome, Ok(Step::Commit(_))) {
+        if let Err(error) = conn.execute_batch("COMMIT") {
+            let still_open = !conn.is_autocommit();
+            if still_open {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            // BUSY leaves the transaction open (a reader holds the file): rolled back, nothing
+            // was written. Any other failure of COMMIT (an fsync error, say) may or may not have
+            // made the transaction durable: only the database, read again, can tell.
+            return match classify(&error) {
+                Ok(refusal)
+                    if refusal.reason == BlockedReason::MaintenanceRequired && still_open =>
+                {
+                    Ok(Applied::Refused(refusal))
+                }
+                _ => Err(StoreError::OutcomeUnknown(error.to_string())),
+            };
+        }
+    } else if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    match outcome {
+        Ok(Step::Commit(receipt)) => Ok(Applied::Pruned {
+            receipt,
+            replayed: false,
+        }),
+        Ok(Step::Replayed(receipt)) => Ok(Applied::Pruned {
+            receipt,
+            replayed: true,
+        }),
+        Ok(Step::Refuse(refusal)) => Ok(Applied::Refused(refusal)),
+        Err(Failure::Sql(error)) => classify(&error).map(Applied::Refused),
+        Err(Failure::Store(error)) => Err(error),
+    }
+}
+
+/// The checks both generations' fences open with: another database attached on the connection,
+/// or any trigger in the schema, is `unsupported_storage` (CodeNomad `claim-fence.ts`).
+pub(crate) fn storage_checks(conn: &Connection) -> rusqlite::Result<Option<Refusal>> {
+    let attached: i64 = super::cached::query_row(
+        conn,
+        "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')",
+        [],
+        |row| row.get(0),
+    )?;
+    if attached > 0 {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "another database is attached to the connection",
+        )));
+    }
+    let triggers = super::schema::trigger_count(conn)?;
+    if triggers > 0 {
+        return Ok(Some(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            format!("the database has {triggers} trigger(s); a prune could fire unknown writes"),
+        )));
+    }
+    Ok(None)
+}
+
+/// The receipt lookup by request key (`request_key`, lowercase hex): `Some` when a receipt is
+/// stored under it, as the earlier prune's receipt when it names the request's message, else
+/// as a refusal (`unsupported_storage`); `None` when there is none.
+pub(crate) fn replayed<P>(
+    conn: &Connection,
+    request_key: &str,
+    request: &PruneRequest,
+) -> rusqlite::Result<Option<Prepared<P>>> {
+    Ok(
+        match receipts::replay(conn, request_key, &request.session_id, &request.message_id)? {
+            Some(Ok(receipt)) => Some(Prepared::Replayed(Box::new(receipt))),
+            Some(Err(refusal)) => Some(Prepared::Refuse(refusal)),
+            None => None,
+        },
+    )
+}
+
+/// Creates the receipt tables if needed and checks the database's identity against the
+/// journal's (recording it on the first prune). Runs before a generation's first write.
+///
+/// Errors: [`StoreError::DatabaseMismatch`] (as [`Failure::Store`]) when the database holds
+/// another identity than the journal's.
+pub(crate) fn claim_identity(conn: &Connection, command: &PruneCommand<'_>) -> Result<(), Failure> {
+    receipts::ensure_tables(conn)?;
+    let held = receipts::claim_database_id(conn, command.database_id)?;
+    if held != command.database_id {
+        return Err(Failure::Store(StoreError::DatabaseMismatch {
+            expected: command.database_id.to_string(),
+            found: Some(held),
+        }));
+    }
+    Ok(())
+}
+
+/// Builds the receipt of a prune of either generation and inserts it with `storage` (`v1`,
+/// `v2`): the command's ids and time, the plan's revisions and indexes, what was written.
+pub(crate) fn record(
+    conn: &Connection,
+    command: &PruneCommand<'_>,
+    plan: &Plan,
+    written: Written,
+    storage: &str,
+) -> rusqlite::Result<Receipt> {
+    let receipt = Receipt {
+        receipt_id: command.receipt_id,
+        intent_id: command.intent_id,
+        request_key: hex::encode(command.request_key),
+        session_id: command.request.session_id.clone(),
+        message_id: command.request.message_id.clone(),
+        revision_before: plan.revision_before.clone(),
+        revision_after: plan.revision_after.clone(),
+        indexes: plan.remove.iter().map(|&i| i as u32).collect(),
+        removed_count: written.part_ids.len() as u32,
+        part_ids: written.part_ids,
+        bytes_removed: written.bytes_removed,
+        committed_at_ms: command.now_ms,
+        engine_version: ENGINE_VERSION.to_string(),
+    };
+    receipts::insert(conn, &receipt, storage)?;
+    Ok(receipt)
+}
