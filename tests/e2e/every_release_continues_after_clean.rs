@@ -10,7 +10,7 @@
 //! - stops on SIGTERM and logs no error about the database.
 //!
 //! What is expected comes from each fixture's `manifest.json`, never from constants. Binaries:
-//! `support/opencode_real.rs` ([`opencode_real::binary_of`]); without one a test prints
+//! `support/binary.rs` ([`opencode_real::binary_of`]); without one a test prints
 //! `SKIPPED` and why and returns, except under `CI=true`, where it fails.
 
 use crate::opencode_real;

@@ -3,7 +3,7 @@
 //! can be continued, and sends the model none of the pruned tool output or reasoning.
 //!
 //! The binary comes from `$OPENCODE_BIN` or `scripts/install-opencode.sh` (see
-//! `support/opencode_real.rs`); without one the test prints why and returns, except under
+//! `support/binary.rs`); without one the test prints why and returns, except under
 //! `CI=true`, where it fails.
 
 use crate::opencode_real;

@@ -1,0 +1,258 @@
+//! The mock model OpenCode talks to in the interop tests: an OpenAI-compatible server (axum) on
+//! loopback that answers every chat completion with a fixed text, streamed as server-sent
+//! `chat.completion.chunk` events when asked to stream, and records every request it receives.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use futures_util::stream;
+use serde_json::{json, Value};
+use tokio::runtime::Runtime;
+
+/// Text the mock streams for every chat request that is not a title request.
+pub const REPLY_TEXT: &str = "Continued after prune.";
+/// Text the mock answers to a title request.
+pub const TITLE_TEXT: &str = "Fixture title";
+
+/// What a request to the mock was taken for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    /// A chat completion without tools whose system prompt mentions a title.
+    Title,
+    /// Any other chat completion (a turn, or a summary).
+    Chat,
+    /// Anything else (a model list, an unknown path).
+    Other,
+}
+
+/// One request the mock received.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    /// HTTP method.
+    pub method: String,
+    /// Path with query.
+    pub path: String,
+    /// Headers as received (names lowercased).
+    pub headers: Vec<(String, String)>,
+    /// The raw body (lossy UTF-8).
+    pub body: String,
+    /// How the mock classified it.
+    pub kind: RequestKind,
+}
+
+impl ModelRequest {
+    /// The body as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+
+    /// The value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The session OpenCode sent this request for: its `x-opencode-session-id` header.
+    pub fn session_id(&self) -> Option<&str> {
+        self.header("x-opencode-session-id")
+    }
+
+    /// The text of the newest `user` message of a chat request.
+    pub fn last_user_text(&self) -> Option<String> {
+        let body = self.json();
+        let messages = body.get("messages")?.as_array()?;
+        messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .map(|m| content_text(&m["content"]))
+    }
+}
+
+type Requests = Arc<Mutex<Vec<ModelRequest>>>;
+
+/// The mock on `127.0.0.1:0`: every method and path is answered (`POST …/chat/completions` as a
+/// chat completion, anything else with a one-model list) and recorded. Title requests get
+/// [`TITLE_TEXT`], every other chat request [`REPLY_TEXT`], `finish_reason` `stop`. Dropping it
+/// stops the server.
+pub struct MockModel {
+    addr: SocketAddr,
+    requests: Requests,
+    /// Runs the server; dropping it closes the listener and every connection.
+    _runtime: Runtime,
+}
+
+impl MockModel {
+    /// Binds a free loopback port and starts serving on a runtime of its own.
+    pub fn start() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("start the mock model's runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind the mock model");
+        let addr = listener.local_addr().expect("mock model address");
+        let requests = Requests::default();
+        let app = Router::new()
+            .fallback(answer)
+            .layer(DefaultBodyLimit::disable())
+            .with_state(Arc::clone(&requests));
+        runtime.spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                eprintln!("mock model: {e}");
+            }
+        });
+        Self {
+            addr,
+            requests,
+            _runtime: runtime,
+        }
+    }
+
+    /// The provider base URL: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// A copy of every request received so far.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        lock(&self.requests).clone()
+    }
+}
+
+fn lock(requests: &Requests) -> std::sync::MutexGuard<'_, Vec<ModelRequest>> {
+    requests.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Records the request and answers it.
+async fn answer(
+    State(requests): State<Requests>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body = String::from_utf8_lossy(&body).into_owned();
+    let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let kind = classify(&method, uri.path(), &parsed);
+    lock(&requests).push(ModelRequest {
+        method: method.to_string(),
+        path: uri
+            .path_and_query()
+            .map_or_else(|| uri.path().to_string(), ToString::to_string),
+        headers: headers
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes());
+                (name.as_str().to_string(), value.trim().to_string())
+            })
+            .collect(),
+        body,
+        kind,
+    });
+    let text = match kind {
+        RequestKind::Other => {
+            let models = json!({"object": "list", "data": [{"id": "fixture", "object": "model"}]});
+            return Json(models).into_response();
+        }
+        RequestKind::Title => TITLE_TEXT,
+        RequestKind::Chat => REPLY_TEXT,
+    };
+    if parsed["stream"] == true {
+        let events = chunks(text).into_iter().map(Ok::<_, Infallible>);
+        Sse::new(stream::iter(events)).into_response()
+    } else {
+        Json(completion(text)).into_response()
+    }
+}
+
+/// A title request is a chat completion without tools whose system messages mention a title.
+fn classify(method: &Method, path: &str, body: &Value) -> RequestKind {
+    if method != Method::POST || !path.ends_with("/chat/completions") {
+        return RequestKind::Other;
+    }
+    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let system: String = body["messages"]
+        .as_array()
+        .map(|messages| {
+            let system = messages.iter().filter(|m| m["role"] == "system");
+            let texts: Vec<String> = system.map(|m| content_text(&m["content"])).collect();
+            texts.join(" ")
+        })
+        .unwrap_or_default();
+    if !has_tools && system.to_ascii_lowercase().contains("title") {
+        RequestKind::Title
+    } else {
+        RequestKind::Chat
+    }
+}
+
+/// Text of an OpenAI message `content` (a string or a list of `{type, text}` parts).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn usage() -> Value {
+    json!({"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105})
+}
+
+/// A whole `chat.completion` answering `text`.
+fn completion(text: &str) -> Value {
+    json!({
+        "id": "chatcmpl-interop",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fixture",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"
+        }],
+        "usage": usage()
+    })
+}
+
+/// `text` as `chat.completion.chunk` events: the role, one chunk per word, an empty delta with
+/// `finish_reason: "stop"` and usage, then `[DONE]`.
+fn chunks(text: &str) -> Vec<Event> {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-interop",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fixture",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        })
+    };
+    let words = text
+        .split_inclusive(' ')
+        .map(|piece| chunk(json!({"content": piece}), Value::Null));
+    let mut last = chunk(json!({}), json!("stop"));
+    last["usage"] = usage();
+    std::iter::once(chunk(json!({"role": "assistant"}), Value::Null))
+        .chain(words)
+        .chain([last])
+        .map(|chunk| chunk.to_string())
+        .chain(["[DONE]".to_string()])
+        .map(|data| Event::default().data(data))
+        .collect()
+}
