@@ -113,10 +113,10 @@ fn index_list() -> utoipa::openapi::schema::Array {
         .min_items(Some(1))
         .max_items(Some(MAX_INDEXES))
         .unique_items(true)
-        .description(Some(
-            "The content indexes of the parts to remove: 1 to 100,001 of them, unique, each 0 \
-             to 100,000.",
-        ))
+        .description(Some(format!(
+            "The content indexes of the parts to remove: 1 to {MAX_INDEXES} of them, unique, \
+             each 0 to {MAX_INDEX}."
+        )))
         .build()
 }
 

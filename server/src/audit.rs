@@ -33,7 +33,7 @@ pub struct Health {
     last_seq: u64,
 }
 
-/// The one value of [`Health::status`].
+/// The one value of `status` in [`Health`].
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 enum Healthy {
