@@ -34,11 +34,17 @@ pub struct PruneBatchRequest {
     pub scope: Scope,
 }
 
+/// The batch body `{sessionID, candidates}` as parsed.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = PruneBatchRequest))]
 #[serde(deny_unknown_fields)]
-struct RawBatch {
+pub struct RawBatch {
+    /// The session every candidate belongs to, 1 to 256 characters.
     #[serde(rename = "sessionID")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     session_id: String,
+    /// 1 to 16 candidates from a `history` page with `purpose: "prune"`, unique by `messageID`.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 16))]
     candidates: Vec<HistoryCandidate>,
 }
 
@@ -92,13 +98,16 @@ impl PruneBatchRequest {
 }
 
 /// The batch answer: `{results:[{messageID, result}]}`, in candidate order.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BatchResult {
     /// One entry per candidate.
+    #[cfg_attr(feature = "openapi", schema(max_items = 16))]
     pub results: Vec<BatchItem>,
 }
 
 /// One candidate's answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BatchItem {
     /// The candidate.

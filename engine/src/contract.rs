@@ -63,26 +63,61 @@ pub struct PruneRequest {
     pub scope: Scope,
 }
 
-/// The raw preview body: unknown keys are rejected by serde.
+/// The preview body `{sessionID, messageID}` as parsed (unknown keys are rejected by serde).
 #[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = PreviewRequest))]
 #[serde(deny_unknown_fields)]
-struct RawPreview {
+pub struct RawPreview {
+    /// OpenCode session id (`ses_...`), 1 to 256 characters.
     #[serde(rename = "sessionID")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     session_id: String,
+    /// OpenCode message id (`msg_...`), 1 to 256 characters.
     #[serde(rename = "messageID")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     message_id: String,
 }
 
-/// The raw prune body. Indexes are read as signed numbers so that `-1` gets a precise error.
+/// The prune body `{sessionID, messageID, revision, indexes}` as parsed. Indexes are read as
+/// signed numbers so that `-1` gets a precise error.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = PruneRequest))]
 #[serde(deny_unknown_fields)]
-struct RawPrune {
+pub struct RawPrune {
+    /// OpenCode session id, 1 to 256 characters.
     #[serde(rename = "sessionID")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     session_id: String,
+    /// OpenCode message id, 1 to 256 characters.
     #[serde(rename = "messageID")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     message_id: String,
+    /// The revision the caller previewed: 64 lowercase hex characters.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
     revision: String,
+    /// The content indexes of the parts to remove.
+    #[cfg_attr(feature = "openapi", schema(schema_with = index_list))]
     indexes: Vec<i64>,
+}
+
+/// The schema of `indexes`: 1 to [`MAX_INDEXES`] unique integers, each 0 to [`MAX_INDEX`].
+#[cfg(feature = "openapi")]
+fn index_list() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let index = ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(0))
+        .maximum(Some(MAX_INDEX));
+    ArrayBuilder::new()
+        .items(index)
+        .min_items(Some(1))
+        .max_items(Some(MAX_INDEXES))
+        .unique_items(true)
+        .description(Some(format!(
+            "The content indexes of the parts to remove: 1 to {MAX_INDEXES} of them, unique, \
+             each 0 to {MAX_INDEX}."
+        )))
+        .build()
 }
 
 impl PreviewRequest {
@@ -239,6 +274,7 @@ fn validate_indexes(indexes: &[i64]) -> Result<Vec<u32>, ContractError> {
 }
 
 /// The kind of a prunable part, as the contract names it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PartKind {
@@ -249,6 +285,7 @@ pub enum PartKind {
 }
 
 /// One prunable part in a preview: `{index, type, bytes}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PreviewPart {
     /// Position of the part in the message content.
@@ -261,6 +298,7 @@ pub struct PreviewPart {
 }
 
 /// Why a request was refused: the contract's `reason` values.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -310,12 +348,14 @@ impl std::fmt::Display for BlockedReason {
 
 /// A preview answer: `{status:"preview", revision, liveMutation, parts}` or
 /// `{status:"blocked", reason}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum PreviewResult {
     /// The message can be read; `parts` lists its technical parts.
     Preview {
         /// Revision of the message content now (64 lowercase hex).
+        #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
         revision: String,
         /// Whether a prune of this message can be written by this store.
         #[serde(rename = "liveMutation")]
@@ -332,6 +372,7 @@ pub enum PreviewResult {
 
 /// A prune answer: `{status:"pruned", messageID, revision, removedCount}` or
 /// `{status:"blocked", reason}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum PruneResult {
@@ -340,7 +381,8 @@ pub enum PruneResult {
         /// The pruned message.
         #[serde(rename = "messageID")]
         message_id: String,
-        /// Revision of the content after the prune.
+        /// Revision of the content after the prune (64 lowercase hex).
+        #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
         revision: String,
         /// How many parts were removed.
         #[serde(rename = "removedCount")]
@@ -355,6 +397,7 @@ pub enum PruneResult {
 
 /// The data of the `rpc.codenomad.session-pruning.pruned` event: `{sessionID, messageID,
 /// revision}` with the post-prune revision.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrunedEventData {
     /// Session of the pruned message.
@@ -363,7 +406,8 @@ pub struct PrunedEventData {
     /// The pruned message.
     #[serde(rename = "messageID")]
     pub message_id: String,
-    /// Revision after the prune.
+    /// Revision after the prune (64 lowercase hex).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
     pub revision: String,
 }
 

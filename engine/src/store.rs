@@ -19,6 +19,7 @@ use crate::planner::{Plan, StoredMessage};
 /// transaction as the prune. It never holds pruned content. JSON keys are camelCase
 /// (`receiptId`, `committedAtMs`, ...), with ids spelled as in the contract (`sessionID`,
 /// `messageID`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
@@ -34,9 +35,11 @@ pub struct Receipt {
     /// Message id.
     #[serde(rename = "messageID")]
     pub message_id: String,
-    /// Revision of the content before the prune.
+    /// Revision of the content before the prune (64 lowercase hex).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
     pub revision_before: String,
-    /// Revision of the content after the prune.
+    /// Revision of the content after the prune (64 lowercase hex).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
     pub revision_after: String,
     /// Content indexes of the removed parts, ascending.
     pub indexes: Vec<u32>,

@@ -8,17 +8,51 @@ use std::collections::HashMap;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use pruning_engine::{Receipt, ENGINE_VERSION};
-use serde_json::json;
+use serde::Serialize;
 use uuid::Uuid;
 
 use super::document;
 use super::error::ApiError;
+use super::openapi::{BadRequest, Forbidden, Internal, NotFound, Unauthorized};
 use super::query;
 use super::state::{Admission, AppState};
-use super::workspaces::Workspace;
+use super::workspaces::{Listed, Workspace};
+
+/// The answer of `GET /health`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    status: Healthy,
+    /// The engine's version (`CARGO_PKG_VERSION`).
+    version: &'static str,
+    /// The identity the journal is bound to.
+    #[serde(rename = "databaseID")]
+    database_id: String,
+    /// The newest event's sequence number (0 before any prune).
+    #[serde(rename = "lastSeq")]
+    last_seq: u64,
+}
+
+/// The one value of `status` in [`Health`].
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum Healthy {
+    /// The engine is open and its journal readable.
+    Ok,
+}
 
 /// `GET /health` -> `{status:"ok", version, databaseID, lastSeq}`: the engine is open and its
 /// journal readable; `lastSeq` is the newest event's sequence number (0 before any prune).
+#[utoipa::path(
+    get,
+    path = "/health",
+    summary = "The engine is open and its journal readable",
+    responses(
+        (status = 200, description = "Healthy", body = Health),
+        (status = 401, response = Unauthorized),
+        (status = 500, response = Internal),
+    )
+)]
 pub async fn health(State(state): State<AppState>) -> Result<Response, ApiError> {
     let (database_id, last_seq) = state
         .read(|engine| {
@@ -28,22 +62,50 @@ pub async fn health(State(state): State<AppState>) -> Result<Response, ApiError>
         .await?;
     let last_seq = last_seq
         .map_err(|error| ApiError::Internal(format!("the journal is unreadable: {error}")))?;
-    Ok(document::json(&json!({
-        "status": "ok",
-        "version": ENGINE_VERSION,
-        "databaseID": database_id,
-        "lastSeq": last_seq,
-    })))
+    Ok(document::json(&Health {
+        status: Healthy::Ok,
+        version: ENGINE_VERSION,
+        database_id,
+        last_seq,
+    }))
 }
 
 /// `GET /api/workspaces` -> `[{id, directory}]`, ordered by id.
+#[utoipa::path(
+    get,
+    path = "/api/workspaces",
+    summary = "Workspaces: each id names a directory; sessions in it or below belong to it",
+    responses(
+        (status = 200, description = "Every workspace, ordered by id", body = Vec<Listed>),
+        (status = 401, response = Unauthorized),
+        (status = 500, response = Internal),
+    )
+)]
 pub async fn workspaces(State(state): State<AppState>) -> Result<Response, ApiError> {
-    Ok(document::json(&state.workspaces().await?))
+    let listed: Vec<Listed> = state.workspaces().await?.iter().map(Listed::from).collect();
+    Ok(document::json(&listed))
 }
 
 /// `GET .../receipts[?sessionID=ID]` -> the receipts of the workspace's sessions (or of one of
 /// them), oldest first. Receipts of sessions that no longer exist belong to no workspace
 /// (`session-prune receipts` lists every receipt).
+#[utoipa::path(
+    get,
+    path = "/api/workspaces/{id}/session-pruning/receipts",
+    summary = "Audit: receipts of the workspace's sessions, oldest first",
+    params(
+        ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
+        ("sessionID" = Option<String>, Query, description = "Only this session's receipts"),
+    ),
+    responses(
+        (status = 200, description = "The receipts, oldest first", body = Vec<Receipt>),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
 pub async fn receipts(
     State(state): State<AppState>,
     Path(workspace): Path<String>,
@@ -60,6 +122,22 @@ pub async fn receipts(
 
 /// `GET .../receipts/{receiptID}` -> one receipt; `404` when the workspace has none with that
 /// id (a receipt of a session outside the workspace is not shown).
+#[utoipa::path(
+    get,
+    path = "/api/workspaces/{id}/session-pruning/receipts/{receiptID}",
+    summary = "Audit: one receipt (404 when the workspace has none with that id)",
+    params(
+        ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
+        ("receiptID" = Uuid, Path, description = "A receipt's `receiptId`"),
+    ),
+    responses(
+        (status = 200, description = "The receipt", body = Receipt),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
 pub async fn receipt(
     State(state): State<AppState>,
     Path((workspace, receipt_id)): Path<(String, String)>,

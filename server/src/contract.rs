@@ -3,70 +3,258 @@
 //!
 //! Each answers `200` with exactly the contract's shape (a refusal is `200`
 //! `{status:"blocked", reason}`); a body that breaks the contract is `400`, over 1 MiB `413`,
-//! a session outside the workspace `403`, all with nothing journaled or written. As in
-//! CodeNomad's broker, an engine failure is answered `blocked/unavailable` (and logged on
-//! stderr), so that a client never sees a half answer.
+//! not sent within 30 s `408`, a session outside the workspace `403`, all with nothing
+//! journaled or written. As in CodeNomad's broker, an engine failure is answered
+//! `blocked/unavailable` (and logged on stderr), so that a client never sees a half answer.
+//!
+//! Every route runs the same steps ([`handle`]); what differs, a [`Route`] says.
 
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
+use pruning_adapters::opencode::OpenCodeStore;
+use pruning_engine::contract::{RawPreview, RawPrune};
 use pruning_engine::{
-    BatchItem, BatchResult, BlockedReason, ContractError, EngineError, HistoryRequest,
-    HistoryResult, PreviewRequest, PreviewResult, PruneBatchRequest, PruneRequest, PruneResult,
-    Refusal, Scope,
+    batch::RawBatch, history::request::RawHistory, BatchItem, BatchResult, BlockedReason,
+    ContractError, Engine, EngineError, HistoryRequest, HistoryResult, PreviewRequest,
+    PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Refusal, Scope,
 };
+use serde::Serialize;
 
 use super::error::ApiError;
+use super::openapi::{
+    BadRequest, BodyTimeout, Forbidden, Internal, NotFound, TooLarge, Unauthorized,
+};
 use super::state::{Admission, AppState};
 use super::{body, document};
 
 /// `preview {sessionID, messageID}` -> `{status:"preview", revision, liveMutation, parts}`.
+#[utoipa::path(
+    post,
+    path = "/api/workspaces/{id}/session-pruning/preview",
+    summary = "Revision and technical parts of a message (read-only)",
+    params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
+    request_body = RawPreview,
+    responses(
+        (status = 200, description = "The preview, or `blocked`", body = PreviewResult),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 408, response = BodyTimeout),
+        (status = 413, response = TooLarge),
+        (status = 500, response = Internal),
+    )
+)]
 pub async fn preview(
     State(state): State<AppState>,
     Path(workspace): Path<String>,
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let (request, scope) = match admitted(&state, workspace, &headers, request, |body| {
-        PreviewRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
-    })
-    .await?
-    {
-        // A read journals nothing: the engine answers for a missing session as the CLI does.
-        Admitted::Inside(request, scope) | Admitted::MissingSession(request, scope) => {
-            (request, scope)
-        }
-    };
-    let request = request.within(scope);
-    let result = state
-        .read(move |engine| {
-            pruning_engine::preview(engine.store(), &request)
-                .map(|outcome| (outcome.result, outcome.refusal))
-        })
-        .await?;
-    answer("preview", result)
+    handle::<PreviewRequest>(&state, workspace, &headers, request).await
 }
 
 /// `prune {sessionID, messageID, revision, indexes}` -> `{status:"pruned", messageID,
 /// revision, removedCount}`; the event is announced before the answer is sent.
+#[utoipa::path(
+    post,
+    path = "/api/workspaces/{id}/session-pruning/prune",
+    summary = "Prune parts of one message: journaled, applied in one transaction with its \
+        receipt, announced as an event. An identical retry returns the same answer.",
+    params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
+    request_body = RawPrune,
+    responses(
+        (status = 200, description = "Pruned, or `blocked`", body = PruneResult),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 408, response = BodyTimeout),
+        (status = 413, response = TooLarge),
+        (status = 500, response = Internal),
+    )
+)]
 pub async fn prune(
     State(state): State<AppState>,
     Path(workspace): Path<String>,
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    let (request, scope) = match admitted(&state, workspace, &headers, request, |body| {
-        PruneRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
-    })
-    .await?
-    {
-        Admitted::Inside(request, scope) => (request, scope),
-        Admitted::MissingSession(request, _) => return Ok(missing("prune", &request.session_id)),
-    };
-    let request = request.within(scope);
-    let result = state
-        .write(move |engine| match engine.prune(&request) {
+    handle::<PruneRequest>(&state, workspace, &headers, request).await
+}
+
+/// `history {sessionID?, query, includeTechnical, purpose, cursor?}` -> one page
+/// `{status:"page", scanned, tools, reasoning, skipped, hits, candidates, cursor}`. Without a
+/// session, only the workspace's sessions are scanned.
+#[utoipa::path(
+    post,
+    path = "/api/workspaces/{id}/session-pruning/history",
+    summary = "One page (at most 32 messages, about 40 ms) of a history scan: search, stats, or \
+        prune candidates",
+    params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
+    request_body = RawHistory,
+    responses(
+        (status = 200, description = "A page, or `blocked`", body = HistoryResult),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 408, response = BodyTimeout),
+        (status = 413, response = TooLarge),
+        (status = 500, response = Internal),
+    )
+)]
+pub async fn history(
+    State(state): State<AppState>,
+    Path(workspace): Path<String>,
+    headers: HeaderMap,
+    request: Body,
+) -> Result<Response, ApiError> {
+    handle::<HistoryRequest>(&state, workspace, &headers, request).await
+}
+
+/// `pruneBatch {sessionID, candidates}` -> `{results:[{messageID, result}]}`: each candidate
+/// in its own transaction, one event per pruned message.
+#[utoipa::path(
+    post,
+    path = "/api/workspaces/{id}/session-pruning/prune-batch",
+    summary = "Prune every technical part of up to 16 candidates of one session, each in its own \
+        transaction",
+    params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
+    request_body = RawBatch,
+    responses(
+        (status = 200, description = "One result per candidate, in order", body = BatchResult),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 408, response = BodyTimeout),
+        (status = 413, response = TooLarge),
+        (status = 500, response = Internal),
+    )
+)]
+pub async fn prune_batch(
+    State(state): State<AppState>,
+    Path(workspace): Path<String>,
+    headers: HeaderMap,
+    request: Body,
+) -> Result<Response, ApiError> {
+    handle::<PruneBatchRequest>(&state, workspace, &headers, request).await
+}
+
+/// What one contract route does with its validated request.
+trait Route: Sized + Send + 'static {
+    /// The route's name in log lines (`prune-batch`).
+    const NAME: &'static str;
+    /// Whether the route writes: writes run one at a time, in arrival order.
+    const WRITES: bool;
+    /// The contract's answer.
+    type Answer: Serialize + Send + 'static;
+
+    /// Parses and validates the body. Errors: the contract's (400, 413).
+    fn parse(body: &str) -> Result<Self, ContractError>;
+    /// The session the request names, if any.
+    fn session(&self) -> Option<&str>;
+    /// The same request, limited to `scope`.
+    fn within(self, scope: Scope) -> Self;
+    /// The answer to a request for a session that does not exist, when it is given at once: a
+    /// write is `not_deletable` with nothing journaled (a refusal that costs a journal write
+    /// is not given away to any caller who asks); a read is `None`: it goes on to the engine,
+    /// which answers as for the CLI.
+    fn missing(&self) -> Option<Self::Answer>;
+    /// Runs the request on the engine (on the blocking pool).
+    ///
+    /// Errors: [`ApiError::Contract`] for a request the engine finds invalid (a bad cursor).
+    fn run(self, engine: &Engine<OpenCodeStore>) -> Result<Self::Answer, ApiError>;
+}
+
+/// The steps of every contract route, each answering with nothing done when it fails: the
+/// workspace exists (404), the body is at most 1 MiB (413), arrives in time (408) and parses
+/// into a valid request (400), the session it names, if any, lies in the workspace (403); then
+/// the engine runs it within the workspace's scope, which it checks again inside its
+/// transaction.
+async fn handle<R: Route>(
+    state: &AppState,
+    workspace: String,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let workspace = state.workspace(workspace).await?;
+    let request = R::parse(&body::read(headers, body).await?)?;
+    if let Some(session_id) = request.session() {
+        if state.admit(&workspace, session_id).await? == Admission::Missing {
+            if let Some(answer) = request.missing() {
+                log_missing(R::NAME, session_id);
+                return Ok(document::json(&answer));
+            }
+        }
+    }
+    let request = request.within(workspace.scope());
+    let answer = if R::WRITES {
+        state.write(move |engine| request.run(engine)).await?
+    } else {
+        state.read(move |engine| request.run(engine)).await?
+    }?;
+    Ok(document::json(&answer))
+}
+
+impl Route for PreviewRequest {
+    const NAME: &'static str = "preview";
+    const WRITES: bool = false;
+    type Answer = PreviewResult;
+
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        Self::from_json(body)
+    }
+
+    fn session(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+
+    fn within(self, scope: Scope) -> Self {
+        PreviewRequest::within(self, scope)
+    }
+
+    fn missing(&self) -> Option<PreviewResult> {
+        None
+    }
+
+    fn run(self, engine: &Engine<OpenCodeStore>) -> Result<PreviewResult, ApiError> {
+        let result = pruning_engine::preview(engine.store(), &self)
+            .map(|outcome| (outcome.result, outcome.refusal));
+        answer(Self::NAME, result, |reason| PreviewResult::Blocked {
+            reason,
+        })
+    }
+}
+
+impl Route for PruneRequest {
+    const NAME: &'static str = "prune";
+    const WRITES: bool = true;
+    type Answer = PruneResult;
+
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        Self::from_json(body)
+    }
+
+    fn session(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+
+    fn within(self, scope: Scope) -> Self {
+        PruneRequest::within(self, scope)
+    }
+
+    fn missing(&self) -> Option<PruneResult> {
+        Some(PruneResult::Blocked {
+            reason: BlockedReason::NotDeletable,
+        })
+    }
+
+    fn run(self, engine: &Engine<OpenCodeStore>) -> Result<PruneResult, ApiError> {
+        let result = match engine.prune(&self) {
             Ok(outcome) => Ok((outcome.result, outcome.refusal)),
             // Committed with its receipt: the answer is `pruned`, and the operator is told
             // that the event waits for the journal.
@@ -87,121 +275,82 @@ pub async fn prune(
                 ))
             }
             Err(error) => Err(error),
-        })
-        .await?;
-    answer("prune", result)
-}
-
-/// `history {sessionID?, query, includeTechnical, purpose, cursor?}` -> one page
-/// `{status:"page", scanned, tools, reasoning, skipped, hits, candidates, cursor}`. Without a
-/// session, only the workspace's sessions are scanned.
-pub async fn history(
-    State(state): State<AppState>,
-    Path(workspace): Path<String>,
-    headers: HeaderMap,
-    request: Body,
-) -> Result<Response, ApiError> {
-    let (request, scope) = match admitted(&state, workspace, &headers, request, |body| {
-        HistoryRequest::from_json(body).map(|r| (r.session_id.clone(), r))
-    })
-    .await?
-    {
-        // A read journals nothing: the engine answers for a missing session as the CLI does.
-        Admitted::Inside(request, scope) | Admitted::MissingSession(request, scope) => {
-            (request, scope)
-        }
-    };
-    let request = HistoryRequest { scope, ..request };
-    let result = state
-        .read(move |engine| {
-            pruning_engine::history(engine.store(), &request)
-                .map(|outcome| (outcome.result, outcome.refusal))
-        })
-        .await?;
-    answer("history", result)
-}
-
-/// `pruneBatch {sessionID, candidates}` -> `{results:[{messageID, result}]}`: each candidate
-/// in its own transaction, one event per pruned message.
-pub async fn prune_batch(
-    State(state): State<AppState>,
-    Path(workspace): Path<String>,
-    headers: HeaderMap,
-    request: Body,
-) -> Result<Response, ApiError> {
-    let (batch, scope) = match admitted(&state, workspace, &headers, request, |body| {
-        PruneBatchRequest::from_json(body).map(|r| (Some(r.session_id.clone()), r))
-    })
-    .await?
-    {
-        Admitted::Inside(batch, scope) => (batch, scope),
-        Admitted::MissingSession(batch, _) => {
-            log_missing("prune-batch", &batch.session_id);
-            let results = batch
-                .candidates
-                .iter()
-                .map(|candidate| BatchItem {
-                    message_id: candidate.message_id.clone(),
-                    result: PruneResult::Blocked {
-                        reason: BlockedReason::NotDeletable,
-                    },
-                })
-                .collect();
-            return Ok(document::json(&BatchResult { results }));
-        }
-    };
-    let batch = batch.within(scope);
-    let result: BatchResult = state
-        .write(move |engine| {
-            let outcome = engine.prune_batch(&batch);
-            for (message_id, item) in &outcome.items {
-                match item {
-                    Ok(pruned) => log_refusal("prune-batch", message_id, pruned.refusal.as_ref()),
-                    Err(error) => log_failure("prune-batch", message_id, error),
-                }
-            }
-            outcome.result()
-        })
-        .await?;
-    Ok(document::json(&result))
-}
-
-/// A request that passed the checks of every contract route.
-enum Admitted<R> {
-    /// Its session lies in the workspace (or it names none): the request and the scope the
-    /// engine checks again inside its transaction.
-    Inside(R, Scope),
-    /// Its session does not exist: a prune is answered `not_deletable` at once, with nothing
-    /// journaled (a refusal that costs a journal write is not given away to any caller who
-    /// asks); a read goes on to the engine, which answers as for the CLI.
-    MissingSession(R, Scope),
-}
-
-/// The checks every contract route makes first, each answering with nothing done: the
-/// workspace exists (404), the body is at most 1 MiB (413) and parses into a valid request
-/// (400), and the session it names, if any (`parse` returns it beside the request), lies in
-/// the workspace (403) or does not exist.
-async fn admitted<R>(
-    state: &AppState,
-    workspace: String,
-    headers: &HeaderMap,
-    body: Body,
-    parse: impl FnOnce(&str) -> Result<(Option<String>, R), ContractError>,
-) -> Result<Admitted<R>, ApiError> {
-    let workspace = state.workspace(workspace).await?;
-    let (session_id, request) = parse(&body::read(headers, body).await?)?;
-    if let Some(session_id) = session_id {
-        if state.admit(&workspace, &session_id).await? == Admission::Missing {
-            return Ok(Admitted::MissingSession(request, workspace.scope()));
-        }
+        };
+        answer(Self::NAME, result, |reason| PruneResult::Blocked { reason })
     }
-    Ok(Admitted::Inside(request, workspace.scope()))
 }
 
-/// The `not_deletable` answer to a prune of a session that does not exist.
-fn missing(route: &str, session_id: &str) -> Response {
-    log_missing(route, session_id);
-    document::json(&PruneResult::blocked(BlockedReason::NotDeletable))
+impl Route for HistoryRequest {
+    const NAME: &'static str = "history";
+    const WRITES: bool = false;
+    type Answer = HistoryResult;
+
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        Self::from_json(body)
+    }
+
+    fn session(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    fn within(self, scope: Scope) -> Self {
+        HistoryRequest::within(self, scope)
+    }
+
+    fn missing(&self) -> Option<HistoryResult> {
+        None
+    }
+
+    fn run(self, engine: &Engine<OpenCodeStore>) -> Result<HistoryResult, ApiError> {
+        let result = pruning_engine::history(engine.store(), &self)
+            .map(|outcome| (outcome.result, outcome.refusal));
+        answer(Self::NAME, result, |reason| HistoryResult::Blocked {
+            reason,
+        })
+    }
+}
+
+impl Route for PruneBatchRequest {
+    const NAME: &'static str = "prune-batch";
+    const WRITES: bool = true;
+    type Answer = BatchResult;
+
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        Self::from_json(body)
+    }
+
+    fn session(&self) -> Option<&str> {
+        Some(&self.session_id)
+    }
+
+    fn within(self, scope: Scope) -> Self {
+        PruneBatchRequest::within(self, scope)
+    }
+
+    fn missing(&self) -> Option<BatchResult> {
+        let results = self
+            .candidates
+            .iter()
+            .map(|candidate| BatchItem {
+                message_id: candidate.message_id.clone(),
+                result: PruneResult::Blocked {
+                    reason: BlockedReason::NotDeletable,
+                },
+            })
+            .collect();
+        Some(BatchResult { results })
+    }
+
+    fn run(self, engine: &Engine<OpenCodeStore>) -> Result<BatchResult, ApiError> {
+        let outcome = engine.prune_batch(&self);
+        for (message_id, item) in &outcome.items {
+            match item {
+                Ok(pruned) => log_refusal(Self::NAME, message_id, pruned.refusal.as_ref()),
+                Err(error) => log_failure(Self::NAME, message_id, error),
+            }
+        }
+        Ok(outcome.result())
+    }
 }
 
 fn log_missing(route: &str, session_id: &str) {
@@ -211,46 +360,23 @@ fn log_missing(route: &str, session_id: &str) {
     );
 }
 
-/// A contract result that has a `blocked` form.
-trait Blockable {
-    /// `{status:"blocked", reason}`.
-    fn blocked(reason: BlockedReason) -> Self;
-}
-
-impl Blockable for PreviewResult {
-    fn blocked(reason: BlockedReason) -> Self {
-        Self::Blocked { reason }
-    }
-}
-
-impl Blockable for PruneResult {
-    fn blocked(reason: BlockedReason) -> Self {
-        Self::Blocked { reason }
-    }
-}
-
-impl Blockable for HistoryResult {
-    fn blocked(reason: BlockedReason) -> Self {
-        Self::Blocked { reason }
-    }
-}
-
 /// The answer of an engine call: its result; a bad cursor is the caller's fault (400); any
-/// other failure is answered with `blocked`'s `unavailable` form. Refusals and failures are
-/// logged on stderr with their explanation, which the contract's shapes have no room for.
-fn answer<T: Blockable + serde::Serialize>(
+/// other failure is answered with `blocked(unavailable)`. Refusals and failures are logged on
+/// stderr with their explanation, which the contract's shapes have no room for.
+fn answer<T>(
     route: &str,
     result: Result<(T, Option<Refusal>), EngineError>,
-) -> Result<Response, ApiError> {
+    blocked: impl FnOnce(BlockedReason) -> T,
+) -> Result<T, ApiError> {
     match result {
         Ok((value, refusal)) => {
             log_refusal(route, "", refusal.as_ref());
-            Ok(document::json(&value))
+            Ok(value)
         }
         Err(EngineError::Contract(error)) => Err(ApiError::Contract(error)),
         Err(error) => {
             log_failure(route, "", &error);
-            Ok(document::json(&T::blocked(BlockedReason::Unavailable)))
+            Ok(blocked(BlockedReason::Unavailable))
         }
     }
 }

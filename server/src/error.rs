@@ -6,7 +6,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pruning_engine::ContractError;
-use serde_json::json;
+use serde::Serialize;
 
 /// Why a request was not carried out. Nothing was journaled or written for any of these.
 #[derive(Debug, thiserror::Error)]
@@ -91,12 +91,24 @@ impl ApiError {
     }
 }
 
+/// The body of every error answer: `{error, field?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    /// What went wrong and what to do.
+    pub error: String,
+    /// The request field at fault, when one is (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub field: Option<String>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({ "error": self.to_string() });
-        if let Some(field) = self.field() {
-            body["field"] = json!(field);
-        }
+        let body = ErrorBody {
+            error: self.to_string(),
+            field: self.field().map(str::to_string),
+        };
         let mut response = (self.status(), super::document::json(&body)).into_response();
         if matches!(self, Self::Unauthorized) {
             response.headers_mut().insert(

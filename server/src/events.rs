@@ -35,10 +35,12 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures_util::{FutureExt as _, StreamExt as _};
 use pruning_engine::{Delivery, JournalReplay, PrunedEvent, RecvError, Scope, Subscription};
+use serde::Serialize;
 use serde_json::json;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 use super::error::ApiError;
+use super::openapi::{BadRequest, Internal, NotFound, Unauthorized};
 use super::query;
 use super::state::AppState;
 
@@ -52,10 +54,57 @@ const RETRY_AFTER_READ_ERROR: Duration = Duration::from_secs(1);
 /// this many bytes.
 const CHUNK_BYTES: usize = 64 * 1024;
 
+/// The data of a `heartbeat` event: `{cursor, time}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Heartbeat)]
+pub struct HeartbeatData {
+    /// The stream's cursor (also the event's `id:`): every event up to it was sent or belongs
+    /// to another workspace.
+    cursor: u64,
+    /// When it was sent, ms since the Unix epoch.
+    time: i64,
+}
+
+/// The data of a `resync` event: `{firstKept, resumeAfter}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Resync)]
+pub struct ResyncData {
+    /// The oldest event the journal keeps.
+    #[serde(rename = "firstKept")]
+    first_kept: u64,
+    /// The stream goes on with the events after this one (also the event's `id:`).
+    #[serde(rename = "resumeAfter")]
+    resume_after: u64,
+}
+
 /// Opens the event stream of a workspace.
 ///
 /// Errors: 404 for an unknown workspace; 400 for a `Last-Event-ID` or `since` that is not a
 /// sequence number, or another query parameter; 500 when the journal cannot be read.
+#[utoipa::path(
+    get,
+    path = "/api/workspaces/{id}/session-pruning/events",
+    summary = "Server-Sent Events: committed prunes of the workspace's sessions, replayed after \
+        the cursor, then live",
+    description = "Each `id:` is a journal sequence number. Resume with the Last-Event-ID \
+        header (wins) or ?since=SEQ: no gap, no duplicate. Event types: \
+        `rpc.codenomad.session-pruning.pruned` (data: the `PrunedEventData` schema); \
+        `heartbeat` (data: `Heartbeat`, id = its cursor) after each quiet interval; `resync` \
+        (data: `Resync`) when the cursor is older than the journal keeps or past its end: \
+        reload everything.",
+    params(
+        ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
+        ("since" = Option<u64>, Query, description = "Replay the events after this sequence number"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "As `since`, and wins over it"),
+    ),
+    responses(
+        (status = 200, description = "An endless event stream", body = String, content_type = "text/event-stream"),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
 pub async fn events(
     State(state): State<AppState>,
     Path(workspace): Path<String>,
@@ -257,11 +306,17 @@ fn pruned(event: &PrunedEvent, with_id: bool, chunk: &mut String) {
 }
 
 fn heartbeat(cursor: u64) -> String {
-    let data = json!({ "cursor": cursor, "time": pruning_engine::now_ms() });
+    let data = json!(HeartbeatData {
+        cursor,
+        time: pruning_engine::now_ms(),
+    });
     format!("event: {HEARTBEAT}\nid: {cursor}\ndata: {data}\n\n")
 }
 
 fn resync(first_kept: u64, resume_after: u64) -> String {
-    let data = json!({ "firstKept": first_kept, "resumeAfter": resume_after });
+    let data = json!(ResyncData {
+        first_kept,
+        resume_after,
+    });
     format!("event: {RESYNC}\nid: {resume_after}\ndata: {data}\n\n")
 }

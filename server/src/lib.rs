@@ -6,7 +6,8 @@
 //! /api/workspaces/{id}/session-pruning/{preview,prune,
 //! history,prune-batch}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
 //! `GET .../receipts/{receiptID}` (audit); `GET .../events` (Server-Sent Events, resumable);
-//! `GET /api/workspaces`; `GET /openapi.json`; `GET /health`.
+//! `GET /api/workspaces`; `GET /openapi.json` (the OpenAPI 3.1 document, derived from the
+//! handlers and the types they answer with: `openapi`); `GET /health`.
 //!
 //! This crate owns HTTP concerns only: routes, JSON answers and their status codes,
 //! authentication, the body limit, workspace scoping, the event stream and the bounds on
@@ -32,7 +33,7 @@ pub use auth::Password;
 pub use connections::ConnectionLimits;
 pub use error::ApiError;
 pub use events::{HEARTBEAT, RESYNC};
-pub use openapi::OPENAPI;
+pub use openapi::openapi;
 pub use server::{router, serve, serve_with, SHUTDOWN_GRACE};
 pub use state::{Admission, AppState, ServerOptions};
 pub use workspaces::{Workspace, Workspaces};

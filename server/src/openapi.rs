@@ -1,20 +1,205 @@
-//! `GET /openapi.json`: the OpenAPI 3.1 description of every route, kept beside the code in
-//! `openapi.json` (a test checks that it lists exactly the routes the router serves).
+//! The OpenAPI 3.1 document of the API, derived from the code: each handler's
+//! `#[utoipa::path]` (its route, parameters, statuses and body types) and the `ToSchema` of the
+//! types the handlers serialize. The router is built from the same annotations
+//! (`server::routes`), so a route cannot be served without being described, nor described
+//! without being served. `GET /openapi.json` serves the document.
+//!
+//! What the annotations cannot say is stated here: the title, the authentication schemes, the
+//! reusable error answers, the data of the event stream's events, and that every object is
+//! closed (no key beyond those listed).
 
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
-/// The document's text.
-pub const OPENAPI: &str = include_str!("openapi.json");
+use axum::response::Response;
+use pruning_engine::PrunedEventData;
+use utoipa::openapi::schema::{AdditionalProperties, AllOf, ArrayItems, Object, Schema, Type};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{OpenApi as Document, RefOr};
+use utoipa::{Modify, OpenApi, ToResponse};
 
-/// Serves the document.
-pub async fn document() -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        OPENAPI,
+use super::error::ErrorBody;
+use super::events::{HeartbeatData, ResyncData};
+
+/// The document's fixed part; the paths and the schemas they use are added by
+/// `server::routes`.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "session-prune",
+        description = "Event-sourced pruning of tool output and reasoning from OpenCode session \
+            databases. The session-pruning routes return exactly the shapes of CodeNomad's \
+            session-pruning RPC. With a password set, every route needs it (bearer token, or \
+            HTTP basic auth with it as the password). Errors are JSON: {error, field?}."
+    ),
+    modifiers(&Authentication),
+    components(
+        schemas(ErrorBody, PrunedEventData, HeartbeatData, ResyncData),
+        responses(BadRequest, Unauthorized, Forbidden, NotFound, BodyTimeout, TooLarge, Internal)
     )
-        .into_response()
+)]
+pub struct Fixed;
+
+/// The document, built once.
+static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {
+    let mut document = super::server::routes().into_openapi();
+    Closed.modify(&mut document);
+    document
+});
+
+/// The OpenAPI document of every route the router serves.
+pub fn openapi() -> Document {
+    DOCUMENT.clone()
 }
+
+/// `GET /openapi.json`: this document.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    summary = "This document (OpenAPI 3.1)",
+    responses(
+        (status = 200, description = "The OpenAPI 3.1 document", body = Object),
+        (status = 401, response = Unauthorized),
+    )
+)]
+pub async fn document() -> Response {
+    super::document::json(&*DOCUMENT)
+}
+
+/// The two ways of sending the password, required on every route (when the server has one).
+struct Authentication;
+
+impl Modify for Authentication {
+    fn modify(&self, openapi: &mut Document) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+        components.add_security_scheme(
+            "basic",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Basic)),
+        );
+        openapi.security = Some(vec![
+            SecurityRequirement::new("bearer", Vec::<String>::new()),
+            SecurityRequirement::new("basic", Vec::<String>::new()),
+        ]);
+    }
+}
+
+/// Every object the API sends or takes has exactly the keys its schema lists (CodeNomad's
+/// client validates strictly: docs/ARCHITECTURE.md, "Contract"), so every object schema is
+/// closed (`additionalProperties: false`). An `allOf` of objects (how serde's internally tagged
+/// newtype variant is described: the page's keys beside `status`) becomes the one object it
+/// stands for first, since a closed member of an `allOf` would refuse the other's keys.
+struct Closed;
+
+impl Modify for Closed {
+    fn modify(&self, openapi: &mut Document) {
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let named = components.schemas.clone();
+        for schema in components.schemas.values_mut() {
+            close(schema, &named);
+        }
+    }
+}
+
+/// Closes `schema` and the schemas inside it; `named` resolves the references of an `allOf`.
+fn close(schema: &mut RefOr<Schema>, named: &BTreeMap<String, RefOr<Schema>>) {
+    let RefOr::T(schema) = schema else {
+        return;
+    };
+    if let Schema::AllOf(all_of) = schema {
+        if let Some(object) = merged(all_of, named) {
+            *schema = Schema::Object(object);
+        }
+    }
+    match schema {
+        Schema::Object(object) => {
+            if !object.properties.is_empty() && object.additional_properties.is_none() {
+                object.additional_properties =
+                    Some(Box::new(AdditionalProperties::FreeForm(false)));
+            }
+            for property in object.properties.values_mut() {
+                close(property, named);
+            }
+        }
+        Schema::Array(array) => {
+            if let ArrayItems::RefOrSchema(items) = &mut array.items {
+                close(items, named);
+            }
+        }
+        Schema::OneOf(one_of) => {
+            for item in &mut one_of.items {
+                close(item, named);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The one object an `allOf` of objects (or references to them) stands for: every member's
+/// properties and required keys; `None` when a member is anything else.
+fn merged(all_of: &AllOf, named: &BTreeMap<String, RefOr<Schema>>) -> Option<Object> {
+    let mut merged = Object::with_type(Type::Object);
+    merged.description.clone_from(&all_of.description);
+    for item in &all_of.items {
+        let member = match item {
+            RefOr::Ref(reference) => {
+                let name = reference
+                    .ref_location
+                    .strip_prefix("#/components/schemas/")?;
+                named.get(name)?
+            }
+            inline => inline,
+        };
+        let RefOr::T(Schema::Object(member)) = member else {
+            return None;
+        };
+        for (key, property) in &member.properties {
+            merged.properties.insert(key.clone(), property.clone());
+        }
+        merged.required.extend(member.required.iter().cloned());
+    }
+    Some(merged)
+}
+
+// The error answers, each an `ErrorBody` (`ApiError`'s response); nothing was journaled or
+// written for any of them. These types only name the reusable responses of the document.
+
+/// Malformed JSON, an unknown key, a bound broken, or a bad parameter; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct BadRequest(ErrorBody);
+
+/// A password is set and the request does not carry it (with a `WWW-Authenticate` challenge).
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct Unauthorized(ErrorBody);
+
+/// The session does not belong to the workspace; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct Forbidden(ErrorBody);
+
+/// No such workspace (or receipt).
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct NotFound(ErrorBody);
+
+/// The request body did not arrive within 30 s; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct BodyTimeout(ErrorBody);
+
+/// The body is over 1 MiB; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct TooLarge(ErrorBody);
+
+/// The database or the journal could not be read; the message says which.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct Internal(ErrorBody);

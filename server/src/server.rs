@@ -7,35 +7,37 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::Router;
 use tokio::net::TcpListener;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::connections::{self, ConnectionLimits};
 use super::error::ApiError;
 use super::state::AppState;
 use super::{audit, contract, events, openapi};
 
+/// Every route with its OpenAPI description: the one list both the router and the document
+/// (`openapi::openapi`) are made from.
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::Fixed::openapi())
+        .routes(routes!(audit::health))
+        .routes(routes!(openapi::document))
+        .routes(routes!(audit::workspaces))
+        .routes(routes!(contract::preview))
+        .routes(routes!(contract::prune))
+        .routes(routes!(contract::history))
+        .routes(routes!(contract::prune_batch))
+        .routes(routes!(audit::receipts))
+        .routes(routes!(audit::receipt))
+        .routes(routes!(events::events))
+}
+
 /// Every route of the API, behind the password check when one is set.
 pub fn router(state: AppState) -> Router {
-    let pruning = "/api/workspaces/{id}/session-pruning";
-    Router::new()
-        .route("/health", get(audit::health))
-        .route("/openapi.json", get(openapi::document))
-        .route("/api/workspaces", get(audit::workspaces))
-        .route(&format!("{pruning}/preview"), post(contract::preview))
-        .route(&format!("{pruning}/prune"), post(contract::prune))
-        .route(&format!("{pruning}/history"), post(contract::history))
-        .route(
-            &format!("{pruning}/prune-batch"),
-            post(contract::prune_batch),
-        )
-        .route(&format!("{pruning}/receipts"), get(audit::receipts))
-        .route(
-            &format!("{pruning}/receipts/{{receipt}}"),
-            get(audit::receipt),
-        )
-        .route(&format!("{pruning}/events"), get(events::events))
+    let (routes, _) = routes().split_for_parts();
+    routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))

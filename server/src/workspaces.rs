@@ -8,6 +8,27 @@
 use pruning_adapters::opencode::OpenCodeStore;
 pub use pruning_adapters::opencode::Workspace;
 use pruning_engine::StoreError;
+use serde::Serialize;
+
+/// A workspace as `GET /api/workspaces` lists it: `{id, directory}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = Workspace)]
+pub struct Listed {
+    /// The id in the route (`/api/workspaces/{id}/...`): an OpenCode project id, an OpenCode
+    /// workspace id (`wrk_...`), or the operator's own name.
+    pub id: String,
+    /// Sessions whose `directory` is this directory or lies below it belong to the workspace.
+    pub directory: String,
+}
+
+impl From<&Workspace> for Listed {
+    fn from(workspace: &Workspace) -> Self {
+        Self {
+            id: workspace.id.clone(),
+            directory: workspace.directory.clone(),
+        }
+    }
+}
 
 /// Where the workspace list comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,8 +4,9 @@
 
 use crate::common;
 
+use common::app::App;
 use common::cli::{assert_exit, run};
-use common::http::{parse, post, Server};
+use common::http::parse;
 use common::{Fixture, MANY_TURNS, TURN1, TURN5};
 use serde_json::json;
 
@@ -13,12 +14,12 @@ use serde_json::json;
 fn preview_and_prune_answer_the_bytes_the_cli_prints() {
     let through_cli = Fixture::new();
     let through_http = Fixture::new();
-    let server = Server::start(&through_http.db, &[]);
+    let app = App::start(&through_http);
 
     let cli_preview = run(&through_cli.db, &["--json", "preview", MANY_TURNS, TURN5]);
     assert_exit(&cli_preview, 0);
     let body = json!({ "sessionID": MANY_TURNS, "messageID": TURN5 }).to_string();
-    let (status, http_preview) = post(&server.route("preview"), &body);
+    let (status, http_preview) = app.post(&app.route("preview"), &body);
     assert_eq!(status, 200, "{http_preview}");
     assert_eq!(http_preview, String::from_utf8(cli_preview.stdout).unwrap());
 
@@ -50,19 +51,19 @@ fn preview_and_prune_answer_the_bytes_the_cli_prints() {
         "sessionID": MANY_TURNS, "messageID": TURN5, "revision": revision, "indexes": [1, 2]
     })
     .to_string();
-    let (status, http_prune) = post(&server.route("prune"), &body);
+    let (status, http_prune) = app.post(&app.route("prune"), &body);
     assert_eq!(status, 200, "{http_prune}");
     assert_eq!(http_prune, String::from_utf8(cli_prune.stdout).unwrap());
     assert_eq!(parse(&http_prune)["status"], "pruned");
     assert_eq!(parse(&http_prune)["removedCount"], 2);
 
-    let (status, again) = post(&server.route("prune"), &body);
+    let (status, again) = app.post(&app.route("prune"), &body);
     assert_eq!(status, 200);
     assert_eq!(
         again, http_prune,
         "an identical retry answers the identical body"
     );
-    drop(server);
+    app.stop();
     // One receipt, though the request came twice.
     assert_eq!(common::receipts(&through_http).len(), 1);
 }
@@ -91,7 +92,7 @@ fn whole_scan(
 fn history_lists_what_the_cli_lists_and_prune_batch_answers_its_bytes() {
     let through_cli = Fixture::new();
     let through_http = Fixture::new();
-    let server = Server::start(&through_http.db, &[]);
+    let app = App::start(&through_http);
 
     let by_cli = whole_scan(|cursor| {
         let mut args = vec!["--json", "history", MANY_TURNS, "--purpose", "prune"];
@@ -104,7 +105,7 @@ fn history_lists_what_the_cli_lists_and_prune_batch_answers_its_bytes() {
     });
     let by_http = whole_scan(|cursor| {
         let body = json!({ "sessionID": MANY_TURNS, "purpose": "prune", "cursor": cursor });
-        let (status, page) = post(&server.route("history"), &body.to_string());
+        let (status, page) = app.post(&app.route("history"), &body.to_string());
         assert_eq!(status, 200, "{page}");
         parse(&page)
     });
@@ -124,7 +125,7 @@ fn history_lists_what_the_cli_lists_and_prune_batch_answers_its_bytes() {
         batch.as_bytes(),
     );
     assert_exit(&cli_batch, 0);
-    let (status, http_batch) = post(&server.route("prune-batch"), &batch);
+    let (status, http_batch) = app.post(&app.route("prune-batch"), &batch);
     assert_eq!(status, 200, "{http_batch}");
     assert_eq!(http_batch, String::from_utf8(cli_batch.stdout).unwrap());
     let results = parse(&http_batch)["results"].clone();

@@ -4,19 +4,26 @@
 
 use crate::common;
 
+use axum::body::Body;
+use axum::http::{Method, Request};
 use base64::Engine as _;
+use common::app::{json_request, App};
 use common::cli::{assert_exit, run};
-use common::http::{client, events_path, with_messages, Server, Sse, FIXTURE_DIRECTORY, WORKSPACE};
+use common::http::{events_path, with_messages, Server, FIXTURE_DIRECTORY, WORKSPACE};
 use common::{Fixture, MANY_TURNS, TURN5};
+use pruning_server::{Workspace, Workspaces};
 use serde_json::json;
 
 const PASSWORD: &str = "correct horse";
 
-fn workspace_args() -> Vec<String> {
-    vec![
-        "--workspace".into(),
-        format!("{WORKSPACE}={FIXTURE_DIRECTORY}"),
-    ]
+/// The router with the password and the test workspace, as `serve --workspace
+/// work=DIR --password PASSWORD` runs it.
+fn with_password(fx: &Fixture) -> App {
+    let workspaces = Workspaces::Given(vec![Workspace {
+        id: WORKSPACE.into(),
+        directory: FIXTURE_DIRECTORY.into(),
+    }]);
+    App::with(fx, workspaces, Some(PASSWORD))
 }
 
 fn basic(user: &str, password: &str) -> String {
@@ -24,36 +31,35 @@ fn basic(user: &str, password: &str) -> String {
     format!("Basic {encoded}")
 }
 
-/// `GET url` with an optional `Authorization` header; the status and the JSON error, if any.
-fn get_with(url: &str, authorization: Option<&str>) -> (u16, serde_json::Value) {
-    let mut request = client().get(url);
+/// A request for `path` with an optional `Authorization` header.
+fn request(method: Method, path: &str, body: Body, authorization: Option<&str>) -> Request<Body> {
+    let mut request = json_request(method, path, body);
     if let Some(value) = authorization {
-        request = request.header("authorization", value);
+        request
+            .headers_mut()
+            .insert("authorization", value.parse().unwrap());
     }
-    let response = request.send().unwrap();
-    let status = response.status().as_u16();
-    if status == 401 {
-        let challenge = response.headers().get("www-authenticate").cloned();
+    request
+}
+
+/// `GET path` with an optional `Authorization` header; the status and the JSON error, if any.
+fn get_with(app: &App, path: &str, authorization: Option<&str>) -> (u16, serde_json::Value) {
+    let answer = app.answer(request(Method::GET, path, Body::empty(), authorization));
+    if answer.status == 401 {
+        let challenge = answer.headers.get("www-authenticate").cloned();
         assert_eq!(
             challenge.unwrap(),
             r#"Basic realm="session-prune", charset="UTF-8""#
         );
     }
-    (
-        status,
-        serde_json::from_str(&response.text().unwrap()).unwrap(),
-    )
+    (answer.status, answer.json())
 }
 
 #[test]
 fn no_or_wrong_credentials_are_401_and_the_right_ones_are_served() {
     let fx = Fixture::new();
-    let server = Server::start_exactly(
-        &fx.db,
-        &workspace_args(),
-        &[("SESSION_PRUNE_PASSWORD", PASSWORD)],
-    );
-    let health = server.url("/health");
+    let app = with_password(&fx);
+    let health = "/health";
     for wrong in [
         None,
         Some("Bearer correct horse2".to_string()),
@@ -61,7 +67,7 @@ fn no_or_wrong_credentials_are_401_and_the_right_ones_are_served() {
         Some(basic("me", "wrong")),
         Some(format!("Token {PASSWORD}")),
     ] {
-        let (status, body) = get_with(&health, wrong.as_deref());
+        let (status, body) = get_with(&app, health, wrong.as_deref());
         assert_eq!(status, 401, "{wrong:?}");
         assert!(
             body["error"].as_str().unwrap().contains("password"),
@@ -69,54 +75,53 @@ fn no_or_wrong_credentials_are_401_and_the_right_ones_are_served() {
         );
     }
     for right in [format!("Bearer {PASSWORD}"), basic("anyone", PASSWORD)] {
-        let (status, body) = get_with(&health, Some(&right));
+        let (status, body) = get_with(&app, health, Some(&right));
         assert_eq!(status, 200, "{right}");
         assert_eq!(body["status"], "ok");
     }
     // Every route, the event stream and unknown routes included.
-    let (status, _) = get_with(&server.url("/openapi.json"), None);
+    let (status, _) = get_with(&app, "/openapi.json", None);
     assert_eq!(status, 401);
-    let (status, _) = get_with(&server.url("/no/such/route"), None);
+    let (status, _) = get_with(&app, "/no/such/route", None);
     assert_eq!(status, 401);
-    let (status, _) = Sse::open_with(&server.address, &events_path(WORKSPACE), None, None);
+    let (status, _) = get_with(&app, &events_path(WORKSPACE), None);
     assert_eq!(status, 401);
-    let (status, _) = Sse::open_with(
-        &server.address,
+    // The stream itself is not read: its status is enough.
+    let stream = app.send(request(
+        Method::GET,
         &events_path(WORKSPACE),
-        None,
+        Body::empty(),
         Some(&format!("Bearer {PASSWORD}")),
-    );
-    assert_eq!(status, 200);
+    ));
+    assert_eq!(stream.status().as_u16(), 200);
 }
 
 #[test]
 fn an_unauthenticated_prune_changes_nothing() {
     let (fx, messages) = with_messages("ses_http_auth", 1);
-    let server = Server::start_exactly(
-        &fx.db,
-        &[workspace_args(), vec!["--password".into(), PASSWORD.into()]].concat(),
-        &[],
-    );
+    let app = with_password(&fx);
     let before = (fx.file_digest(), fx.journal_digest());
     let body = json!({
         "sessionID": "ses_http_auth", "messageID": messages[0],
         "revision": "a".repeat(64), "indexes": [0],
     });
     for authorization in [None, Some("Bearer nope")] {
-        let mut request = client().post(server.route("prune")).body(body.to_string());
-        if let Some(value) = authorization {
-            request = request.header("authorization", value);
-        }
-        assert_eq!(request.send().unwrap().status().as_u16(), 401);
+        let prune = request(
+            Method::POST,
+            &app.route("prune"),
+            Body::from(body.to_string()),
+            authorization,
+        );
+        assert_eq!(app.answer(prune).status, 401);
     }
     assert_eq!((fx.file_digest(), fx.journal_digest()), before);
-    let preview = client()
-        .post(server.route("preview"))
-        .header("authorization", format!("Bearer {PASSWORD}"))
-        .body(json!({ "sessionID": MANY_TURNS, "messageID": TURN5 }).to_string())
-        .send()
-        .unwrap();
-    assert_eq!(preview.status().as_u16(), 200);
+    let preview = app.answer(request(
+        Method::POST,
+        &app.route("preview"),
+        Body::from(json!({ "sessionID": MANY_TURNS, "messageID": TURN5 }).to_string()),
+        Some(&format!("Bearer {PASSWORD}")),
+    ));
+    assert_eq!(preview.status, 200);
 }
 
 #[test]

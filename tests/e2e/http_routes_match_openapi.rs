@@ -6,8 +6,10 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
-use common::http::{client, get, parse, Server, FIXTURE_DIRECTORY};
+use common::app::App;
+use common::http::{get, parse, Server, FIXTURE_DIRECTORY};
 use common::Fixture;
+use pruning_server::Workspaces;
 use serde_json::json;
 
 const PROJECT: &str = "acd687b6218323a9c4e26490721b570cacab4aef";
@@ -15,8 +17,8 @@ const PROJECT: &str = "acd687b6218323a9c4e26490721b570cacab4aef";
 #[test]
 fn the_openapi_document_lists_every_route_and_only_those() {
     let fx = Fixture::new();
-    let server = Server::start(&fx.db, &[]);
-    let (status, body) = get(&server.url("/openapi.json"));
+    let app = App::start(&fx);
+    let (status, body) = app.get("/openapi.json");
     assert_eq!(status, 200);
     let doc = parse(&body);
     assert_eq!(doc["openapi"], "3.1.0");
@@ -48,20 +50,18 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         let path = path
             .replace("{id}", "work")
             .replace("{receiptID}", "0190a3f0-0000-7000-8000-000000000000");
-        let url = server.url(&format!(
+        let path = format!(
             "{path}{}",
             if path.ends_with("/events") {
                 "?since=x"
             } else {
                 ""
             }
-        ));
-        let response = match method {
-            "GET" => client().get(url).send().unwrap(),
-            _ => client().post(url).body("{}").send().unwrap(),
+        );
+        let (status, text) = match method {
+            "GET" => app.get(&path),
+            _ => app.post(&path, "{}"),
         };
-        let status = response.status().as_u16();
-        let text = response.text().unwrap();
         assert!(
             status != 405 && !text.contains("no such route"),
             "{route}: {status} {text}"
@@ -72,8 +72,8 @@ fn the_openapi_document_lists_every_route_and_only_those() {
 #[test]
 fn workspaces_are_discovered_from_the_database_at_each_request() {
     let fx = Fixture::new();
-    let server = Server::start_exactly(&fx.db, &[], &[]);
-    let (status, body) = get(&server.url("/api/workspaces"));
+    let app = App::with(&fx, Workspaces::Discovered, None);
+    let (status, body) = app.get("/api/workspaces");
     assert_eq!(status, 200);
     assert_eq!(
         parse(&body),
@@ -87,7 +87,7 @@ fn workspaces_are_discovered_from_the_database_at_each_request() {
                 ('wrk_d', 'worktree', '.', '{PROJECT}', 1)"
     ));
     // A workspace without a directory, or with a relative one, scopes nothing and is not listed.
-    let (_, body) = get(&server.url("/api/workspaces"));
+    let (_, body) = app.get("/api/workspaces");
     assert_eq!(
         parse(&body),
         json!([
@@ -95,12 +95,12 @@ fn workspaces_are_discovered_from_the_database_at_each_request() {
             { "id": "wrk_a", "directory": "/tmp/oc-cache/run/work/tree" },
         ])
     );
-    let (status, _) = get(&server.url("/api/workspaces/wrk_c/session-pruning/receipts"));
+    let (status, _) = app.get("/api/workspaces/wrk_c/session-pruning/receipts");
     assert_eq!(status, 404);
     // The project's workspace serves the fixture's sessions.
-    let (status, _) = get(&server.url(&format!(
+    let (status, _) = app.get(&format!(
         "/api/workspaces/{PROJECT}/session-pruning/receipts"
-    )));
+    ));
     assert_eq!(status, 200);
 }
 

@@ -1,7 +1,7 @@
 //! The end-to-end tests of `session-prune`, in one test binary: one module per behaviour,
-//! named after it, each running the real binary, a real SQLite file on disk, a real server on
-//! loopback or the real OpenCode, as its subject needs. `common` holds the shared fixtures and
-//! clients, `opencode_real` the harness that runs OpenCode releases against a mock model.
+//! named after it, each running the real binary, a real SQLite file on disk, the server's
+//! router in this process, a real server on loopback or the real OpenCode, as its subject
+//! needs. `common` holds the shared fixtures and clients, `opencode_real` the harness that runs OpenCode releases against a mock model.
 
 mod common;
 #[path = "support/opencode_real.rs"]
@@ -23,6 +23,7 @@ mod fence_refusals_leave_database_unchanged;
 mod history_pages_without_skip_or_repeat;
 mod history_search_and_scope;
 mod http_answers_match_the_cli;
+mod http_answers_match_their_openapi_schemas;
 mod http_auth_requires_the_password;
 mod http_idle_and_slow_connections_are_closed;
 mod http_refusals_change_nothing;

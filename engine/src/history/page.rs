@@ -16,6 +16,7 @@ pub const PAGE_ROWS: usize = 32;
 pub const MAX_ROLE_LEN: usize = 32;
 
 /// A history answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum HistoryResult {
@@ -30,6 +31,7 @@ pub enum HistoryResult {
 }
 
 /// One page: what the rows it scanned hold.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct HistoryPage {
     /// Rows (messages) scanned by this page, skipped ones included; at most 32.
@@ -41,14 +43,18 @@ pub struct HistoryPage {
     /// Rows not read: malformed, over the 16 MiB budget, or an incomplete assistant message.
     pub skipped: u32,
     /// Search matches, at most one per message (its first matching part), in scan order.
+    #[cfg_attr(feature = "openapi", schema(max_items = 32))]
     pub hits: Vec<HistoryHit>,
     /// With `purpose: "prune"`: the messages a batch prune could take, in scan order.
+    #[cfg_attr(feature = "openapi", schema(max_items = 32))]
     pub candidates: Vec<HistoryCandidate>,
     /// Where the next page starts; `null` when the scan reached its horizon.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub cursor: Option<String>,
 }
 
 /// A search match: `{sessionID, messageID, role, partIndex, kind, excerpt}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HistoryHit {
     /// Session of the message.
@@ -70,6 +76,7 @@ pub struct HistoryHit {
 
 /// A message a batch prune may take: `{messageID, revision, toolCount, reasoningCount}`. The
 /// revision binds the prune to the content the page saw.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryCandidate {
@@ -77,6 +84,7 @@ pub struct HistoryCandidate {
     #[serde(rename = "messageID")]
     pub message_id: String,
     /// Revision of its content when scanned (64 lowercase hex).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
     pub revision: String,
     /// Its tool parts.
     #[serde(rename = "toolCount")]

@@ -18,6 +18,7 @@ pub const MAX_QUERY_LEN: usize = 200;
 pub const MAX_CURSOR_LEN: usize = 4096;
 
 /// What a history scan is for.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Purpose {
@@ -59,17 +60,29 @@ pub struct HistoryRequest {
     pub scope: Scope,
 }
 
+/// The history body `{sessionID?, query?, includeTechnical?, purpose?, cursor?}` as parsed.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = HistoryRequest))]
 #[serde(deny_unknown_fields)]
-struct RawHistory {
+pub struct RawHistory {
+    /// Scan one session (1 to 256 characters), or every session of the workspace; required
+    /// with `purpose: "prune"`.
     #[serde(rename = "sessionID")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     session_id: Option<String>,
+    /// Case-insensitive text to find, at most 200 characters; empty finds nothing.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     query: String,
+    /// Whether tool and reasoning parts are searched too.
     #[serde(rename = "includeTechnical", default = "yes")]
+    #[cfg_attr(feature = "openapi", schema(default = true))]
     include_technical: bool,
+    /// What the page is for.
     #[serde(default)]
     purpose: Purpose,
+    /// Where the previous page stopped (its `cursor`), at most 4,096 characters.
+    #[cfg_attr(feature = "openapi", schema(max_length = 4096))]
     cursor: Option<String>,
 }
 

@@ -129,6 +129,7 @@ fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
 }
 
 /// What kind of part a hit is in: the contract's `kind` (`text`, `tool`, `reasoning`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchKind {

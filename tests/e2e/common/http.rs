@@ -1,10 +1,10 @@
-//! Running `session-prune serve` in tests and talking to it as clients do: plain HTTP
-//! requests (reqwest) and a Server-Sent Events reader over a raw TCP socket, so that a test
-//! decides exactly when bytes are read (a subscriber that stops reading really stops).
+//! Running `session-prune serve` in tests and talking to it as clients do, with reqwest: plain
+//! requests, and a Server-Sent Events reader that reads only when the test asks (a subscriber
+//! that stops reading really stops: nothing more is taken from its socket). Tests of the
+//! answers themselves use the router in this process (`super::app`).
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -239,74 +239,38 @@ pub struct SseEvent {
     pub data: Value,
 }
 
-/// An event stream read over a raw socket, only when the test asks.
+/// An event stream, read only when the test asks.
 pub struct Sse {
-    reader: BufReader<Dechunk>,
+    reader: BufReader<reqwest::blocking::Response>,
 }
 
 impl Sse {
-    /// Opens `path` on `address` with optional `Last-Event-ID` and `Authorization` headers, and
-    /// reads the response head. Panics unless the status is 200.
+    /// Opens `path` on `address` with an optional `Last-Event-ID` header and reads the
+    /// response head. Panics unless the status is 200.
     pub fn open(address: &str, path: &str, last_event_id: Option<u64>) -> Self {
-        let (status, sse) = Self::open_with(address, path, last_event_id, None);
-        assert_eq!(status, 200);
-        sse
-    }
-
-    /// Like [`Sse::open`], returning the status whatever it is.
-    pub fn open_with(
-        address: &str,
-        path: &str,
-        last_event_id: Option<u64>,
-        authorization: Option<&str>,
-    ) -> (u16, Self) {
-        let mut stream = TcpStream::connect(address).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .expect("timeout");
-        let mut head =
-            format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream\r\n");
+        let mut request = client()
+            .get(format!("http://{address}{path}"))
+            .header("accept", "text/event-stream");
         if let Some(id) = last_event_id {
-            head.push_str(&format!("Last-Event-ID: {id}\r\n"));
+            request = request.header("last-event-id", id.to_string());
         }
-        if let Some(value) = authorization {
-            head.push_str(&format!("Authorization: {value}\r\n"));
+        let response = request.send().expect("open the event stream");
+        assert_eq!(response.status().as_u16(), 200);
+        assert_eq!(
+            response
+                .headers()
+                .get("transfer-encoding")
+                .map(|v| v.as_bytes()),
+            Some(&b"chunked"[..]),
+            "an event stream is sent chunked"
+        );
+        Self {
+            reader: BufReader::new(response),
         }
-        head.push_str("\r\n");
-        stream.write_all(head.as_bytes()).expect("send");
-        let mut reader = BufReader::new(stream);
-        let mut status_line = String::new();
-        reader.read_line(&mut status_line).expect("status line");
-        let status: u16 = status_line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
-        let mut chunked = false;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).expect("header");
-            if line.trim().is_empty() {
-                break;
-            }
-            let lower = line.to_ascii_lowercase();
-            if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
-                chunked = true;
-            }
-        }
-        assert!(chunked || status != 200, "an event stream is sent chunked");
-        let sse = Self {
-            reader: BufReader::new(Dechunk {
-                inner: reader,
-                left: 0,
-                done: false,
-                clean: false,
-            }),
-        };
-        (status, sse)
     }
 
-    /// The next event, or `None` at the end of the stream. Panics after 60 s of silence.
+    /// The next event, or `None` at the end of the stream. Panics after 120 s of silence, or
+    /// when the connection drops before the end of the body.
     pub fn next(&mut self) -> Option<SseEvent> {
         let (mut event, mut id, mut data) = (String::from("message"), None, String::new());
         let mut seen_field = false;
@@ -356,62 +320,17 @@ impl Sse {
     }
 }
 
-/// A reader of an HTTP/1.1 chunked body (RFC 9112 §7.1) without trailers.
-struct Dechunk {
-    inner: BufReader<TcpStream>,
-    left: usize,
-    done: bool,
-    /// The last, empty chunk was read (not just the connection's end).
-    clean: bool,
-}
-
-impl Read for Dechunk {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.done {
-            return Ok(0);
-        }
-        if self.left == 0 {
-            let mut size = String::new();
-            if self.inner.read_line(&mut size)? == 0 {
-                self.done = true;
-                return Ok(0);
-            }
-            if size.trim().is_empty() {
-                // The CRLF that ends the previous chunk.
-                size.clear();
-                if self.inner.read_line(&mut size)? == 0 {
-                    self.done = true;
-                    return Ok(0);
-                }
-            }
-            let hex = size.trim().split(';').next().unwrap_or("");
-            self.left = usize::from_str_radix(hex, 16).map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("chunk size {size:?}"),
-                )
-            })?;
-            if self.left == 0 {
-                self.done = true;
-                self.clean = true;
-                return Ok(0);
-            }
-        }
-        let want = buf.len().min(self.left);
-        let read = self.inner.read(&mut buf[..want])?;
-        if read == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        self.left -= read;
-        Ok(read)
-    }
-}
-
 impl Sse {
     /// Reads what is left of the stream; whether the server then ended the body properly (the
-    /// last, empty chunk) rather than dropping the connection.
+    /// last, empty chunk) rather than dropping the connection (which fails the read).
     pub fn ended_cleanly(&mut self) -> bool {
-        while self.next().is_some() {}
-        self.reader.get_ref().clean
+        loop {
+            let mut line = String::new();
+            match self.reader.read_line(&mut line) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
     }
 }

@@ -252,11 +252,13 @@ pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOut
     (req, outcome)
 }
 
+pub mod app;
 pub mod cli;
 pub mod counting;
 #[path = "../../../benches/common.rs"]
 pub mod generate;
 pub mod http;
+pub mod openapi;
 pub mod small_disk;
 pub mod v2;
 
