@@ -13,7 +13,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, kill_process_group, Pid, Signal};
-use wait_timeout::ChildExt;
 
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -105,7 +104,7 @@ pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> Result<Captured, Str
         .stderr(stderr.try_clone().map_err(temp)?)
         .spawn()
         .map_err(|e| format!("cannot start {program:?}: {e}"))?;
-    let status = match child.wait_timeout(timeout) {
+    let status = match wait_for(&mut child, timeout) {
         Ok(Some(status)) => status,
         Ok(None) => {
             let _ = child.kill();
@@ -119,6 +118,22 @@ pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> Result<Captured, Str
         stdout: read_all(&mut stdout)?,
         stderr: read_all(&mut stderr)?,
     })
+}
+
+/// Waits up to `timeout` for `child` to exit: `Ok(None)` when it is still running then. Polls
+/// `try_wait` every 10 ms rather than installing a SIGCHLD handler, whose signals would make
+/// other tests' socket reads with a timeout fail with `Interrupted` (signal(7)).
+fn wait_for(child: &mut Child, timeout: Duration) -> std::io::Result<Option<ExitStatus>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn read_all(file: &mut File) -> Result<String, String> {
@@ -212,7 +227,7 @@ impl Server {
         };
         let pid = Pid::from_child(&child);
         kill_tree(pid, &descendants_of(pid));
-        if !matches!(child.wait_timeout(STOP_TIMEOUT), Ok(Some(_))) {
+        if !matches!(wait_for(&mut child, STOP_TIMEOUT), Ok(Some(_))) {
             eprintln!(
                 "opencode serve (pid {pid:?}) did not exit within {STOP_TIMEOUT:?} of SIGKILL"
             );
@@ -235,7 +250,7 @@ impl Server {
         // longer found under it.
         let descendants = descendants_of(pid);
         let _ = kill_process(pid, Signal::TERM);
-        match child.wait_timeout(grace) {
+        match wait_for(child, grace) {
             Ok(Some(status)) => {
                 // Anything it started and left behind.
                 self.child = None;
