@@ -5,7 +5,6 @@
 //! The baseline writes 4 KiB and calls `fdatasync` three times on files in the same folder.
 //! docs/ARCHITECTURE.md, "Performance targets": a prune within 1.3x of that.
 
-#[path = "common.rs"]
 mod common;
 
 use std::io::Write;

@@ -15,7 +15,6 @@
 //! engine's hub, so the numbers are those of the journal, the hub and the HTTP stream, not of
 //! pruning.
 
-#[path = "common.rs"]
 mod common;
 
 use std::collections::HashMap;

@@ -4,7 +4,6 @@
 //! part rows; the parse
 //! baseline only turns each row's text into a `serde_json::Value`.
 
-#[path = "common.rs"]
 mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -1,5 +1,6 @@
-//! Errors of the engine layer: one enum for bad requests, one for store failures, one for the
-//! engine's own operations.
+//! Errors of the engine layer: one enum for bad requests (`ContractError`), one for store
+//! failures (`StoreError`), one gathering the journal's (`JournalError`) and one for the
+//! engine's own operations (`EngineError`).
 
 use thiserror::Error;
 

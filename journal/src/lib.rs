@@ -9,8 +9,10 @@
 //! - **the committed-event log**: one [`CommittedEvent`] per committed prune, numbered by a
 //!   journal-assigned sequence (`seq`, starting at 1, strictly increasing by 1, never reused),
 //!   which subscribers replay from a cursor ([`Journal::events_after`]);
-//! - **meta**: the record format version and the identity of the one OpenCode database the
-//!   journal is bound to ([`Journal::bind`]).
+//! - **meta**: the record format version, the identity of the one OpenCode database the
+//!   journal is bound to ([`Journal::bind`]) and where that database was last seen
+//!   (`database_location`), and how far retention has trimmed the event log
+//!   (`trimmed_through`).
 //!
 //! Every record value is one format-version byte ([`FORMAT_VERSION`]) followed by postcard
 //! bytes ([`codec`]); a record of an unknown version is an error, never a guess.

@@ -10,7 +10,7 @@
 //! | `intents`      | intent_id bytes `[u8;16]`| encoded `Intent`                        |
 //! | `request_keys` | request_key `[u8;32]`    | intent_id bytes of the latest intent    |
 //! | `events`       | seq `u64`                | encoded `CommittedEvent`                |
-//! | `meta`         | `&str`                   | `format_version`: one byte; `database_id`, `trimmed_through`: encoded |
+//! | `meta`         | `&str`                   | `format_version`: one byte; `database_id`, `database_location`, `trimmed_through`: encoded |
 //! | `pending`      | intent_id bytes `[u8;16]`| `()`: the index of intents still pending |
 
 mod binding;

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use super::document;
 use super::error::ApiError;
-use super::openapi::{BadRequest, Forbidden, Internal, NotFound, Unauthorized};
 use super::query;
+use super::responses::{BadRequest, Forbidden, Internal, NotFound, Unauthorized};
 use super::state::{Admission, AppState};
 use super::workspaces::{Listed, Workspace};
 

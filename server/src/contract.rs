@@ -23,7 +23,7 @@ use pruning_engine::{
 use serde::Serialize;
 
 use super::error::ApiError;
-use super::openapi::{
+use super::responses::{
     BadRequest, BodyTimeout, Forbidden, Internal, NotFound, TooLarge, Unauthorized,
 };
 use super::state::{Admission, AppState};

@@ -40,8 +40,8 @@ use serde_json::json;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 use super::error::ApiError;
-use super::openapi::{BadRequest, Internal, NotFound, Unauthorized};
 use super::query;
+use super::responses::{BadRequest, Internal, NotFound, Unauthorized};
 use super::state::AppState;
 
 /// The SSE event type of a heartbeat.

@@ -1,28 +1,24 @@
-//! The OpenAPI 3.1 document of the API, derived from the code: each handler's
-//! `#[utoipa::path]` (its route, parameters, statuses and body types) and the `ToSchema` of the
-//! types the handlers serialize. The router is built from the same annotations
-//! (`server::routes`), so a route cannot be served without being described, nor described
-//! without being served. `GET /openapi.json` serves the document.
-//!
-//! What the annotations cannot say is stated here: the title, the authentication schemes, the
-//! reusable error answers, the data of the event stream's events, and that every object is
-//! closed (no key beyond those listed).
+//! What the OpenAPI 3.1 document says beyond the handlers' `#[utoipa::path]` annotations (from
+//! which `routes` builds the paths): the title, the authentication schemes, the reusable error
+//! answers (`responses`), the data of the event stream's events, and that every object is closed
+//! (no key beyond those listed).
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
 
-use axum::response::Response;
 use pruning_engine::PrunedEventData;
 use utoipa::openapi::schema::{AdditionalProperties, AllOf, ArrayItems, Object, Schema, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{OpenApi as Document, RefOr};
-use utoipa::{Modify, OpenApi, ToResponse};
+use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
 use super::events::{HeartbeatData, ResyncData};
+use super::responses::{
+    BadRequest, BodyTimeout, Forbidden, Internal, NotFound, TooLarge, Unauthorized,
+};
 
 /// The document's fixed part; the paths and the schemas they use are added by
-/// `server::routes`.
+/// `routes::routes`.
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -39,32 +35,6 @@ use super::events::{HeartbeatData, ResyncData};
     )
 )]
 pub struct Fixed;
-
-/// The document, built once.
-static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {
-    let mut document = super::server::routes().into_openapi();
-    Closed.modify(&mut document);
-    document
-});
-
-/// The OpenAPI document of every route the router serves.
-pub fn openapi() -> Document {
-    DOCUMENT.clone()
-}
-
-/// `GET /openapi.json`: this document.
-#[utoipa::path(
-    get,
-    path = "/openapi.json",
-    summary = "This document (OpenAPI 3.1)",
-    responses(
-        (status = 200, description = "The OpenAPI 3.1 document", body = Object),
-        (status = 401, response = Unauthorized),
-    )
-)]
-pub async fn document() -> Response {
-    super::document::json(&*DOCUMENT)
-}
 
 /// The two ways of sending the password, required on every route (when the server has one).
 struct Authentication;
@@ -92,7 +62,7 @@ impl Modify for Authentication {
 /// closed (`additionalProperties: false`). An `allOf` of objects (how serde's internally tagged
 /// newtype variant is described: the page's keys beside `status`) becomes the one object it
 /// stands for first, since a closed member of an `allOf` would refuse the other's keys.
-struct Closed;
+pub(super) struct Closed;
 
 impl Modify for Closed {
     fn modify(&self, openapi: &mut Document) {
@@ -165,41 +135,3 @@ fn merged(all_of: &AllOf, named: &BTreeMap<String, RefOr<Schema>>) -> Option<Obj
     }
     Some(merged)
 }
-
-// The error answers, each an `ErrorBody` (`ApiError`'s response); nothing was journaled or
-// written for any of them. These types only name the reusable responses of the document.
-
-/// Malformed JSON, an unknown key, a bound broken, or a bad parameter; nothing was done.
-#[derive(ToResponse)]
-#[allow(dead_code)]
-pub struct BadRequest(ErrorBody);
-
-/// A password is set and the request does not carry it (with a `WWW-Authenticate` challenge).
-#[derive(ToResponse)]
-#[allow(dead_code)]
-pub struct Unauthorized(ErrorBody);
-
-/// The session does not belong to the workspace; nothing was done.
-#[derive(ToResponse)]
-#[allow(dead_code)]
-pub struct Forbidden(ErrorBody);
-
-/// No such workspace (or receipt).
-#[derive(ToResponse)]
-#[allow(dead_code)]
-pub struct NotFound(ErrorBody);
-
-/// The request body did not arrive within 30 s; nothing was done.
-#[derive(ToResponse)]
-#[allow(dead_code)]
-pub struct BodyTimeout(ErrorBody);
-
-/// The body is over 1 MiB; nothing was done.
-#[derive(ToResponse)]
-#[allow(dead_code)]
-pub struct TooLarge(ErrorBody);
-
-/// The database or the journal could not be read; the message says which.
-#[derive(ToResponse)]
-#[allow(dead_code)]
-pub struct Internal(ErrorBody);

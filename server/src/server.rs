@@ -9,30 +9,11 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tokio::net::TcpListener;
-use utoipa::OpenApi as _;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::connections::{self, ConnectionLimits};
 use super::error::ApiError;
+use super::routes::routes;
 use super::state::AppState;
-use super::{audit, contract, events, openapi};
-
-/// Every route with its OpenAPI description: the one list both the router and the document
-/// (`openapi::openapi`) are made from.
-pub(super) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(openapi::Fixed::openapi())
-        .routes(routes!(audit::health))
-        .routes(routes!(openapi::document))
-        .routes(routes!(audit::workspaces))
-        .routes(routes!(contract::preview))
-        .routes(routes!(contract::prune))
-        .routes(routes!(contract::history))
-        .routes(routes!(contract::prune_batch))
-        .routes(routes!(audit::receipts))
-        .routes(routes!(audit::receipt))
-        .routes(routes!(events::events))
-}
 
 /// Every route of the API, behind the password check when one is set.
 pub fn router(state: AppState) -> Router {

@@ -3,7 +3,7 @@
 //! `directory`) tables, or given by the operator (`serve --workspace ID=DIR`).
 //!
 //! Source: CodeNomad's broker (it answers 403 "Session does not belong to workspace"); the
-//! discovery itself is the store's (`pruning_adapters::opencode::workspaces`).
+//! discovery itself is the store's (`OpenCodeStore::workspaces`).
 
 use pruning_adapters::opencode::OpenCodeStore;
 pub use pruning_adapters::opencode::Workspace;

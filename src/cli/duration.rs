@@ -1,6 +1,7 @@
 //! The one parser of every duration flag (`--quiet-period`, `clean --older-than`,
 //! `serve --heartbeat`): a whole number of seconds (`30`, `0`) or a duration in humantime's
 //! notation (`30s`, `500ms`, `5m`, `7d`, `1h30m`, `1h 30m`), each flag within its own bounds.
+//! (`events --poll-ms` is not one: its name gives its unit, milliseconds.)
 
 use std::ops::RangeInclusive;
 use std::time::Duration;

@@ -1,8 +1,9 @@
-//! The commands. Each module owns one command whole: its flags (`Args`, parsed by clap), their
-//! validation into what it runs (errors are [`ConfigError`]s: exit code 2, before anything is
-//! opened) and its run, which returns the process [`Outcome`]. Adding a command takes its module
-//! and three lines here: the `mod`, the [`Command`] variant (its doc comment is the command's
-//! help) and its arm in [`Command::run`].
+//! The commands. Each command module owns one command whole: its flags (`Args`, parsed by
+//! clap), their validation into what it runs (errors are [`ConfigError`]s: exit code 2, before
+//! anything is opened) and its run, which returns the process [`Outcome`]. Adding a command
+//! takes its module and three lines here: the `mod`, the [`Command`] variant (its doc comment is
+//! the command's help) and its arm in [`Command::run`]. Two modules are not commands: `open`
+//! (opening the store, the journal and the engine) and `diagnose` (a failure's cause in words).
 
 mod clean;
 mod demo;

@@ -1,6 +1,7 @@
 //! `session-prune prune SESSION MESSAGE --revision REV (--indexes I,J | --all-technical)`:
 //! journal, apply and announce one prune; `--dry-run` runs every check a prune runs (the session
-//! fence, the receipt lookup, the planner) in a read transaction and writes nothing.
+//! fence, the receipt lookup, the planner) in a write transaction it rolls back (a read
+//! transaction on read-only media), and writes nothing.
 
 use pruning_engine::{BlockedReason, DryRun, Plan, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;

@@ -1,5 +1,5 @@
 //! History scans over both generations: the rows of the sessions in scope, V1 `message` and V2
-//! `session_message` merged in one order (`time_created`, generation, id), read one at a time.
+//! `session_message` merged in one order (`time_created`, id, generation), read one at a time.
 //!
 //! Source: docs/ARCHITECTURE.md, "Contract", and CodeNomad's `history.test.ts`, and the engine's
 //! [`pruning_engine::history()`]. A scan

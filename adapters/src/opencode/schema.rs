@@ -5,7 +5,7 @@
 //!
 //! The layouts OpenCode 1.2 to 1.18 wrote are in `docs/opencode-versions.md`. In short:
 //! - V1 is `session` + `message` + `part` (every release from 1.2). Some `session` columns came
-//!   later (`workspace_id` in 1.3, `time_compacting`/`revert` may be absent in damaged or
+//!   later (`workspace_id` within 1.2, `time_compacting`/`revert` may be absent in damaged or
 //!   hand-made files): the engine reads a missing optional column as NULL.
 //! - The event log is `event` + `event_sequence` (from 1.14; rows written from 1.17). Without
 //!   both tables a V1 prune deletes and appends no event; with only one of them, or without the

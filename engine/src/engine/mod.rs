@@ -18,7 +18,8 @@ use uuid::Uuid;
 
 use crate::contract::{PruneResult, Refusal};
 use crate::event::{JournalReplay, PrunedEvent};
-use crate::store::{Receipt, SessionStore};
+use crate::receipt::Receipt;
+use crate::store::SessionStore;
 
 pub use read::{dry_run, preview, PreviewOutcome};
 

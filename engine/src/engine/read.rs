@@ -7,7 +7,8 @@ use super::{now_ms, Engine};
 use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, Refusal};
 use crate::error::EngineError;
 use crate::event::{JournalReplay, PrunedEvent};
-use crate::store::{DryRun, Receipt, SessionStore};
+use crate::receipt::Receipt;
+use crate::store::{DryRun, SessionStore};
 
 impl<S: SessionStore> Engine<S> {
     /// Previews a message: its revision and technical parts. Read-only; journals nothing.

@@ -10,8 +10,9 @@ use super::{now_ms, pruned_result, Engine, PruneOutcome};
 use crate::contract::{PruneRequest, PruneResult, Selection};
 use crate::error::{chain, EngineError, JournalError, StoreError};
 use crate::event::PrunedEvent;
+use crate::receipt::Receipt;
 use crate::request_key::request_key;
-use crate::store::{Applied, Durability, PruneCommand, Receipt, SessionStore};
+use crate::store::{Applied, Durability, PruneCommand, SessionStore};
 
 impl<S: SessionStore> Engine<S> {
     /// Prunes parts of one message: journal the intent durably, apply it in one store

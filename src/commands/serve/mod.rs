@@ -1,7 +1,7 @@
 //! `session-prune serve`: the engine behind the HTTP API until Ctrl-C or SIGTERM.
 //!
 //! Start-up prints where it listens (with `--json`, one line
-//! `{"status":"listening","address","url","workspaces"}`), so that a script that asked for port
+//! `{"status":"listening","address","url","password","workspaces"}`), so that a script that asked for port
 //! 0 learns the port. On a signal the server stops accepting connections, ends every event
 //! stream, lets requests in flight finish (a prune is never cut short), closes the journal and
 //! prints `{"status":"stopped"}` (exit 0).

@@ -255,7 +255,7 @@ pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOut
 pub mod app;
 pub mod cli;
 pub mod counting;
-#[path = "../../../benches/common.rs"]
+#[path = "../../../benches/common/mod.rs"]
 pub mod generate;
 pub mod http;
 pub mod openapi;

@@ -1,0 +1,42 @@
+//! The reusable error answers of the OpenAPI document, each an `ErrorBody` (`ApiError`'s
+//! response): the handlers' `#[utoipa::path]` name them by these types. Nothing was journaled
+//! or written for any of them.
+
+use utoipa::ToResponse;
+
+use super::error::ErrorBody;
+
+/// Malformed JSON, an unknown key, a bound broken, or a bad parameter; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct BadRequest(ErrorBody);
+
+/// A password is set and the request does not carry it (with a `WWW-Authenticate` challenge).
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct Unauthorized(ErrorBody);
+
+/// The session does not belong to the workspace; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct Forbidden(ErrorBody);
+
+/// No such workspace (or receipt).
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct NotFound(ErrorBody);
+
+/// The request body did not arrive within 30 s; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct BodyTimeout(ErrorBody);
+
+/// The body is over 1 MiB; nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct TooLarge(ErrorBody);
+
+/// The database or the journal could not be read; the message says which.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct Internal(ErrorBody);

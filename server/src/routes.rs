@@ -1,0 +1,58 @@
+//! The one list of routes, each with its OpenAPI description, from which both the router
+//! (`server::router`) and the document (`GET /openapi.json`) are made: a route cannot be served
+//! without being described, nor described without being served.
+
+use std::sync::LazyLock;
+
+use axum::response::Response;
+use utoipa::openapi::OpenApi as Document;
+use utoipa::{Modify, OpenApi as _};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::{Closed, Fixed};
+use super::responses::Unauthorized;
+use super::state::AppState;
+use super::{audit, contract, events};
+
+/// Every route with its OpenAPI description: the one list both the router and the document
+/// ([`openapi`]) are made from.
+pub(super) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(Fixed::openapi())
+        .routes(routes!(audit::health))
+        .routes(routes!(document))
+        .routes(routes!(audit::workspaces))
+        .routes(routes!(contract::preview))
+        .routes(routes!(contract::prune))
+        .routes(routes!(contract::history))
+        .routes(routes!(contract::prune_batch))
+        .routes(routes!(audit::receipts))
+        .routes(routes!(audit::receipt))
+        .routes(routes!(events::events))
+}
+
+/// The document, built once.
+static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {
+    let mut document = routes().into_openapi();
+    Closed.modify(&mut document);
+    document
+});
+
+/// The OpenAPI document of every route the router serves.
+pub fn openapi() -> Document {
+    DOCUMENT.clone()
+}
+
+/// `GET /openapi.json`: this document.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    summary = "This document (OpenAPI 3.1)",
+    responses(
+        (status = 200, description = "The OpenAPI 3.1 document", body = Object),
+        (status = 401, response = Unauthorized),
+    )
+)]
+pub async fn document() -> Response {
+    super::document::json(&*DOCUMENT)
+}
