@@ -35,7 +35,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => error.exit(), // --help, --version
         Err(error) => {
-            if std::env::args().any(|arg| arg == "--json") {
+            // Raw arguments: one that is not UTF-8 is exactly what this error may be about. After
+            // `--`, `--json` is a value, not the flag.
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|arg| arg != "--")
+                .any(|arg| arg == "--json");
+            if json {
                 let text = error.to_string();
                 let summary: Vec<&str> = text
                     .lines()
@@ -81,7 +87,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
         Ok(Outcome::Failed) => ExitCode::from(EXIT_FAILURE),
         // The reader of stdout went away (`session-prune sessions | head`): not a failure.
-        Err(error) if error.chain().any(is_broken_pipe) => ExitCode::SUCCESS,
+        Err(error) if error.chain().any(output::is_closed_pipe) => ExitCode::SUCCESS,
         Err(error) => {
             let code = if error.chain().any(is_bad_input) {
                 EXIT_BAD_INPUT
@@ -92,13 +98,6 @@ fn main() -> ExitCode {
             fail(json, code, &message)
         }
     }
-}
-
-/// Whether a cause is a write to a closed pipe.
-fn is_broken_pipe(cause: &(dyn std::error::Error + 'static)) -> bool {
-    cause
-        .downcast_ref::<std::io::Error>()
-        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// Whether a cause is bad input (exit 2): a command line that cannot be run, a session the

@@ -64,3 +64,23 @@ pub fn printable(text: &str) -> String {
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
 }
+
+/// `outcome`, unless printing the answer failed for another reason than stdout's reader going
+/// away (`io::ErrorKind::BrokenPipe`): a command's exit code does not depend on whether anyone
+/// read its answer (a refused prune piped into `head -0` still exits 3).
+///
+/// Errors: the write error, when it is not a closed pipe.
+pub fn unless_reader_gone<T>(printed: anyhow::Result<()>, outcome: T) -> anyhow::Result<T> {
+    match printed {
+        Ok(()) => Ok(outcome),
+        Err(error) if error.chain().any(is_closed_pipe) => Ok(outcome),
+        Err(error) => Err(error),
+    }
+}
+
+/// Whether a cause is a write to a pipe whose reader went away (`io::ErrorKind::BrokenPipe`).
+pub fn is_closed_pipe(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}

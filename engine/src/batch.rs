@@ -242,7 +242,7 @@ mod tests {
                 r#"{"sessionID":"s","candidates":[{"messageID":"m","revision":"x","toolCount":1,"reasoningCount":0,"content":[]}]}"#
             ),
             Err(ContractError::UnknownKey {
-                key: "content".into()
+                key: "candidates[0].content".into()
             })
         );
     }

@@ -28,7 +28,7 @@ pub enum ContractError {
     /// The body has a key the contract does not define.
     #[error("unknown key `{key}` in request")]
     UnknownKey {
-        /// The key.
+        /// The key, by its path when it is nested (`candidates[0].content`).
         key: String,
     },
     /// An id is empty or longer than 256 characters.
@@ -152,16 +152,21 @@ impl ContractError {
             };
         }
         let detail = error.to_string();
-        // serde's message for deny_unknown_fields: "unknown field `x`, expected one of ...".
-        if let Some(rest) = detail.strip_prefix("unknown field `") {
-            if let Some(end) = rest.find('`') {
-                return Self::UnknownKey {
-                    key: rest[..end].to_string(),
-                };
-            }
-        }
         // The path is "." at the top level and "?" where the parser stopped before a value.
         let path = (!matches!(path.as_str(), "" | "." | "?")).then_some(path);
+        // serde's message for deny_unknown_fields: "unknown field `x`, expected one of ...". A
+        // nested key is named by its path (`candidates[0].x`), as other fields are.
+        if let Some(rest) = detail.strip_prefix("unknown field `") {
+            if let Some(end) = rest.find('`') {
+                let name = &rest[..end];
+                let key = match &path {
+                    None => name.to_string(),
+                    Some(path) if path.ends_with(name) => path.clone(),
+                    Some(parent) => format!("{parent}.{name}"),
+                };
+                return Self::UnknownKey { key };
+            }
+        }
         // serde names the raw type a body that is not an object failed to be ("expected struct
         // RawPrune"): say what it must be instead.
         if path.is_none() && detail.contains("struct Raw") {

@@ -224,8 +224,8 @@ impl Route for PreviewRequest {
     fn run(self, engine: &Engine<OpenCodeStore>) -> Result<PreviewResult, ApiError> {
         let result = pruning_engine::preview(engine.store(), &self)
             .map(|outcome| (outcome.result, outcome.refusal));
-        answer(Self::NAME, result, |reason| PreviewResult::Blocked {
-            reason,
+        answer(Self::NAME, &self.message_id, result, |reason| {
+            PreviewResult::Blocked { reason }
         })
     }
 }
@@ -276,7 +276,9 @@ impl Route for PruneRequest {
             }
             Err(error) => Err(error),
         };
-        answer(Self::NAME, result, |reason| PruneResult::Blocked { reason })
+        answer(Self::NAME, &self.message_id, result, |reason| {
+            PruneResult::Blocked { reason }
+        })
     }
 }
 
@@ -304,7 +306,7 @@ impl Route for HistoryRequest {
     fn run(self, engine: &Engine<OpenCodeStore>) -> Result<HistoryResult, ApiError> {
         let result = pruning_engine::history(engine.store(), &self)
             .map(|outcome| (outcome.result, outcome.refusal));
-        answer(Self::NAME, result, |reason| HistoryResult::Blocked {
+        answer(Self::NAME, "", result, |reason| HistoryResult::Blocked {
             reason,
         })
     }
@@ -365,38 +367,63 @@ fn log_missing(route: &str, session_id: &str) {
 /// stderr with their explanation, which the contract's shapes have no room for.
 fn answer<T>(
     route: &str,
+    message_id: &str,
     result: Result<(T, Option<Refusal>), EngineError>,
     blocked: impl FnOnce(BlockedReason) -> T,
 ) -> Result<T, ApiError> {
     match result {
         Ok((value, refusal)) => {
-            log_refusal(route, "", refusal.as_ref());
+            log_refusal(route, message_id, refusal.as_ref());
             Ok(value)
         }
         Err(EngineError::Contract(error)) => Err(ApiError::Contract(error)),
         Err(error) => {
-            log_failure(route, "", &error);
+            log_failure(route, message_id, &error);
             Ok(blocked(BlockedReason::Unavailable))
         }
     }
 }
 
-/// `blocked: ROUTE [MESSAGE]: REASON: DETAIL` on stderr, for the operator.
+/// `blocked: ROUTE[ MESSAGE]: REASON: DETAIL` on stderr, for the operator.
 fn log_refusal(route: &str, message_id: &str, refusal: Option<&Refusal>) {
     if let Some(refusal) = refusal {
         eprintln!(
-            "blocked: {route} {}: {}: {}",
-            message_id.escape_debug(),
+            "blocked: {}: {}: {}",
+            subject(route, message_id),
             refusal.reason,
-            refusal.detail.escape_debug()
+            printable(&refusal.detail)
         );
     }
 }
 
-/// `error: ROUTE [MESSAGE]: ...; answered blocked/unavailable` on stderr.
+/// `ROUTE MESSAGE`, or the route alone when the request names no message (history).
+fn subject(route: &str, message_id: &str) -> String {
+    if message_id.is_empty() {
+        route.to_string()
+    } else {
+        format!("{route} {}", printable(message_id))
+    }
+}
+
+/// `text` with its control characters escaped (`\n`, `\u{1b}`), so that a log line stays one
+/// line and cannot move the terminal; everything else, quotes included, as it is.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// `error: ROUTE[ MESSAGE]: ...; answered blocked/unavailable` on stderr.
 fn log_failure(route: &str, message_id: &str, error: &EngineError) {
     eprintln!(
-        "error: {route} {}: {error}; answered blocked/unavailable",
-        message_id.escape_debug()
+        "error: {}: {}; answered blocked/unavailable",
+        subject(route, message_id),
+        printable(&error.to_string())
     );
 }

@@ -26,7 +26,10 @@ use super::responses::{
         description = "Event-sourced pruning of tool output and reasoning from OpenCode session \
             databases. The session-pruning routes return exactly the shapes of CodeNomad's \
             session-pruning RPC. With a password set, every route needs it (bearer token, or \
-            HTTP basic auth with it as the password). Errors are JSON: {error, field?}."
+            HTTP basic auth with it as the password). Errors are JSON: {error, field?}. String \
+            lengths are counted in UTF-16 code units, as JavaScript counts them (a schema's \
+            maxLength counts characters), and integers are written without a fraction (1, not \
+            1.0): a request the schemas admit may still be refused on these two counts."
     ),
     modifiers(&Authentication),
     components(

@@ -79,6 +79,9 @@ impl Config {
             if explicit_journal && !folder.is_dir() {
                 return Err(ConfigError::JournalFolder(folder.display().to_string()));
             }
+            if journal.is_dir() {
+                return Err(ConfigError::JournalIsFolder(journal.display().to_string()));
+            }
         }
         let mut invocation = String::from("session-prune");
         if explicit_db {

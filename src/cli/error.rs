@@ -21,6 +21,9 @@ pub enum ConfigError {
         "the folder of the journal, {0}, does not exist (create it, or pass another --journal)"
     )]
     JournalFolder(String),
+    /// The journal path names a folder.
+    #[error("--journal {0} is a folder; the journal is a file (name one inside it, e.g. {0}/opencode.db.prune-journal)")]
+    JournalIsFolder(String),
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),
@@ -41,7 +44,7 @@ pub enum ConfigError {
     /// `--directory` is not an absolute path.
     #[error("--directory {0}: give an absolute directory (OpenCode stores each session's directory as an absolute path; `sessions` lists them)")]
     ScopeDirectory(String),
-    /// A scope id is empty.
+    /// An id flag (a scope id, `receipts --session`) is empty.
     #[error("{0} needs an id (it may not be empty)")]
     EmptyScope(&'static str),
     /// `serve --listen` is not an address.

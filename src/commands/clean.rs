@@ -193,8 +193,17 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             }
         });
     }
-    // Nothing is opened for writing, and no journal made, beside a file that is not OpenCode's.
-    super::require_opencode(&open_store(config)?, &config.db)?;
+    // Nothing is opened for writing, and no journal made, beside a file that is not OpenCode's
+    // or for a session it does not hold (bad input: exit 2).
+    {
+        let reader = open_store(config)?;
+        super::require_opencode(&reader, &config.db)?;
+        for id in clean.sessions.iter().flatten() {
+            if !reader.session_exists(id)? {
+                return Err(super::UnknownSession(id.clone()).into());
+            }
+        }
+    }
     let engine = if clean.apply {
         match open_engine_unless_busy(config)? {
             Ok(engine) => Some(engine),
@@ -247,14 +256,8 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     }
     let session_ids = match &clean.sessions {
         None => store.clean_sessions()?,
-        Some(ids) => {
-            for id in ids {
-                if !store.session_exists(id)? {
-                    return Err(super::UnknownSession(id.clone()).into());
-                }
-            }
-            ids.clone()
-        }
+        // Each was found above.
+        Some(ids) => ids.clone(),
     };
     let mut total = 0u64;
     let mut kept = 0u64;

@@ -63,7 +63,7 @@ fn execute(
         return Ok(Outcome::Done);
     }
     match super::check_binding(config) {
-        Err(error) if !follow && super::journal_busy(&error) => return busy(&error),
+        Err(error) if !follow && super::journal_busy(&error) => return busy(&error, config.json),
         other => other?,
     }
     let mut cursor = since;
@@ -106,7 +106,7 @@ fn execute(
             }
             Ok(None) => {}
             Err(error) if follow && super::journal_busy(&error) => seen = None,
-            Err(error) if super::journal_busy(&error) => return busy(&error),
+            Err(error) if super::journal_busy(&error) => return busy(&error, config.json),
             Err(error) => return Err(error),
         }
         if !follow {
@@ -117,8 +117,15 @@ fn execute(
 }
 
 /// Reports the journal held by another process (exit 3: nothing was read).
-fn busy(error: &anyhow::Error) -> anyhow::Result<Outcome> {
-    eprintln!("blocked: {}", super::busy_detail(error));
+fn busy(error: &anyhow::Error, json: bool) -> anyhow::Result<Outcome> {
+    let detail = super::busy_detail(error);
+    eprintln!("blocked: {detail}");
+    if json {
+        output::json_line(&serde_json::json!({
+            "status": "blocked",
+            "reason": "maintenance_required",
+        }))?;
+    }
     Ok(Outcome::Blocked)
 }
 

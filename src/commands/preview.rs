@@ -31,8 +31,12 @@ pub fn execute(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outc
     let store = open_store(config)?;
     let outcome = pruning_engine::preview(&store, request)?;
     let result = outcome.result;
-    if config.json {
-        output::json_document(&result)?;
+    let ended = match result {
+        PreviewResult::Preview { .. } => Outcome::Done,
+        PreviewResult::Blocked { .. } => Outcome::Blocked,
+    };
+    let printed = if config.json {
+        // The words first: they reach stderr even when stdout's reader is gone.
         if let Some(refusal) = &outcome.refusal {
             eprintln!(
                 "blocked: {}: {}",
@@ -40,18 +44,17 @@ pub fn execute(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outc
                 output::printable(&refusal.detail)
             );
         }
+        output::json_document(&result)
     } else {
         print_human(
             &config.invocation,
             request,
             &result,
             outcome.refusal.as_ref(),
-        )?;
-    }
-    Ok(match result {
-        PreviewResult::Preview { .. } => Outcome::Done,
-        PreviewResult::Blocked { .. } => Outcome::Blocked,
-    })
+        )
+        .map_err(Into::into)
+    };
+    output::unless_reader_gone(printed, ended)
 }
 
 /// Prints a preview for people; `invocation` starts the suggested prune command.

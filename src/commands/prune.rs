@@ -1,7 +1,7 @@
 //! `session-prune prune SESSION MESSAGE --revision REV (--indexes I,J | --all-technical)`:
 //! journal, apply and announce one prune; `--dry-run` runs every check a prune runs (the session
-//! fence, the receipt lookup, the planner) in a write transaction it rolls back (a read
-//! transaction on read-only media), and writes nothing.
+//! fence, the receipt lookup, the planner) in a write transaction it rolls back, and writes
+//! nothing (on read-only media it is refused, as the prune would be: docs/read-only-media.md).
 
 use pruning_engine::{BlockedReason, DryRun, Plan, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;
@@ -108,8 +108,12 @@ pub fn execute(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow
         Err(detail) => return busy(config, &detail),
     };
     let outcome = engine.prune(request)?;
-    if config.json {
-        output::json_document(&outcome.result)?;
+    let ended = match outcome.result {
+        PruneResult::Pruned { .. } => Outcome::Done,
+        PruneResult::Blocked { .. } => Outcome::Blocked,
+    };
+    let printed = if config.json {
+        // The words first: they reach stderr even when stdout's reader is gone.
         if let Some(refusal) = &outcome.refusal {
             eprintln!(
                 "blocked: {}: {}",
@@ -117,13 +121,11 @@ pub fn execute(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow
                 output::printable(&refusal.detail)
             );
         }
+        output::json_document(&outcome.result)
     } else {
-        print_human(&outcome)?;
-    }
-    Ok(match outcome.result {
-        PruneResult::Pruned { .. } => Outcome::Done,
-        PruneResult::Blocked { .. } => Outcome::Blocked,
-    })
+        print_human(&outcome).map_err(Into::into)
+    };
+    output::unless_reader_gone(printed, ended)
 }
 
 fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {

@@ -3,6 +3,7 @@
 
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
+use crate::cli::error::ConfigError;
 use crate::output;
 use crate::output::say;
 use pruning_engine::SessionStore;
@@ -17,6 +18,9 @@ pub struct Args {
 
 /// Lists receipts, oldest first.
 pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
+    if session.as_deref().is_some_and(|id| id.trim().is_empty()) {
+        return Err(ConfigError::EmptyScope("--session").into());
+    }
     let session = session.as_deref();
     let store = open_store(config)?;
     let receipts = store.receipts(session)?;

@@ -560,3 +560,87 @@ fn dry_run_reports_a_locked_database_as_a_prune_would() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("locked by another writer"));
 }
+
+#[test]
+fn a_refused_prune_exits_3_even_when_nobody_reads_its_answer() {
+    let fx = Fixture::new();
+    let rev = "0".repeat(64);
+    for json in [true, false] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_session-prune"));
+        command.arg("--db").arg(&fx.db);
+        if json {
+            command.arg("--json");
+        }
+        let mut child = command
+            .args([
+                "prune",
+                KILLED_MID_TOOL,
+                KILLED_MID_TOOL_MSG,
+                "--revision",
+                &rev,
+                "--all-technical",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before anything is written.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "json: {json}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        if json {
+            assert!(stderr.contains("blocked: maintenance_required"), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn an_argument_that_is_not_utf8_is_bad_input_not_a_crash() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let before = fx.file_digest();
+    let bad = std::ffi::OsStr::from_bytes(b"ses_\xff");
+    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .arg("--json")
+        .arg("messages")
+        .arg(bad)
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let doc = json(&out);
+    assert_eq!(doc["status"], "error");
+    assert_eq!(doc["exitCode"], 2);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    // After `--`, `--json` is a value, not the flag: no JSON document.
+    let out = cli(&fx, &["preview", "--", "--json"]);
+    assert_exit(&out, 2);
+    assert_eq!(out.stdout, b"");
+    assert_eq!(fx.file_digest(), before);
+}
+
+#[test]
+fn bad_ids_and_journal_paths_are_bad_input_and_change_nothing() {
+    let fx = Fixture::new();
+    let before = fx.file_digest();
+    // A session the database does not hold: refused before the journal is made.
+    let out = cli(&fx, &["--json", "clean", "ses_nope", "--apply"]);
+    assert_json_error(&out, 2, "there is no session ses_nope");
+    assert!(!fx.journal.exists(), "clean made a journal for bad input");
+    // An empty session id.
+    let out = cli(&fx, &["--json", "receipts", "--session", ""]);
+    assert_json_error(&out, 2, "--session needs an id");
+    // A journal path that names a folder.
+    let folder = fx.dir.path().join("journals");
+    std::fs::create_dir(&folder).unwrap();
+    for args in [&["--json", "sessions"][..], &["--json", "receipts"][..]] {
+        let out = cli_with_journal(&fx.db, &folder, args);
+        assert_json_error(&out, 2, "is a folder; the journal is a file");
+    }
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+    assert!(!fx.journal.exists());
+    assert_eq!(fx.file_digest(), before);
+}

@@ -21,6 +21,12 @@ fn commands_that_need_the_journal_are_blocked_and_readers_work() {
             && stderr.contains("`serve`"),
         "{stderr}"
     );
+    let events = run(&fx.db, &["events", "--json"]);
+    assert_exit(&events, 3);
+    assert_eq!(
+        String::from_utf8_lossy(&events.stdout),
+        "{\"status\":\"blocked\",\"reason\":\"maintenance_required\"}\n"
+    );
 
     let preview = run(&fx.db, &["--json", "preview", MANY_TURNS, TURN5]);
     assert_exit(&preview, 0);

@@ -42,17 +42,28 @@ fn connect(server: &Server) -> TcpStream {
     stream
 }
 
+/// One `read`, tried again when a signal interrupted it: a read with a timeout
+/// (`SO_RCVTIMEO`) is not restarted by the kernel after a signal handler ran (signal(7)).
+fn read_once(stream: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match stream.read(buf) {
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
 /// Reads until the server closes the connection; returns what it sent. Panics if it stays open
 /// for [`READ_LIMIT`].
 fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
     let mut all = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
-        match stream.read(&mut buf) {
+        match read_once(stream, &mut buf) {
             Ok(0) => return all,
             Ok(n) => all.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == ErrorKind::ConnectionReset => return all,
-            Err(e) => panic!("the server kept the connection open: {e}"),
+            Err(e) => panic!("the server kept the connection open: {e} ({:?})", e.kind()),
         }
     }
 }
@@ -71,7 +82,7 @@ fn read_response(stream: &mut TcpStream) -> u16 {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        let n = stream.read(&mut byte).expect("response head");
+        let n = read_once(stream, &mut byte).expect("response head");
         assert_eq!(n, 1, "the connection closed mid-response: {head:?}");
         head.push(byte[0]);
     }
@@ -173,9 +184,7 @@ fn connections_beyond_the_limit_wait_until_the_idle_ones_are_closed() {
         .set_read_timeout(Some(Duration::from_millis(300)))
         .expect("timeout");
     let mut byte = [0u8; 1];
-    let waiting = ninth
-        .read(&mut byte)
-        .expect_err("no answer beyond the limit");
+    let waiting = read_once(&mut ninth, &mut byte).expect_err("no answer beyond the limit");
     assert!(
         matches!(waiting.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
         "{waiting:?}"

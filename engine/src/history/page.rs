@@ -80,16 +80,19 @@ pub struct HistoryHit {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryCandidate {
-    /// The message.
+    /// The message (1 to 256 characters).
     #[serde(rename = "messageID")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     pub message_id: String,
     /// Revision of its content when scanned (64 lowercase hex).
     #[cfg_attr(feature = "openapi", schema(pattern = "^[0-9a-f]{64}$"))]
     pub revision: String,
     /// Its tool parts.
     #[serde(rename = "toolCount")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 4294967295_u64))]
     pub tool_count: u32,
     /// Its reasoning parts.
     #[serde(rename = "reasoningCount")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 4294967295_u64))]
     pub reasoning_count: u32,
 }

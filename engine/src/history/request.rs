@@ -81,8 +81,8 @@ pub struct RawHistory {
     /// What the page is for.
     #[serde(default)]
     purpose: Purpose,
-    /// Where the previous page stopped (its `cursor`), at most 4,096 characters.
-    #[cfg_attr(feature = "openapi", schema(max_length = 4096))]
+    /// Where the previous page stopped (its `cursor`), 1 to 4,096 characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 4096))]
     cursor: Option<String>,
 }
 
