@@ -2,9 +2,22 @@
 //! fixture's rows, then measures, from one run side by side:
 //! - clean throughput (MB of row data per second) and peak RSS, batches of 1,000 against one
 //!   durable prune per message (`--batch-size 1`);
+//! - clean against SQLite's `VACUUM INTO` of the same database (a copy of every live page: the
+//!   floor a rewrite of the file costs), timed in the same run;
 //! - with `--opencode`: bytes freed after VACUUM by `clean` against OpenCode 1.18.34's own
 //!   `DELETE /session/{id}/message/{mid}/part/{pid}` of the same parts on a copy of the same
 //!   database, and the parts per second of each.
+//!
+//! The run ends with one line in exactly this form, which scripts read:
+//!
+//! ```text
+//! RATIO mb=<size> clean_vs_vacuum_into=<x> batch_vs_single=<x> vs_opencode_parts=<x|na> rss_mib=<n> mb_per_s=<n>
+//! ```
+//!
+//! `clean_vs_vacuum_into` is the batch clean's time over `VACUUM INTO`'s, `batch_vs_single` the
+//! time of one durable prune per message over the batch clean's, `vs_opencode_parts` clean's
+//! parts per second over OpenCode's (`na` without `--opencode`), `rss_mib` the batch clean's
+//! peak resident set (MiB) and `mb_per_s` its MB (10^6 bytes) of row data per second.
 //!
 //! ```text
 //! cargo bench --bench scale_clean -- [--mb 1000] [--dir target/scale] [--opencode]
@@ -231,7 +244,13 @@ fn main() {
         mb(rows)
     );
     let clean = ["clean", "--all", "--keep-last-turns", "0", "--apply"];
+    let vacuum_into = time_vacuum_into(&source, &options.dir.join("vacuum-into.db"));
+    println!(
+        "VACUUM INTO of the same database: {:.2} s",
+        vacuum_into.as_secs_f64()
+    );
     let mut runs = Vec::new();
+    let mut batch_rss = 0;
     for batch in ["1000", "1"] {
         let copy = options.dir.join(format!("clean-batch-{batch}.db"));
         std::fs::copy(&source, &copy).expect("copy");
@@ -248,6 +267,9 @@ fn main() {
             messages as f64 / elapsed.as_secs_f64(),
             rss as f64 / 1024.0
         );
+        if batch == "1000" {
+            batch_rss = rss;
+        }
         runs.push((copy, elapsed, report));
     }
     println!(
@@ -261,22 +283,46 @@ fn main() {
         mb(vacuumed["bytesBefore"].as_u64().unwrap_or(0)),
         mb(vacuumed["bytesAfter"].as_u64().unwrap_or(0))
     );
-    if options.opencode {
-        compare_with_opencode(&source, ours, *ours_elapsed, ours_report, &vacuumed);
-    }
+    let vs_opencode = if options.opencode {
+        compare_with_opencode(&source, ours, *ours_elapsed, ours_report, &vacuumed)
+    } else {
+        None
+    };
+    println!(
+        "RATIO mb={} clean_vs_vacuum_into={:.2} batch_vs_single={:.2} vs_opencode_parts={} rss_mib={:.0} mb_per_s={:.1}",
+        options.megabytes,
+        ours_elapsed.as_secs_f64() / vacuum_into.as_secs_f64(),
+        runs[1].1.as_secs_f64() / runs[0].1.as_secs_f64(),
+        vs_opencode.map_or_else(|| "na".to_string(), |x| format!("{x:.2}")),
+        batch_rss as f64 / 1024.0,
+        mb(rows) / ours_elapsed.as_secs_f64()
+    );
+}
+
+/// How long SQLite's `VACUUM INTO target` of `source` takes (`target` is replaced, then
+/// removed).
+fn time_vacuum_into(source: &Path, target: &Path) -> Duration {
+    let _ = std::fs::remove_file(target);
+    let conn = Connection::open(source).expect("open");
+    let started = Instant::now();
+    conn.execute("VACUUM INTO ?1", [target.to_str().expect("UTF-8 path")])
+        .expect("VACUUM INTO");
+    let elapsed = started.elapsed();
+    drop(conn);
+    let _ = std::fs::remove_file(target);
+    elapsed
 }
 
 /// Deletes the parts `clean` removed through OpenCode's own API on a copy, then vacuums it.
+/// Returns clean's parts per second over OpenCode's, or `None` without an OpenCode binary.
 fn compare_with_opencode(
     source: &Path,
     ours: &Path,
     ours_elapsed: Duration,
     ours_report: &Value,
     ours_vacuum: &Value,
-) {
-    let Some(bin) = opencode_real::binary() else {
-        return;
-    };
+) -> Option<f64> {
+    let bin = opencode_real::binary()?;
     let parts: Vec<(String, String, String)> = {
         let conn = Connection::open(ours).expect("open");
         let mut stmt = conn
@@ -334,4 +380,8 @@ fn compare_with_opencode(
         mb(freed_theirs),
         freed_ours as f64 / freed_theirs.max(1) as f64
     );
+    Some(
+        (ours_parts / ours_elapsed.as_secs_f64())
+            / (parts.len() as f64 / theirs_elapsed.as_secs_f64()),
+    )
 }
