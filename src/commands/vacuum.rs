@@ -88,10 +88,11 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     doc.pids = other_processes(&config.db);
     if !doc.pids.is_empty() && !force {
         doc.reason = Some(format!(
-            "other processes have the database open (pids {}): stop OpenCode first, or pass --force to run anyway",
+            "other processes have the database open ({}): stop them first (OpenCode, or a \
+             `session-prune serve`), or pass --force to run anyway",
             doc.pids
                 .iter()
-                .map(u32::to_string)
+                .map(|pid| named(*pid))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
@@ -190,4 +191,12 @@ fn room_shortage(needs: &Needs, same_disk: bool, temp_free: u64, db_free: u64) -
         ));
     }
     (!short.is_empty()).then(|| format!("not enough free disk space: {}", short.join("; ")))
+}
+
+/// `pid 12622 (session-prune)`: a process id with its command name where `/proc` tells it.
+fn named(pid: u32) -> String {
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(name) if !name.trim().is_empty() => format!("pid {pid} ({})", name.trim()),
+        _ => format!("pid {pid}"),
+    }
 }

@@ -66,7 +66,13 @@ fn another_process_holding_the_database_is_refused_unless_forced() {
     let doc = json(&out);
     assert_eq!(doc["status"], "refused");
     assert_eq!(doc["pids"], serde_json::json!([holder.id()]));
-    assert!(doc["reason"].as_str().unwrap().contains("--force"));
+    let reason = doc["reason"].as_str().unwrap();
+    assert!(reason.contains("--force"), "{reason}");
+    // Named, so that a person can tell OpenCode from a `session-prune serve`.
+    assert!(
+        reason.contains(&format!("pid {} (sleep)", holder.id())),
+        "{reason}"
+    );
     assert_eq!(fx.file_digest(), before);
 
     let forced = run(&fx.db, &["--json", "vacuum", "--force"]);
