@@ -23,9 +23,7 @@ use pruning_engine::{
 use serde::Serialize;
 
 use super::error::ApiError;
-use super::responses::{
-    BadRequest, BodyTimeout, Forbidden, Internal, NotFound, TooLarge, Unauthorized,
-};
+use super::responses::ContractFailures;
 use super::state::{Admission, AppState};
 use super::{body, document};
 
@@ -38,13 +36,7 @@ use super::{body, document};
     request_body = RawPreview,
     responses(
         (status = 200, description = "The preview, or `blocked`", body = PreviewResult),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 408, response = BodyTimeout),
-        (status = 413, response = TooLarge),
-        (status = 500, response = Internal),
+        ContractFailures,
     )
 )]
 pub async fn preview(
@@ -67,13 +59,7 @@ pub async fn preview(
     request_body = RawPrune,
     responses(
         (status = 200, description = "Pruned, or `blocked`", body = PruneResult),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 408, response = BodyTimeout),
-        (status = 413, response = TooLarge),
-        (status = 500, response = Internal),
+        ContractFailures,
     )
 )]
 pub async fn prune(
@@ -97,13 +83,7 @@ pub async fn prune(
     request_body = RawHistory,
     responses(
         (status = 200, description = "A page, or `blocked`", body = HistoryResult),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 408, response = BodyTimeout),
-        (status = 413, response = TooLarge),
-        (status = 500, response = Internal),
+        ContractFailures,
     )
 )]
 pub async fn history(
@@ -126,13 +106,7 @@ pub async fn history(
     request_body = RawBatch,
     responses(
         (status = 200, description = "One result per candidate, in order", body = BatchResult),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 408, response = BodyTimeout),
-        (status = 413, response = TooLarge),
-        (status = 500, response = Internal),
+        ContractFailures,
     )
 )]
 pub async fn prune_batch(

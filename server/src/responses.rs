@@ -2,7 +2,7 @@
 //! response): the handlers' `#[utoipa::path]` name them by these types. Nothing was journaled
 //! or written for any of them.
 
-use utoipa::ToResponse;
+use utoipa::{IntoResponses, ToResponse};
 
 use super::error::ErrorBody;
 
@@ -40,3 +40,31 @@ pub struct TooLarge(ErrorBody);
 #[derive(ToResponse)]
 #[allow(dead_code)]
 pub struct Internal(ErrorBody);
+
+/// The error answers the four contract routes (preview, prune, history, prune-batch) share,
+/// listed once for their `#[utoipa::path]` (each route adds its `200`).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum ContractFailures {
+    /// See [`BadRequest`].
+    #[response(status = 400)]
+    BadRequest(#[ref_response] BadRequest),
+    /// See [`Unauthorized`].
+    #[response(status = 401)]
+    Unauthorized(#[ref_response] Unauthorized),
+    /// See [`Forbidden`].
+    #[response(status = 403)]
+    Forbidden(#[ref_response] Forbidden),
+    /// See [`NotFound`].
+    #[response(status = 404)]
+    NotFound(#[ref_response] NotFound),
+    /// See [`BodyTimeout`].
+    #[response(status = 408)]
+    BodyTimeout(#[ref_response] BodyTimeout),
+    /// See [`TooLarge`].
+    #[response(status = 413)]
+    TooLarge(#[ref_response] TooLarge),
+    /// See [`Internal`].
+    #[response(status = 500)]
+    Internal(#[ref_response] Internal),
+}
