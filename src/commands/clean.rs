@@ -259,13 +259,13 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         // Each was found above.
         Some(ids) => ids.clone(),
     };
-    let mut total = 0u64;
-    let mut kept = 0u64;
-    for id in &session_ids {
-        let listing = store.clean_listing(id, clean.policy.keep_last_turns)?;
-        total += listing.ids.len() as u64;
-        kept += listing.kept;
-    }
+    // Each session's listing is read once: the totals for the progress line, then the walk.
+    let listings = session_ids
+        .iter()
+        .map(|id| store.clean_listing(id, clean.policy.keep_last_turns))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total: u64 = listings.iter().map(|l| l.ids.len() as u64).sum();
+    let kept: u64 = listings.iter().map(|l| l.kept).sum();
     let mut report = Report {
         status: if clean.apply { "cleaned" } else { "dry-run" },
         sessions: session_ids.len() as u64,
@@ -283,11 +283,8 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let mut pending = Pending::default();
     // The spill files the dry run's prunes point at, once per part.
     let mut spilled: Vec<String> = Vec::new();
-    'sessions: for session_id in &session_ids {
-        let ids = store
-            .clean_listing(session_id, clean.policy.keep_last_turns)?
-            .ids;
-        for message_id in &ids {
+    'sessions: for (session_id, listing) in session_ids.iter().zip(&listings) {
+        for message_id in &listing.ids {
             if stop.load(Ordering::SeqCst) {
                 break 'sessions;
             }

@@ -38,6 +38,7 @@ mod planner_refusals_leave_database_unchanged;
 mod prune_batch_results_per_candidate;
 mod prune_many_commits_a_batch_with_group_commit;
 mod prune_removes_every_row_copy;
+mod prunes_see_what_opencode_wrote_since_the_last_one;
 mod read_commands_make_no_sync_calls;
 mod read_commands_work_on_read_only_media;
 mod recovery_resolves_pending_intents;

@@ -155,10 +155,10 @@ pub struct Listing {
 /// those whose time is not a number (reported as unplaceable).
 pub fn messages(
     conn: &Connection,
+    schema: &Schema,
     session_id: &str,
     keep_last_turns: u32,
 ) -> rusqlite::Result<Listing> {
-    let schema = Schema::read(conn)?;
     let v1 = schema.has("message") && schema.has("part");
     let v2 = schema.has_v2();
     const V1_ROLE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.role') END";
@@ -277,15 +277,14 @@ pub fn freed_bytes(
     }
     // No event log (OpenCode 1.2, 1.3): a prune deletes no snapshot.
     let snapshots = if schema.has_events() {
-        let foreign = store.foreign_snapshots(&conn, &schema)?;
-        super::v1::events::find_snapshots(
-            &conn,
-            session_id,
-            message_id,
-            &ids,
-            &foreign.of_parts(&ids),
-        )
-        .map_err(storage)?
+        let mut known = store.known(&conn, &schema)?;
+        // One read transaction: the snapshot index is learnt at one data version.
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let found = known
+            .refresh(&conn)
+            .and_then(|()| super::v1::events::find_snapshots(&conn, &mut known, session_id, &ids));
+        let _ = conn.execute_batch("COMMIT");
+        found.map_err(storage)?
     } else {
         Vec::new()
     };
@@ -297,8 +296,7 @@ pub fn freed_bytes(
 }
 
 /// V1 `part` rows of `session_id` whose `message` row is missing: no clean looks at them.
-pub fn orphan_parts(conn: &Connection, session_id: &str) -> rusqlite::Result<u64> {
-    let schema = Schema::read(conn)?;
+pub fn orphan_parts(conn: &Connection, schema: &Schema, session_id: &str) -> rusqlite::Result<u64> {
     if !(schema.has("message") && schema.has("part")) {
         return Ok(0);
     }
@@ -313,8 +311,12 @@ pub fn orphan_parts(conn: &Connection, session_id: &str) -> rusqlite::Result<u64
 }
 
 /// Whether the message row is found by its id with a number for its time (V1 or V2).
-fn placed(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<bool> {
-    let schema = Schema::read(conn)?;
+fn placed(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<bool> {
     let mut found = false;
     for (table, present) in [
         ("message", schema.has_v1()),
@@ -335,8 +337,12 @@ fn placed(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Re
 }
 
 /// Bytes a message holds as stored: V2 `data`, or V1 `message.data` plus its parts' `data`.
-fn stored_bytes(conn: &Connection, session_id: &str, message_id: &str) -> rusqlite::Result<i64> {
-    let schema = Schema::read(conn)?;
+fn stored_bytes(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<i64> {
     let mut total = 0i64;
     if schema.has_v2() {
         total = total.max(crate::opencode::cached::query_row(
@@ -375,16 +381,21 @@ pub fn plan(
             "the id is not one a request can name (empty or over 256 characters)",
         ));
     };
-    if !placed(&store.connection(), session_id, message_id)
-        .map_err(|e| StoreError::Storage(Box::new(e)))?
-    {
+    let storage = |e: rusqlite::Error| StoreError::Storage(Box::new(e));
+    let (placed, bytes) = {
+        let conn = store.connection();
+        let schema = store.schema_of(&conn).map_err(storage)?;
+        (
+            placed(&conn, &schema, session_id, message_id).map_err(storage)?,
+            stored_bytes(&conn, &schema, session_id, message_id).map_err(storage)?,
+        )
+    };
+    if !placed {
         return Ok(skipped(
             SkipReason::Unplaceable,
             "time_created is not a number, or the row cannot be found by its id",
         ));
     }
-    let bytes = stored_bytes(&store.connection(), session_id, message_id)
-        .map_err(|e| StoreError::Storage(Box::new(e)))?;
     if bytes > MAX_MESSAGE_BYTES as i64 {
         return Ok(skipped(
             SkipReason::Oversize,

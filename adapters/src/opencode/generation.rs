@@ -12,7 +12,8 @@ use rusqlite::Connection;
 
 use super::schema::Schema;
 use super::v1::apply::V1Plan;
-use super::v1::foreign::ForeignSnapshots;
+use super::v1::fence::FenceClock;
+use super::v1::known::Known;
 use super::v1::read::{self, Texts};
 use super::v2::apply::V2Plan;
 use super::write::{self, Failure, Prepared, Step};
@@ -102,16 +103,24 @@ pub(crate) fn read(
 /// Runs one prune transaction on `conn` (see [`write::in_transaction`] for its refusals and
 /// errors): the generation is decided inside it, then that generation's checks and writes run,
 /// and the receipt is inserted. `quiet_period_ms` is the V1 fence's quiet period.
+///
+/// What `known` learnt stays for the next transaction only when this one committed its writes
+/// (or wrote nothing); otherwise it is forgotten.
 pub(crate) fn apply(
     conn: &Connection,
     schema: &Schema,
-    foreign: &mut ForeignSnapshots,
+    known: &mut Known,
     command: &PruneCommand<'_>,
     quiet_period_ms: i64,
 ) -> Result<Applied, StoreError> {
-    write::in_transaction(conn, || {
-        prune(conn, schema, foreign, command, quiet_period_ms)
-    })
+    let applied = write::in_transaction(conn, || {
+        known.refresh(conn)?;
+        prune(conn, schema, known, command, quiet_period_ms)
+    });
+    if !matches!(applied, Ok(Applied::Pruned { .. })) {
+        known.forget();
+    }
+    applied
 }
 
 /// What a prune of `request` would do (nothing is written): the checks before any write, inside
@@ -119,18 +128,23 @@ pub(crate) fn apply(
 pub(crate) fn dry_run(
     conn: &Connection,
     schema: &Schema,
+    known: &mut Known,
     request: &PruneRequest,
     now_ms: i64,
     quiet_period_ms: i64,
 ) -> rusqlite::Result<Prepared<Plan>> {
     let key = hex::encode(pruning_engine::request_key(request));
+    known.refresh(conn)?;
     let prepared = prepare(
         conn,
         schema,
+        known,
         request,
         &key,
-        now_ms,
-        quiet_period_ms,
+        FenceClock {
+            now_ms,
+            quiet_period_ms,
+        },
         Texts::Skip,
     )?;
     Ok(prepared.map(Planned::into_plan))
@@ -172,24 +186,18 @@ impl Planned {
 fn prepare(
     conn: &Connection,
     schema: &Schema,
+    known: &mut Known,
     request: &PruneRequest,
     request_key: &str,
-    now_ms: i64,
-    quiet_period_ms: i64,
+    clock: FenceClock,
     texts: Texts,
 ) -> rusqlite::Result<Prepared<Planned>> {
     Ok(
         match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
-            Generation::V1 => v1::apply::prepare(
-                conn,
-                schema,
-                request,
-                request_key,
-                now_ms,
-                quiet_period_ms,
-                texts,
-            )?
-            .map(Planned::V1),
+            Generation::V1 => {
+                v1::apply::prepare(conn, schema, known, request, request_key, clock, texts)?
+                    .map(Planned::V1)
+            }
             Generation::V2 => {
                 v2::apply::prepare(conn, schema, request, request_key)?.map(Planned::V2)
             }
@@ -201,7 +209,7 @@ fn prepare(
 fn prune(
     conn: &Connection,
     schema: &Schema,
-    foreign: &mut ForeignSnapshots,
+    known: &mut Known,
     command: &PruneCommand<'_>,
     quiet_period_ms: i64,
 ) -> Result<Step, Failure> {
@@ -210,10 +218,13 @@ fn prune(
     let prepared = prepare(
         conn,
         schema,
+        known,
         request,
         &key,
-        command.now_ms,
-        quiet_period_ms,
+        FenceClock {
+            now_ms: command.now_ms,
+            quiet_period_ms,
+        },
         Texts::Keep,
     )?;
     let planned = match prepared {
@@ -221,9 +232,9 @@ fn prune(
         Prepared::Replayed(receipt) => return Ok(Step::Replayed(receipt)),
         Prepared::Plan(planned) => planned,
     };
-    write::claim_identity(conn, command)?;
+    write::claim_identity(conn, schema, command)?;
     let written = match &planned {
-        Planned::V1(planned) => v1::apply::write(conn, schema, foreign, command, planned)?,
+        Planned::V1(planned) => v1::apply::write(conn, schema, known, command, planned)?,
         Planned::V2(planned) => v2::apply::write(conn, request, planned)?,
     };
     Ok(match written {

@@ -71,7 +71,9 @@ impl OpenCodeStore {
         session_id: &str,
         keep_last_turns: u32,
     ) -> Result<Listing, StoreError> {
-        clean::messages(&self.connection(), session_id, keep_last_turns).map_err(storage)
+        let conn = self.connection();
+        let schema = self.schema_of(&conn).map_err(storage)?;
+        clean::messages(&conn, &schema, session_id, keep_last_turns).map_err(storage)
     }
 
     /// What a clean with `policy` does with one message: prune which parts, nothing, or skip it
@@ -106,7 +108,9 @@ impl OpenCodeStore {
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn orphan_parts(&self, session_id: &str) -> Result<u64, StoreError> {
-        clean::orphan_parts(&self.connection(), session_id).map_err(storage)
+        let conn = self.connection();
+        let schema = self.schema_of(&conn).map_err(storage)?;
+        clean::orphan_parts(&conn, &schema, session_id).map_err(storage)
     }
 
     /// `(files, bytes)` of the spill files in `folder` that removing unreferenced files would

@@ -21,7 +21,7 @@ use super::ownership;
 use super::receipts;
 use super::schema::{self, Schema};
 use super::sql_errors::{classify, sql_refusal};
-use super::v1::foreign::ForeignSnapshots;
+use super::v1::known::Known;
 use super::write::Prepared;
 
 /// Default quiet period: a session updated within the last 30 s is refused.
@@ -54,7 +54,7 @@ pub struct OpenCodeStore {
     path: PathBuf,
     options: StoreOptions,
     schema: Mutex<Option<Arc<Schema>>>,
-    foreign: Mutex<ForeignSnapshots>,
+    known: Mutex<Known>,
     read_only: bool,
 }
 
@@ -175,7 +175,7 @@ impl OpenCodeStore {
             path,
             options,
             schema: Mutex::new(Some(Arc::new(profile))),
-            foreign: Mutex::new(ForeignSnapshots::default()),
+            known: Mutex::new(Known::default()),
             read_only,
         })
     }
@@ -245,25 +245,25 @@ impl OpenCodeStore {
         }
     }
 
-    /// The snapshots filed under another session's aggregate (`ForeignSnapshots`), caught up
-    /// with the `event` table outside any transaction (the first call reads the whole table,
-    /// later ones only the rows appended since), locked for the caller. Empty where the schema
-    /// has no event log.
+    /// What the connection knows of the V1 tables (`v1::known`), locked for the caller, with
+    /// the snapshots filed under another session's aggregate caught up with the `event` table
+    /// when called outside any transaction (the first call reads the whole table, later ones
+    /// only the rows appended since; none where the schema has no event log).
     ///
     /// Errors: [`StoreError::Storage`].
-    pub fn foreign_snapshots(
+    pub(crate) fn known(
         &self,
         conn: &Connection,
         schema: &Schema,
-    ) -> Result<MutexGuard<'_, ForeignSnapshots>, StoreError> {
-        let mut foreign = self
-            .foreign
+    ) -> Result<MutexGuard<'_, Known>, StoreError> {
+        let mut known = self
+            .known
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if schema.has_events() && conn.is_autocommit() {
-            foreign.catch_up(conn).map_err(storage)?;
+            known.foreign.catch_up(conn).map_err(storage)?;
         }
-        Ok(foreign)
+        Ok(known)
     }
 
     /// OpenCode's projects and workspaces with their directories, ordered by id (see
@@ -425,14 +425,8 @@ impl SessionStore for OpenCodeStore {
         let level = if relaxed { "NORMAL" } else { "FULL" };
         conn.execute_batch(&format!("PRAGMA synchronous = {level}"))
             .map_err(storage)?;
-        let mut foreign = self.foreign_snapshots(&conn, &schema)?;
-        generation::apply(
-            &conn,
-            &schema,
-            &mut foreign,
-            command,
-            self.quiet_period_ms(),
-        )
+        let mut known = self.known(&conn, &schema)?;
+        generation::apply(&conn, &schema, &mut known, command, self.quiet_period_ms())
     }
 
     /// Syncs the WAL file (`<database>-wal`) to disk: every frame a deferred commit wrote is
@@ -483,7 +477,18 @@ impl SessionStore for OpenCodeStore {
                 return classify(&error).map(Err);
             }
         };
-        let prepared = generation::dry_run(&conn, &schema, request, now_ms, self.quiet_period_ms());
+        let mut known = self
+            .known
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let prepared = generation::dry_run(
+            &conn,
+            &schema,
+            &mut known,
+            request,
+            now_ms,
+            self.quiet_period_ms(),
+        );
         let _ = conn.execute_batch("ROLLBACK");
         Ok(match prepared {
             Ok(Prepared::Refuse(refusal)) => Err(refusal),

@@ -13,6 +13,7 @@ use pruning_engine::{
 use rusqlite::Connection;
 
 use super::receipts;
+use super::schema::Schema;
 use super::sql_errors::classify;
 
 /// What the checks before any write decided, with `P` a generation's planned prune.
@@ -168,13 +169,20 @@ pub(crate) fn replayed<P>(
     )
 }
 
-/// Creates the receipt tables if needed and checks the database's identity against the
-/// journal's (recording it on the first prune). Runs before a generation's first write.
+/// Creates the receipt tables where `schema` (read inside this transaction) lacks them, and
+/// checks the database's identity against the journal's (recording it on the first prune).
+/// Runs before a generation's first write.
 ///
 /// Errors: [`StoreError::DatabaseMismatch`] (as [`Failure::Store`]) when the database holds
 /// another identity than the journal's.
-pub(crate) fn claim_identity(conn: &Connection, command: &PruneCommand<'_>) -> Result<(), Failure> {
-    receipts::ensure_tables(conn)?;
+pub(crate) fn claim_identity(
+    conn: &Connection,
+    schema: &Schema,
+    command: &PruneCommand<'_>,
+) -> Result<(), Failure> {
+    if !(schema.has(receipts::META_TABLE) && schema.has(receipts::RECEIPT_TABLE)) {
+        receipts::ensure_tables(conn)?;
+    }
     let held = receipts::claim_database_id(conn, command.database_id)?;
     if held != command.database_id {
         return Err(Failure::Store(StoreError::DatabaseMismatch {

@@ -12,8 +12,8 @@ use pruning_engine::{BlockedReason, Plan, PruneCommand, PruneRequest, Refusal};
 use rusqlite::{params, Connection};
 
 use super::events;
-use super::fence::{self, FenceInput};
-use super::foreign::ForeignSnapshots;
+use super::fence::{self, FenceClock, FenceInput};
+use super::known::Known;
 use super::read;
 use crate::opencode::schema::Schema;
 use crate::opencode::write::{self, Prepared, Written};
@@ -31,15 +31,15 @@ pub(crate) struct V1Plan {
 
 /// Everything before the first write: the schema profile, the fence, the receipt lookup, the
 /// read, the planner. Runs inside the caller's transaction (a write transaction for a prune, a
-/// read one for a dry run). `now_ms` and `quiet_period_ms` are ms; `texts` says whether the part
+/// read one for a dry run). `clock` is when the fence checks; `texts` says whether the part
 /// rows' text is kept (a prune's deletes compare it).
 pub(crate) fn prepare(
     conn: &Connection,
     schema: &Schema,
+    known: &mut Known,
     request: &PruneRequest,
     request_key: &str,
-    now_ms: i64,
-    quiet_period_ms: i64,
+    clock: FenceClock,
     texts: read::Texts,
 ) -> rusqlite::Result<Prepared<V1Plan>> {
     if let Some(why) = schema.v1_write_refusal() {
@@ -51,10 +51,9 @@ pub(crate) fn prepare(
     let input = FenceInput {
         session_id: &request.session_id,
         scope: &request.scope,
-        now_ms,
-        quiet_period_ms,
+        clock,
     };
-    if let Some(refusal) = fence::check(conn, schema, input)? {
+    if let Some(refusal) = fence::check(conn, schema, known, input)? {
         return Ok(Prepared::Refuse(refusal));
     }
     if let Some(replayed) = write::replayed(conn, request_key, request)? {
@@ -72,12 +71,12 @@ pub(crate) fn prepare(
 
 /// The V1 writes of a planned prune (read with [`read::Texts::Keep`]): deletes the selected
 /// part rows, each matching the text read (`conflict` when one changed), then, where the schema
-/// has an event log, deletes their snapshots (`foreign` names those filed under another
-/// session) and appends one `message.part.removed.1` event per removed part.
+/// has an event log, deletes their snapshots (found through `known`, with those filed under
+/// another session) and appends one `message.part.removed.1` event per removed part.
 pub(crate) fn write(
     conn: &Connection,
     schema: &Schema,
-    foreign: &mut ForeignSnapshots,
+    known: &mut Known,
     command: &PruneCommand<'_>,
     planned: &V1Plan,
 ) -> rusqlite::Result<Result<Written, Refusal>> {
@@ -100,14 +99,9 @@ pub(crate) fn write(
     if schema.has_events() {
         let doomed: HashSet<&str> = part_ids.iter().map(String::as_str).collect();
         // Inside the write transaction: the rows appended since the store's last look.
-        foreign.catch_up(conn)?;
-        let (_, snapshot_bytes) = events::delete_snapshots(
-            conn,
-            &request.session_id,
-            &request.message_id,
-            &doomed,
-            &foreign.of_parts(&doomed),
-        )?;
+        known.foreign.catch_up(conn)?;
+        let (_, snapshot_bytes) =
+            events::delete_snapshots(conn, known, &request.session_id, &doomed)?;
         bytes_removed += snapshot_bytes;
         events::append_removed(
             conn,
@@ -116,7 +110,7 @@ pub(crate) fn write(
             &part_ids,
             command.now_ms,
         )?;
-        foreign.after_own_writes(conn)?;
+        known.foreign.after_own_writes(conn)?;
     }
     Ok(Ok(Written {
         part_ids,

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 
+use super::known::Known;
 use crate::opencode::ids;
 
 /// `event.type` of a part snapshot.
@@ -22,73 +23,55 @@ pub const PART_UPDATED: &str = "message.part.updated.1";
 pub const PART_REMOVED: &str = "message.part.removed.1";
 
 /// Deletes every `message.part.updated.1` event of `session_id` whose `data.part.id` is in
-/// `part_ids` (parts of message `message_id`), and the events `foreign` names (snapshots of those
-/// parts filed under another aggregate, see [`super::foreign`]). Returns `(rows deleted, bytes
-/// of data deleted)`.
+/// `part_ids`, and the snapshots of those parts filed under another aggregate (see
+/// [`super::foreign`]), telling `known` what it deleted. Returns `(rows deleted, bytes of data
+/// deleted)`.
 pub fn delete_snapshots(
     conn: &Connection,
+    known: &mut Known,
     session_id: &str,
-    message_id: &str,
     part_ids: &HashSet<&str>,
-    foreign: &[String],
 ) -> rusqlite::Result<(u64, u64)> {
-    let doomed = find_snapshots(conn, session_id, message_id, part_ids, foreign)?;
+    let doomed = find_snapshots(conn, known, session_id, part_ids)?;
     let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
     let mut bytes = 0u64;
     for (id, len) in &doomed {
         delete.execute([id])?;
         bytes += u64::try_from(*len).unwrap_or(0);
     }
+    known.snapshots_deleted(part_ids);
     Ok((doomed.len() as u64, bytes))
 }
 
 /// The `message.part.updated.1` events of `session_id` whose `data.part.id` is in `part_ids`
-/// (parts of message `message_id`), and those of the `foreign` event ids that still exist, as
-/// `(event id, bytes of data)`: what a prune of those parts deletes.
+/// (from `known`'s snapshot index of the session), and the snapshots of those parts filed under
+/// another aggregate that still exist, as `(event id, bytes of data)`, each once: what a prune
+/// of those parts deletes. A snapshot that is not JSON, or whose `part.id` is not a string,
+/// names no part.
 pub fn find_snapshots(
     conn: &Connection,
+    known: &mut Known,
     session_id: &str,
-    message_id: &str,
     part_ids: &HashSet<&str>,
-    foreign: &[String],
 ) -> rusqlite::Result<Vec<(String, i64)>> {
     let mut doomed: Vec<(String, i64)> = Vec::new();
     {
         let mut stmt = conn.prepare_cached(
             "SELECT length(CAST(data AS BLOB)) FROM event WHERE id = ?1 AND type = ?2",
         )?;
-        for id in foreign {
+        for id in known.foreign.of_parts(part_ids) {
             let mut rows = stmt.query(params![id, PART_UPDATED])?;
             if let Some(row) = rows.next()? {
-                doomed.push((id.clone(), row.get(0)?));
+                let len = row.get(0)?;
+                doomed.push((id, len));
             }
         }
     }
-    {
-        // A snapshot of a part of this message spells the message id out in `part.messageID`:
-        // the substring test skips the other snapshots without parsing their JSON. A snapshot
-        // that is not JSON, or whose `part.id` is not a string, names no part: it stays.
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, CASE WHEN json_valid(data) THEN json_extract(data, '$.part.id') END, \
-                    length(CAST(data AS BLOB)) FROM event \
-             WHERE aggregate_id = ?1 AND type = ?2 AND session_prune_contains(data, ?3)",
-        )?;
-        let mut rows = stmt.query(params![session_id, PART_UPDATED, message_id])?;
-        while let Some(row) = rows.next()? {
-            let names_part = match row.get_ref(1)? {
-                rusqlite::types::ValueRef::Text(id) => {
-                    std::str::from_utf8(id).is_ok_and(|id| part_ids.contains(id))
-                }
-                _ => false,
-            };
-            if names_part {
-                // A snapshot of this session filed here that names another session as the
-                // part's owner is also among the foreign ones: counted once.
-                let id: String = row.get(0)?;
-                if !doomed.iter().any(|(known, _)| *known == id) {
-                    doomed.push((id, row.get(2)?));
-                }
-            }
+    for (id, len) in known.snapshots_of(conn, session_id, part_ids)? {
+        // A snapshot of this session filed here that names another session as the part's
+        // owner is also among the foreign ones: counted once.
+        if !doomed.iter().any(|(found, _)| *found == id) {
+            doomed.push((id, len));
         }
     }
     Ok(doomed)

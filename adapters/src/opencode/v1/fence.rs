@@ -21,8 +21,18 @@
 use pruning_engine::{BlockedReason, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
+use super::known::Known;
 use crate::opencode::ownership::{self, SessionTable};
 use crate::opencode::schema::{EventLog, Schema};
+
+/// When the fence checks: now and the quiet period, both in ms (now since the Unix epoch).
+#[derive(Debug, Clone, Copy)]
+pub struct FenceClock {
+    /// Now, ms since the Unix epoch.
+    pub now_ms: i64,
+    /// Quiet period, ms: a session updated more recently than this is refused.
+    pub quiet_period_ms: i64,
+}
 
 /// What the fence needs besides the connection.
 #[derive(Debug, Clone, Copy)]
@@ -31,21 +41,79 @@ pub struct FenceInput<'a> {
     pub session_id: &'a str,
     /// The sessions the request may touch.
     pub scope: &'a Scope,
-    /// Now, ms since the Unix epoch.
-    pub now_ms: i64,
-    /// Quiet period, ms: a session updated more recently than this is refused.
-    pub quiet_period_ms: i64,
+    /// When it checks.
+    pub clock: FenceClock,
 }
 
 /// Runs the fence. `Ok(Some(refusal))` refuses; SQL errors (a missing column, say) are returned
 /// for the caller to map to `unsupported_storage`.
+///
+/// Where the session's fence already passed at `known`'s data version (no other connection
+/// committed since, see [`Known`]), only what may differ since is checked again: the request's
+/// scope and the quiet period at `input.clock.now_ms`. Every other check reads what only another
+/// connection could have changed (this store's connection is its own: nothing attaches a
+/// database to it after it is opened).
 pub fn check(
     conn: &Connection,
     schema: &Schema,
+    known: &mut Known,
     input: FenceInput<'_>,
 ) -> rusqlite::Result<Option<Refusal>> {
+    if let Some(updated) = known.fence_passed(input.session_id) {
+        if let Some(refusal) =
+            ownership::check(conn, SessionTable::Shared, input.session_id, input.scope)?
+        {
+            return Ok(Some(refusal));
+        }
+        return Ok(quiet_period(updated, input));
+    }
+    let refusal = full_check(conn, schema, input)?;
+    Ok(match refusal {
+        Checked::Refused(refusal) => Some(refusal),
+        Checked::Passed { updated } => {
+            known.record_fence_pass(input.session_id, updated);
+            None
+        }
+    })
+}
+
+/// What [`full_check`] decided.
+enum Checked {
+    /// Refused.
+    Refused(Refusal),
+    /// Every check passed; the session's `time_updated` (ms).
+    Passed { updated: i64 },
+}
+
+impl From<Refusal> for Checked {
+    fn from(refusal: Refusal) -> Self {
+        Checked::Refused(refusal)
+    }
+}
+
+/// A refusal while the session was updated within the quiet period before `input.clock.now_ms`.
+fn quiet_period(updated: i64, input: FenceInput<'_>) -> Option<Refusal> {
+    let quiet_left = updated
+        .saturating_add(input.clock.quiet_period_ms)
+        .saturating_sub(input.clock.now_ms);
+    (quiet_left > 0).then(|| {
+        busy(format!(
+            "the session was updated {} ago, within the {} quiet period (OpenCode may still be writing it); try again in {}",
+            seconds(input.clock.now_ms.saturating_sub(updated)),
+            seconds(input.clock.quiet_period_ms),
+            seconds(quiet_left)
+        ))
+    })
+}
+
+/// Every check of the fence, in order.
+fn full_check(
+    conn: &Connection,
+    schema: &Schema,
+    input: FenceInput<'_>,
+) -> rusqlite::Result<Checked> {
     if let Some(refusal) = crate::opencode::write::storage_checks(conn)? {
-        return Ok(Some(refusal));
+        return Ok(refusal.into());
     }
 
     let sql = format!(
@@ -62,7 +130,7 @@ pub fn check(
         })
         .optional()?;
     let Some((compacting, revert, updated)) = session else {
-        return Ok(Some(Refusal::new(
+        return Ok(Checked::Refused(Refusal::new(
             BlockedReason::NotDeletable,
             format!("session {} does not exist", input.session_id),
         )));
@@ -70,32 +138,26 @@ pub fn check(
     if let Some(refusal) =
         ownership::check(conn, SessionTable::Shared, input.session_id, input.scope)?
     {
-        return Ok(Some(refusal));
+        return Ok(refusal.into());
     }
     if compacting {
-        return Ok(Some(busy("a compaction of the session is in progress")));
+        return Ok(Checked::Refused(busy(
+            "a compaction of the session is in progress",
+        )));
     }
     if revert {
-        return Ok(Some(busy(
+        return Ok(Checked::Refused(busy(
             "the session has a staged revert; finish or undo it in OpenCode",
         )));
     }
     let Some(updated) = updated else {
-        return Ok(Some(Refusal::new(
+        return Ok(Checked::Refused(Refusal::new(
             BlockedReason::UnsupportedStorage,
             "the session's time_updated is not a number: whether OpenCode is writing it cannot be told, so it is left alone",
         )));
     };
-    let quiet_left = updated
-        .saturating_add(input.quiet_period_ms)
-        .saturating_sub(input.now_ms);
-    if quiet_left > 0 {
-        return Ok(Some(busy(format!(
-            "the session was updated {} ago, within the {} quiet period (OpenCode may still be writing it); try again in {}",
-            seconds(input.now_ms.saturating_sub(updated)),
-            seconds(input.quiet_period_ms),
-            seconds(quiet_left)
-        ))));
+    if let Some(refusal) = quiet_period(updated, input) {
+        return Ok(refusal.into());
     }
 
     // A row that is not JSON may be an assistant message still being written: the session's
@@ -107,7 +169,7 @@ pub fn check(
         |row| row.get(0),
     )?;
     if damaged > 0 {
-        return Ok(Some(Refusal::new(
+        return Ok(Checked::Refused(Refusal::new(
             BlockedReason::UnsupportedStorage,
             format!("{damaged} message row(s) of the session are not valid JSON: whether a run is active cannot be told, so the damaged session is left alone"),
         )));
@@ -122,7 +184,7 @@ pub fn check(
         |row| row.get(0),
     )?;
     if incomplete > 0 {
-        return Ok(Some(busy(format!(
+        return Ok(Checked::Refused(busy(format!(
             "{incomplete} assistant message(s) of the session are not complete: a run is active, or was killed (then the session stays refused: OpenCode never completes a killed run's message)"
         ))));
     }
@@ -140,18 +202,22 @@ pub fn check(
         |row| row.get(0),
     )?;
     if running > 0 {
-        return Ok(Some(busy(format!(
+        return Ok(Checked::Refused(busy(format!(
             "{running} tool call(s) of the session are pending or running"
         ))));
     }
 
-    match schema.event_log() {
-        EventLog::Absent => Ok(None),
-        EventLog::Unusable(why) => Ok(Some(Refusal::new(BlockedReason::UnsupportedStorage, why))),
+    let refusal = match schema.event_log() {
+        EventLog::Absent => None,
+        EventLog::Unusable(why) => Some(Refusal::new(BlockedReason::UnsupportedStorage, why)),
         EventLog::Present { owner_column } => {
-            event_bookkeeping(conn, input.session_id, owner_column)
+            event_bookkeeping(conn, input.session_id, owner_column)?
         }
-    }
+    };
+    Ok(match refusal {
+        Some(refusal) => refusal.into(),
+        None => Checked::Passed { updated },
+    })
 }
 
 /// Whether the session's event bookkeeping lets a prune append its events (the fence's check,

@@ -8,4 +8,5 @@ pub mod apply;
 pub mod events;
 pub mod fence;
 pub mod foreign;
+pub mod known;
 pub mod read;

@@ -1,0 +1,187 @@
+//! A store keeps what it learnt about a session between two prunes (its fence passed, its
+//! snapshots by part) only while no other connection committed: a write of OpenCode between two
+//! prunes of one engine is seen by the second, and a prune that rolled back after deleting
+//! leaves nothing learnt behind (docs/ARCHITECTURE.md, "Bulk work").
+
+use crate::common;
+
+use common::*;
+use pruning_engine::{BlockedReason, PruneRequest, PruneResult};
+
+/// The message pruned first, to make the store learn the session.
+const FIRST: &str = TURN1;
+
+/// Prunes every technical part of `message` (of the many-turns session) at its current revision.
+fn prune_all(
+    engine: &pruning_engine::Engine<pruning_adapters::opencode::OpenCodeStore>,
+    message: &str,
+) -> PruneResult {
+    let revision = preview(engine, MANY_TURNS, message).0;
+    let request = PruneRequest::all_technical(MANY_TURNS.into(), message.into(), revision).unwrap();
+    engine.prune(&request).unwrap().result
+}
+
+/// `message.part.updated.1` events holding one of the tool or reasoning parts of `message`.
+fn snapshots_of_technical_parts(fx: &Fixture, message: &str) -> i64 {
+    fx.scalar(&format!(
+        "SELECT count(*) FROM event WHERE type = 'message.part.updated.1' \
+           AND json_extract(data, '$.part.id') IN (SELECT id FROM part WHERE message_id = '{message}' \
+             AND json_extract(data, '$.type') IN ('tool', 'reasoning'))"
+    ))
+}
+
+/// Tool and reasoning parts of `message`.
+fn technical_parts(fx: &Fixture, message: &str) -> i64 {
+    fx.scalar(&format!(
+        "SELECT count(*) FROM part WHERE message_id = '{message}' \
+           AND json_extract(data, '$.type') IN ('tool', 'reasoning')"
+    ))
+}
+
+/// After a first prune passed the session's fence, OpenCode changes the session so that the
+/// fence must refuse: the next prune of the same engine is refused and changes nothing.
+#[test]
+fn a_session_opencode_changed_after_a_prune_is_fenced_again() {
+    let changes = [
+        "UPDATE session SET time_compacting = 1 WHERE id = 'SESSION'",
+        "UPDATE message SET data = json_remove(data, '$.time.completed') WHERE id = 'LAST'",
+        "UPDATE part SET data = json_set(data, '$.state.status', 'running') \
+           WHERE id = (SELECT id FROM part WHERE message_id = 'LAST' \
+                         AND json_extract(data, '$.type') = 'tool' LIMIT 1)",
+    ];
+    for change in changes {
+        let fx = Fixture::new();
+        let engine = fx.engine();
+        assert!(matches!(
+            prune_all(&engine, FIRST),
+            PruneResult::Pruned { .. }
+        ));
+        let revision = preview(&engine, MANY_TURNS, TURN5).0;
+        let last: String = fx
+            .sql()
+            .query_row(
+                "SELECT id FROM message WHERE session_id = ?1 ORDER BY time_created DESC LIMIT 1 OFFSET 1",
+                [MANY_TURNS],
+                |row| row.get(0),
+            )
+            .unwrap();
+        fx.exec(&change.replace("SESSION", MANY_TURNS).replace("LAST", &last));
+        let digest = fx.file_digest();
+        let request =
+            PruneRequest::all_technical(MANY_TURNS.into(), TURN5.into(), revision).unwrap();
+        let outcome = engine.prune(&request).unwrap();
+        assert_eq!(
+            outcome.result,
+            PruneResult::Blocked {
+                reason: BlockedReason::MaintenanceRequired
+            },
+            "after: {change}"
+        );
+        assert_eq!(fx.file_digest(), digest, "after: {change}");
+        assert_eq!(technical_parts(&fx, TURN5), 2, "after: {change}");
+    }
+}
+
+/// After a first prune read the session's snapshots, OpenCode writes one more snapshot of a part
+/// of another message: the prune of that message deletes it too.
+#[test]
+fn a_snapshot_opencode_wrote_after_a_prune_is_deleted_by_the_next() {
+    let fx = Fixture::new();
+    let engine = fx.engine();
+    assert!(matches!(
+        prune_all(&engine, FIRST),
+        PruneResult::Pruned { .. }
+    ));
+    assert_eq!(snapshots_of_technical_parts(&fx, FIRST), 0);
+    let before = snapshots_of_technical_parts(&fx, TURN5);
+    assert!(before > 0);
+    // A new snapshot of one of TURN5's tool parts, with the session's next seq, as OpenCode
+    // appends one.
+    fx.exec(&format!(
+        "INSERT INTO event (id, aggregate_id, seq, type, data)
+           SELECT 'evt_zzzzzzzzzzzzzzzzzzzzzzzzzz', aggregate_id,
+                  (SELECT seq FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}') + 1, type, data
+           FROM event WHERE type = 'message.part.updated.1' AND aggregate_id = '{MANY_TURNS}'
+             AND json_extract(data, '$.part.messageID') = '{TURN5}'
+             AND json_extract(data, '$.part.type') = 'tool'
+           ORDER BY seq DESC LIMIT 1;
+         UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{MANY_TURNS}';"
+    ));
+    assert_eq!(snapshots_of_technical_parts(&fx, TURN5), before + 1);
+    assert!(matches!(
+        prune_all(&engine, TURN5),
+        PruneResult::Pruned { .. }
+    ));
+    assert_eq!(snapshots_of_technical_parts(&fx, TURN5), 0);
+    assert_eq!(
+        fx.rows_containing("event", "evt_zzzzzzzzzzzzzzzzzzzzzzzzzz"),
+        0
+    );
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM event WHERE id = 'evt_zzzzzzzzzzzzzzzzzzzzzzzzzz'"),
+        0
+    );
+}
+
+/// A prune that deleted a message's snapshots and then rolled back (its receipt was refused)
+/// leaves them in the database; a later prune of one of those parts by the same engine
+/// deletes that part's snapshots.
+#[test]
+fn a_prune_rolled_back_after_deleting_snapshots_leaves_nothing_learnt() {
+    let fx = Fixture::new();
+    // A receipt table that accepts receipts of one part only.
+    fx.exec(
+        "CREATE TABLE session_prune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE session_prune_receipt (id TEXT PRIMARY KEY, request_key TEXT NOT NULL UNIQUE,
+           intent_id TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
+           storage TEXT NOT NULL, revision_before TEXT NOT NULL, revision_after TEXT NOT NULL,
+           indexes TEXT NOT NULL, part_ids TEXT NOT NULL, removed_count INTEGER NOT NULL CHECK (removed_count < 2),
+           bytes_removed INTEGER NOT NULL, time_committed INTEGER NOT NULL, engine_version TEXT NOT NULL);",
+    );
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    assert_eq!(indexes.len(), 2);
+    let before = snapshots_of_technical_parts(&fx, TURN5);
+    let snapshots_of = |part: &str| {
+        fx.scalar(&format!(
+            "SELECT count(*) FROM event WHERE type = 'message.part.updated.1' \
+               AND json_extract(data, '$.part.id') = '{part}'"
+        ))
+    };
+    let both = request(MANY_TURNS, TURN5, &revision, &indexes);
+    assert_eq!(
+        engine.prune(&both).unwrap().result,
+        PruneResult::Blocked {
+            reason: BlockedReason::UnsupportedStorage
+        }
+    );
+    assert_eq!(snapshots_of_technical_parts(&fx, TURN5), before);
+    let one = request(MANY_TURNS, TURN5, &revision, &indexes[..1]);
+    let first_technical: String = fx
+        .sql()
+        .query_row(
+            "SELECT id FROM part WHERE message_id = ?1 \
+               AND json_extract(data, '$.type') IN ('tool', 'reasoning') ORDER BY id LIMIT 1",
+            [TURN5],
+            |row| row.get(0),
+        )
+        .unwrap();
+    let pruned_part_snapshots = snapshots_of(&first_technical);
+    assert!(pruned_part_snapshots > 0);
+    assert!(matches!(
+        engine.prune(&one).unwrap().result,
+        PruneResult::Pruned {
+            removed_count: 1,
+            ..
+        }
+    ));
+    let receipts = receipts(&fx);
+    assert_eq!(receipts.len(), 1);
+    let part = receipts[0].part_ids.join(",");
+    assert_eq!(part, first_technical);
+    assert_eq!(snapshots_of(&part), 0);
+    assert_eq!(
+        snapshots_of_technical_parts(&fx, TURN5),
+        before - pruned_part_snapshots
+    );
+}
