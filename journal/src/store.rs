@@ -10,7 +10,7 @@
 //! | `intents`      | intent_id bytes `[u8;16]`| encoded `Intent`                        |
 //! | `request_keys` | request_key `[u8;32]`    | intent_id bytes of the latest intent    |
 //! | `events`       | seq `u64`                | encoded `CommittedEvent`                |
-//! | `meta`         | `&str`                   | `format_version`: one byte; `database_id`, `database_location`, `trimmed_through`: encoded |
+//! | `meta`         | `&str`                   | `format_version`: one byte; `database_id`, `database_location`, `trimmed_through`, `resolved_trimmed_before`: encoded |
 //! | `pending`      | intent_id bytes `[u8;16]`| `()`: the index of intents still pending |
 
 mod binding;
@@ -51,6 +51,9 @@ const META_DATABASE_ID: &str = "database_id";
 const META_DATABASE_LOCATION: &str = "database_location";
 /// Meta key (tombstone of retention): the highest seq removed from the log, an encoded `u64`.
 const META_TRIMMED_THROUGH: &str = "trimmed_through";
+/// Meta key (retention of resolved intents): ms since the epoch, an encoded `i64`: every refused
+/// or abandoned intent whose id's time is before it was removed.
+const META_RESOLVED_TRIMMED_BEFORE: &str = "resolved_trimmed_before";
 
 /// How long [`Journal::open`] keeps retrying while another handle holds the file: 2 s.
 pub const OPEN_RETRY: Duration = Duration::from_secs(2);

@@ -30,6 +30,7 @@ mod http_refusals_change_nothing;
 mod http_routes_match_openapi;
 mod http_shutdown_is_graceful;
 mod journal_binds_to_one_database;
+mod journal_keeps_refusals_thirty_days;
 mod large_message_prunes_in_one_transaction;
 mod layouts_are_pruned_or_refused_in_words;
 mod opencode_continues_after_clean_and_vacuum;

@@ -69,10 +69,14 @@ impl<S: SessionStore> Engine<S> {
     }
 
     /// Applies the journal's retention (docs/ARCHITECTURE.md, "Journal": keep at least the last
-    /// 1,000,000 events or 30
-    /// days) when its oldest event is due, so that an open with nothing to trim writes nothing.
+    /// 1,000,000 events or 30 days; refused and abandoned intents for 30 days) when it is due,
+    /// so that an open with nothing to remove writes nothing.
     fn trim_if_due(&self) -> Result<(), EngineError> {
         let policy = Retention::default();
+        let now = now_ms();
+        if self.journal.resolved_intents_due(&policy, now)? {
+            self.journal.remove_resolved_intents(&policy, now)?;
+        }
         let Some(first) = self.journal.first_seq()? else {
             return Ok(());
         };
@@ -80,8 +84,8 @@ impl<S: SessionStore> Engine<S> {
             return Ok(());
         };
         let last = self.journal.last_seq()?;
-        if policy.may_remove(oldest.seq, oldest.committed_at_ms, last, now_ms()) {
-            self.journal.apply_retention(&policy, now_ms())?;
+        if policy.may_remove(oldest.seq, oldest.committed_at_ms, last, now) {
+            self.journal.apply_retention(&policy, now)?;
         }
         Ok(())
     }

@@ -1,16 +1,25 @@
 //! Retention of the event log: removing the oldest events the [`Retention`] policy allows,
 //! and the tombstone (`trimmed_through` in meta) that keeps `last_seq` monotonic and tells a
-//! replaying cursor that it missed removed events.
+//! replaying cursor that it missed removed events. Retention of resolved intents: refused and
+//! abandoned intents older than the policy's time window are removed, with the request key
+//! that points at them (`resolved_trimmed_before` in meta says how far that went).
 
 use redb::ReadableTable;
+use uuid::Uuid;
 
 use super::{
-    get_last_seq, get_trimmed_through, Journal, StorageResult, EVENTS, META, META_TRIMMED_THROUGH,
+    get_last_seq, get_trimmed_through, Journal, StorageResult, EVENTS, INTENTS, META,
+    META_RESOLVED_TRIMMED_BEFORE, META_TRIMMED_THROUGH, REQUEST_KEYS,
 };
 use crate::codec;
 use crate::error::{ReadError, WriteError};
-use crate::record::CommittedEvent;
+use crate::record::{CommittedEvent, Intent, IntentState};
 use crate::retention::Retention;
+
+/// How much older than the policy's window an intent must be before an open writes to remove
+/// it: 1 day, so that a steady stream of prunes costs that write about once a day, not at every
+/// open.
+const RESOLVED_SLACK_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl Journal {
     /// Removes the oldest events that `policy` allows to go at time `now_ms` (ms since epoch),
@@ -66,4 +75,101 @@ impl Journal {
     pub fn cursor_needs_resync(&self, since: u64) -> Result<bool, ReadError> {
         Ok(since < self.trimmed_through()?)
     }
+
+    /// Whether [`Journal::remove_resolved_intents`] at `now_ms` (ms since the epoch) has work
+    /// worth a write: an intent not looked at yet is older than the policy's window by more
+    /// than a day.
+    ///
+    /// Errors: [`ReadError::Codec`] / [`ReadError::Storage`].
+    pub fn resolved_intents_due(&self, policy: &Retention, now_ms: i64) -> Result<bool, ReadError> {
+        self.read(|txn| {
+            let meta = txn.open_table(META).storage()?;
+            let from = resolved_trimmed_before::<ReadError>(&meta)?;
+            let until = now_ms
+                .saturating_sub(policy.keep_for_ms)
+                .saturating_sub(RESOLVED_SLACK_MS);
+            if until <= from {
+                return Ok(false);
+            }
+            let intents = txn.open_table(INTENTS).storage()?;
+            let mut range = intents
+                .range(first_id_at(from).into_bytes()..first_id_at(until).into_bytes())
+                .storage()?;
+            Ok(range.next().is_some())
+        })
+    }
+
+    /// Removes every refused or abandoned intent older than the policy's time window
+    /// (`keep_for_ms` before `now_ms`, ms since the epoch), and its request key where that key
+    /// points at it, in one durable write transaction. An intent's age is its id's time: intent
+    /// ids are UUID v7, given when it is journaled. Pending and committed intents stay (a
+    /// committed one answers retries while its event is kept, and its receipt names it). Each
+    /// intent is looked at once: the next call starts where this one ended. Returns how many
+    /// intents were removed.
+    ///
+    /// Errors: [`WriteError::Poisoned`] / [`WriteError::Commit`]; [`WriteError::Codec`] /
+    /// [`WriteError::Storage`] (nothing removed).
+    pub fn remove_resolved_intents(
+        &self,
+        policy: &Retention,
+        now_ms: i64,
+    ) -> Result<u64, WriteError> {
+        self.write(|txn| {
+            let mut meta = txn.open_table(META).storage()?;
+            let from = resolved_trimmed_before::<WriteError>(&meta)?;
+            let until = now_ms.saturating_sub(policy.keep_for_ms);
+            if until <= from {
+                return Ok(0);
+            }
+            let mut intents = txn.open_table(INTENTS).storage()?;
+            let mut keys = txn.open_table(REQUEST_KEYS).storage()?;
+            let mut resolved: Vec<Intent> = Vec::new();
+            for entry in intents
+                .range(first_id_at(from).into_bytes()..first_id_at(until).into_bytes())
+                .storage()?
+            {
+                let (_, value) = entry.storage()?;
+                let intent: Intent = codec::decode(value.value())?;
+                if matches!(
+                    intent.state,
+                    IntentState::Refused { .. } | IntentState::Abandoned { .. }
+                ) {
+                    resolved.push(intent);
+                }
+            }
+            for intent in &resolved {
+                intents.remove(intent.intent_id.as_bytes()).storage()?;
+                let points_here = keys
+                    .get(&intent.request_key)
+                    .storage()?
+                    .is_some_and(|id| id.value() == *intent.intent_id.as_bytes());
+                if points_here {
+                    keys.remove(&intent.request_key).storage()?;
+                }
+            }
+            let value = codec::encode(&until)?;
+            meta.insert(META_RESOLVED_TRIMMED_BEFORE, value.as_slice())
+                .storage()?;
+            Ok(resolved.len() as u64)
+        })
+    }
+}
+
+/// How far resolved intents were removed: ms since the epoch (0 when never).
+fn resolved_trimmed_before<E>(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<i64, E>
+where
+    E: From<redb::Error> + From<crate::error::CodecError>,
+{
+    match meta.get(META_RESOLVED_TRIMMED_BEFORE).storage()? {
+        Some(value) => Ok(codec::decode(value.value())?),
+        None => Ok(0),
+    }
+}
+
+/// The smallest UUID v7 of millisecond `ms` (ms since the epoch; below 0 counts as 0): every
+/// id made at or after `ms` sorts at or after it, every id made before sorts before.
+fn first_id_at(ms: i64) -> Uuid {
+    uuid::Builder::from_unix_timestamp_millis(u64::try_from(ms).unwrap_or(0), &[0; 10]).into_uuid()
 }
