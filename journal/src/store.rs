@@ -160,12 +160,22 @@ impl Journal {
         &self,
         body: impl FnOnce(&WriteTransaction) -> Result<T, E>,
     ) -> Result<T, E> {
+        self.write_with(Durability::Immediate, body)
+    }
+
+    /// [`Journal::write`] committed with `durability` (`None`: no fsync; the transaction
+    /// becomes durable with the next durable one or the handle's close).
+    fn write_with<T, E: WriteFailure>(
+        &self,
+        durability: Durability,
+        body: impl FnOnce(&WriteTransaction) -> Result<T, E>,
+    ) -> Result<T, E> {
         self.refuse_if_poisoned::<E>()?;
         let Handle::Writable(db) = &self.db else {
             return Err(E::read_only());
         };
         let mut txn = db.begin_write().storage()?;
-        txn.set_durability(Durability::Immediate).storage()?;
+        txn.set_durability(durability).storage()?;
         let value = body(&txn)?;
         match txn.commit() {
             Ok(()) => Ok(value),

@@ -1,8 +1,9 @@
 //! `Engine::prune_many`: a batch journals its intents in one durable write, applies each
 //! message in its own transaction without waiting for durability, syncs the store once, then
-//! journals its commits in one write and its refusals in another; each message keeps its own
-//! receipt and event. A failed sync leaves the batch to recovery, which completes it from the
-//! receipts.
+//! journals its commits in one write that does not wait for the disk and its refusals in one
+//! durable write; each message keeps its own receipt and event. A failed sync leaves the batch
+//! to recovery, which completes it from the receipts; commit marks lost with the journal's disk
+//! are completed by recovery with the sequence numbers they were announced with.
 
 use crate::common;
 
@@ -32,7 +33,7 @@ fn every_candidate(fx: &Fixture) -> Vec<PruneRequest> {
 }
 
 #[test]
-fn a_batch_costs_three_journal_writes_and_one_store_sync() {
+fn a_batch_costs_two_journal_syncs_and_one_store_sync() {
     let fx = Fixture::new();
     let mut requests = every_candidate(&fx);
     assert_eq!(requests.len(), 10);
@@ -71,7 +72,8 @@ fn a_batch_costs_three_journal_writes_and_one_store_sync() {
     assert_eq!(durable_calls.load(Ordering::SeqCst), 1);
     assert_eq!(deferred.load(Ordering::SeqCst), 10);
 
-    // One prune alone costs two journal writes (intent, outcome): the batch costs three.
+    // One refused prune alone costs two journal syncs (intent, refusal): the batch costs two
+    // (intents, refusals), its commit marks none.
     let before = syncs.write_syncs();
     let single = engine.prune(&stale).unwrap();
     assert_eq!(
@@ -82,7 +84,7 @@ fn a_batch_costs_three_journal_writes_and_one_store_sync() {
     );
     let per_write = (syncs.write_syncs() - before) / 2;
     assert!(per_write >= 1);
-    assert_eq!(batch_syncs, 3 * per_write);
+    assert_eq!(batch_syncs, 2 * per_write);
     assert_eq!(
         durable_calls.load(Ordering::SeqCst),
         1,
@@ -116,8 +118,18 @@ fn a_batch_costs_three_journal_writes_and_one_store_sync() {
     assert_eq!(fx.rows_containing("part", "TOOL_CANARY_T05"), 0);
 }
 
-/// The OpenCode store whose `make_durable` fails (an fsync error).
-struct SyncFails(pruning_adapters::opencode::OpenCodeStore);
+/// The OpenCode store whose `make_durable` fails (an fsync error) its first `.1` times.
+struct SyncFails(
+    pruning_adapters::opencode::OpenCodeStore,
+    std::sync::atomic::AtomicU32,
+);
+
+impl SyncFails {
+    /// Fails every sync.
+    fn always(store: pruning_adapters::opencode::OpenCodeStore) -> Self {
+        Self(store, u32::MAX.into())
+    }
+}
 
 impl pruning_engine::SessionStore for SyncFails {
     fn database_id(&self) -> Result<Option<String>, StoreError> {
@@ -139,9 +151,19 @@ impl pruning_engine::SessionStore for SyncFails {
         self.0.apply(command)
     }
     fn make_durable(&self) -> Result<(), StoreError> {
-        Err(StoreError::OutcomeUnknown(
-            "fsync: Input/output error".into(),
-        ))
+        let failing = self
+            .1
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok();
+        if failing {
+            Err(StoreError::OutcomeUnknown(
+                "fsync: Input/output error".into(),
+            ))
+        } else {
+            self.0.make_durable()
+        }
     }
     fn dry_run(
         &self,
@@ -169,7 +191,7 @@ fn a_failed_sync_leaves_the_batch_to_recovery() {
     let fx = Fixture::new();
     let requests = every_candidate(&fx);
     let engine = Engine::open(
-        SyncFails(fx.store(30_000)),
+        SyncFails::always(fx.store(30_000)),
         Journal::open(&fx.journal).unwrap(),
     )
     .unwrap();
@@ -186,6 +208,102 @@ fn a_failed_sync_leaves_the_batch_to_recovery() {
     assert_eq!(engine.recovery().completed.len(), 3);
     assert_eq!(engine.events_after(0, 10).unwrap().len(), 3);
     assert_eq!(engine.receipts(None).unwrap().len(), 3);
+}
+
+#[test]
+fn one_prune_of_a_running_engine_costs_one_journal_sync() {
+    let fx = Fixture::new();
+    let requests = every_candidate(&fx);
+    let (file, syncs) = CountingFile::open(&fx.journal);
+    let engine = Engine::open(fx.store(30_000), Journal::open_with_backend(file).unwrap()).unwrap();
+    let stale = PruneRequest::all_technical(
+        MANY_TURNS.into(),
+        requests[0].message_id.clone(),
+        "0".repeat(64),
+    )
+    .unwrap();
+    assert!(engine.prune(&stale).unwrap().refusal.is_some());
+    let before = syncs.write_syncs();
+    assert!(engine.prune(&stale).unwrap().refusal.is_some());
+    let per_write = (syncs.write_syncs() - before) / 2;
+    assert!(per_write >= 1);
+    for request in &requests[..3] {
+        let before = syncs.write_syncs();
+        let outcome = engine.prune(request).unwrap();
+        assert!(matches!(outcome.result, PruneResult::Pruned { .. }));
+        // The intent; the commit mark rides the next durable write.
+        assert_eq!(syncs.write_syncs() - before, per_write);
+    }
+    assert_eq!(engine.journal().last_seq().unwrap(), 3);
+}
+
+#[test]
+fn once_an_outcome_is_unknown_commit_marks_are_durable() {
+    let fx = Fixture::new();
+    let requests = every_candidate(&fx);
+    let (file, syncs) = CountingFile::open(&fx.journal);
+    let engine = Engine::open(
+        SyncFails(fx.store(30_000), 1.into()),
+        Journal::open_with_backend(file).unwrap(),
+    )
+    .unwrap();
+    // What one durable journal write costs: a refused prune writes two.
+    let stale = PruneRequest::all_technical(
+        MANY_TURNS.into(),
+        requests[0].message_id.clone(),
+        "0".repeat(64),
+    )
+    .unwrap();
+    assert!(engine.prune(&stale).unwrap().refusal.is_some());
+    let before = syncs.write_syncs();
+    assert!(engine.prune(&stale).unwrap().refusal.is_some());
+    let per_write = (syncs.write_syncs() - before) / 2;
+    assert!(per_write >= 1);
+
+    // The first batch's sync fails: its two intents stay pending, their receipts in the
+    // database. Recovery could complete them before later prunes, so the next batch's commit
+    // marks are durable: two durable writes (intents, marks) instead of one.
+    let first = engine.prune_many(&requests[..2]);
+    assert!(first
+        .iter()
+        .all(|r| matches!(r, Err(EngineError::Store(StoreError::OutcomeUnknown(_))))));
+    let before = syncs.write_syncs();
+    let second = engine.prune_many(&requests[2..4]);
+    assert_eq!(syncs.write_syncs() - before, 2 * per_write);
+    let announced: Vec<(u64, String)> = second
+        .iter()
+        .map(|r| {
+            let event = r.as_ref().unwrap().event.clone().unwrap();
+            (event.seq, event.data.message_id)
+        })
+        .collect();
+    assert_eq!(
+        announced,
+        vec![
+            (1, requests[2].message_id.clone()),
+            (2, requests[3].message_id.clone())
+        ]
+    );
+    drop(engine);
+
+    // Recovery completes the first batch after them.
+    let engine = fx.engine();
+    assert_eq!(engine.recovery().completed.len(), 2);
+    let journaled: Vec<(u64, String)> = engine
+        .events_after(0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.data.message_id))
+        .collect();
+    assert_eq!(
+        journaled,
+        vec![
+            (1, requests[2].message_id.clone()),
+            (2, requests[3].message_id.clone()),
+            (3, requests[0].message_id.clone()),
+            (4, requests[1].message_id.clone())
+        ]
+    );
 }
 
 #[test]
@@ -211,34 +329,45 @@ fn a_request_repeated_in_a_batch_is_its_own_retry() {
 }
 
 #[test]
-fn a_journal_that_fills_up_after_the_commits_reports_each_committed_receipt() {
+fn commit_marks_lost_with_a_full_journal_disk_keep_their_announced_seqs() {
     let fx = Fixture::new();
     let requests = every_candidate(&fx);
     let (file, counters) = CountingFile::open(&fx.journal);
     let mut store = CountingStore::new(fx.store(30_000));
     store.fills_the_disk_of = Some(counters);
     let engine = Engine::open(store, Journal::open_with_backend(file).unwrap()).unwrap();
+    // The journal's disk fills once the store made the batch durable: the commit marks wait
+    // for a later durable write, so the batch is answered and announced.
     let results = engine.prune_many(&requests[..4]);
-    let committed: Vec<&str> = results
+    let announced: Vec<(u64, String, String)> = results
         .iter()
-        .map(|r| match r {
-            Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
-                assert!(cause.contains("No space left on device"), "{cause}");
-                receipt.message_id.as_str()
-            }
-            other => panic!("{other:?}"),
+        .map(|r| {
+            let event = r.as_ref().unwrap().event.clone().unwrap();
+            (event.seq, event.id.to_string(), event.data.message_id)
         })
         .collect();
-    let asked: Vec<&str> = requests[..4]
-        .iter()
-        .map(|r| r.message_id.as_str())
-        .collect();
-    assert_eq!(committed, asked);
+    let asked: Vec<String> = requests[..4].iter().map(|r| r.message_id.clone()).collect();
+    assert_eq!(
+        announced.iter().map(|a| a.0).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert_eq!(
+        announced.iter().map(|a| a.2.clone()).collect::<Vec<_>>(),
+        asked
+    );
     assert_eq!(engine.receipts(None).unwrap().len(), 4);
+    // Closing cannot write the marks either: they are lost.
     drop(engine);
 
-    // The disk has room again: recovery journals the four commits and announces them.
+    // The disk has room again: recovery completes the four from their receipts, in intent
+    // order, with the seqs and event ids they were announced with.
     let engine = fx.engine();
     assert_eq!(engine.recovery().completed.len(), 4);
-    assert_eq!(engine.events_after(0, 10).unwrap().len(), 4);
+    let journaled: Vec<(u64, String, String)> = engine
+        .events_after(0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.id.to_string(), e.data.message_id))
+        .collect();
+    assert_eq!(journaled, announced);
 }

@@ -60,6 +60,11 @@ pub struct Recovery {
 pub struct Engine<S: SessionStore> {
     store: S,
     journal: Arc<Journal>,
+    /// Held by a prune or batch from its intents to its commit marks (one writer at a time).
+    writer: std::sync::Mutex<()>,
+    /// Set once an intent of this engine stays pending while its receipt may be in the
+    /// database: commit marks are durable from then on (see `write::journal_commits`).
+    unresolved: std::sync::atomic::AtomicBool,
     hub: Hub<JournalReplay>,
     database_id: String,
     recovery: Recovery,

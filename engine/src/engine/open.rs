@@ -38,6 +38,8 @@ impl<S: SessionStore> Engine<S> {
         let mut engine = Self {
             store,
             journal,
+            writer: std::sync::Mutex::new(()),
+            unresolved: std::sync::atomic::AtomicBool::new(false),
             hub,
             database_id,
             recovery: Recovery::default(),
@@ -62,6 +64,8 @@ impl<S: SessionStore> Engine<S> {
         Ok(Self {
             store,
             journal,
+            writer: std::sync::Mutex::new(()),
+            unresolved: std::sync::atomic::AtomicBool::new(false),
             hub,
             database_id,
             recovery: Recovery::default(),

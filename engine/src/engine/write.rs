@@ -4,6 +4,7 @@
 use pruning_journal::{Commit, Intent, IntentState, Resolution};
 use uuid::Uuid;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{now_ms, pruned_result, Engine, PruneOutcome};
@@ -73,6 +74,13 @@ impl<S: SessionStore> Engine<S> {
         durability: Durability,
         stop: &dyn Fn() -> bool,
     ) -> Vec<Result<PruneOutcome, EngineError>> {
+        // One batch at a time, from its intents to its commit marks: sequence numbers are then
+        // given in intent order, which is what lets a commit mark wait for a later durable write
+        // (see `journal_commits`).
+        let _writing = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut batch = self.classify(requests);
         if self.journal_intents(&mut batch) {
             self.apply_each(&mut batch, durability, stop);
@@ -237,7 +245,22 @@ impl<S: SessionStore> Engine<S> {
     /// Phase 5: the commit marks of the batch in one journal write, each with its event, then
     /// announced. When the write fails, the prunes stand in the database with their receipts:
     /// recovery on the next open journals them.
+    ///
+    /// The write does not wait for the disk (it becomes durable with the journal's next durable
+    /// write or its close): the receipts are durable, and a crash before then leaves these
+    /// intents pending, the newest of the journal, so recovery, which completes pending intents
+    /// in intent order, gives each the sequence number it was announced with
+    /// (docs/ARCHITECTURE.md, "Journal"). Once an intent of this engine stays pending with a
+    /// receipt that may be in the database (its outcome unknown, or its commit mark failed),
+    /// recovery could complete it before these: from then on the write is durable.
     fn journal_commits(&self, batch: &mut Batch<'_>) {
+        let unknown = batch.slots.iter().any(|slot| {
+            matches!(slot, Slot::Answered(answer)
+                if matches!(**answer, Err(EngineError::Store(StoreError::OutcomeUnknown(_)))))
+        });
+        if unknown {
+            self.unresolved.store(true, Ordering::SeqCst);
+        }
         let commits: Vec<Commit> = batch
             .slots
             .iter()
@@ -257,7 +280,12 @@ impl<S: SessionStore> Engine<S> {
         if commits.is_empty() {
             return;
         }
-        match self.journal.commit(&commits) {
+        let written = if self.unresolved.load(Ordering::SeqCst) {
+            self.journal.commit(&commits)
+        } else {
+            self.journal.commit_lazily(&commits)
+        };
+        match written {
             Ok(events) => {
                 let mut events = events.into_iter();
                 for slot in &mut batch.slots {
@@ -286,6 +314,7 @@ impl<S: SessionStore> Engine<S> {
                 }
             }
             Err(error) => {
+                self.unresolved.store(true, Ordering::SeqCst);
                 let cause = chain(&error);
                 for slot in &mut batch.slots {
                     if let Slot::Committed { receipt, .. } = slot {

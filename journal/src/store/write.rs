@@ -2,7 +2,7 @@
 //! assigns event sequence numbers and appends the events), refusing or abandoning them, and
 //! appending events rebuilt from the store's receipts. Each call is one write transaction.
 
-use redb::{Table, WriteTransaction};
+use redb::{Durability, Table, WriteTransaction};
 use uuid::Uuid;
 
 use super::{
@@ -64,11 +64,31 @@ impl Journal {
     /// [`WriteError::SequenceExhausted`]; [`WriteError::Poisoned`] / [`WriteError::Commit`];
     /// [`WriteError::Storage`] / [`WriteError::Codec`].
     pub fn commit(&self, commits: &[Commit]) -> Result<Vec<CommittedEvent>, WriteError> {
+        self.commit_with(commits, Durability::Immediate)
+    }
+
+    /// [`Journal::commit`] without waiting for the disk: the commit marks and events are
+    /// visible to every reader of this handle at once and become durable with the handle's
+    /// next durable write or its close; a crash before either loses them (and only them: the
+    /// writes lost are always the newest), leaving their intents pending for recovery. Costs no
+    /// fsync. Errors as [`Journal::commit`].
+    ///
+    /// Source: docs/ARCHITECTURE.md, "Journal" (why an event may be announced before its
+    /// commit mark is durable, and keeps its sequence number after a crash).
+    pub fn commit_lazily(&self, commits: &[Commit]) -> Result<Vec<CommittedEvent>, WriteError> {
+        self.commit_with(commits, Durability::None)
+    }
+
+    fn commit_with(
+        &self,
+        commits: &[Commit],
+        durability: Durability,
+    ) -> Result<Vec<CommittedEvent>, WriteError> {
         self.refuse_if_poisoned::<WriteError>()?;
         if commits.is_empty() {
             return Ok(Vec::new());
         }
-        self.write(|txn| {
+        self.write_with(durability, |txn| {
             let mut tables = WriteTables::open(txn)?;
             let mut seq = tables.last_seq()?;
             let mut events = Vec::with_capacity(commits.len());
