@@ -21,12 +21,14 @@
 //! journal when it reads again, never dropped. The stream ends cleanly when the server shuts
 //! down.
 //!
-//! Deliveries ready at once (a replay, a burst) are written together, about 64 KiB at a time.
-//! Replay reads the journal on the stream's own task, up to 1,024 events per read (a local
-//! redb read of about 3 ms); everything that touches SQLite runs on the blocking pool.
+//! Deliveries ready at once (a replay, a burst) are written together, about 64 KiB at a time,
+//! each event's frame written straight into that chunk. Replay reads the journal on the
+//! stream's own task, up to 1,024 events per read (a local redb read of about 0.3 ms);
+//! everything that touches SQLite runs on the blocking pool. Within one chunk, a stream
+//! decides once whether a session lies in its workspace and reuses the answer for that
+//! session's next events as long as no owner was read meanwhile (`AppState::owner_holds`).
 
 use std::convert::Infallible;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -42,7 +44,7 @@ use tokio::time::{Instant, Interval, MissedTickBehavior};
 use super::error::ApiError;
 use super::query;
 use super::responses::{BadRequest, Internal, NotFound, Unauthorized};
-use super::state::AppState;
+use super::state::{AppState, OwnerStamp};
 
 /// The SSE event type of a heartbeat.
 pub const HEARTBEAT: &str = "heartbeat";
@@ -53,6 +55,9 @@ const RETRY_AFTER_READ_ERROR: Duration = Duration::from_secs(1);
 /// Deliveries that are ready at once (a replay, a burst) go out together, in writes of about
 /// this many bytes.
 const CHUNK_BYTES: usize = 64 * 1024;
+/// Room for a chunk and the event that takes it past [`CHUNK_BYTES`] (an event of ids at their
+/// longest is under 1 KiB; escapes could make it longer, which costs a reallocation only).
+const CHUNK_CAPACITY: usize = CHUNK_BYTES + 4 * 1024;
 
 /// The data of a `heartbeat` event: `{cursor, time}`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -158,6 +163,7 @@ pub async fn events(
         heartbeat,
         opening,
         failed: false,
+        decided: None,
     };
     let chunks = futures_util::stream::unfold(feed, |mut feed| async move {
         feed.next().await.map(|chunk| (chunk, feed))
@@ -184,6 +190,17 @@ struct Feed {
     /// An event's workspace could not be read: the stream ends after what it has sent, so
     /// that the client resumes from its last id and gets that event then.
     failed: bool,
+    /// Whether the session of the last event admitted or passed over in the chunk being
+    /// written lies in the workspace. Events written together were ready together: one look
+    /// at the session's owner serves them all, unless the owner cache changes meanwhile.
+    decided: Option<Decided>,
+}
+
+/// A session's place in a stream's workspace, decided from the owner stamped `stamp`.
+struct Decided {
+    session_id: String,
+    inside: bool,
+    stamp: OwnerStamp,
 }
 
 impl Feed {
@@ -196,9 +213,11 @@ impl Feed {
         if self.failed {
             return None;
         }
-        let mut chunk = String::new();
+        let mut chunk = Vec::new();
         let shutdown = self.state.shutdown().clone();
         while chunk.is_empty() {
+            // What was decided before a wait may be out of date after it.
+            self.decided = None;
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => return None,
@@ -218,7 +237,7 @@ impl Feed {
                     }
                 },
                 _ = self.heartbeat.tick() => {
-                    chunk = heartbeat(self.subscription.cursor());
+                    chunk = heartbeat(self.subscription.cursor()).into_bytes();
                 }
             }
         }
@@ -226,6 +245,10 @@ impl Feed {
         while chunk.len() < CHUNK_BYTES {
             match self.subscription.recv().now_or_never() {
                 Some(Ok(delivery)) => {
+                    // More than one delivery is ready: room for a whole chunk at once.
+                    if chunk.capacity() < CHUNK_CAPACITY {
+                        chunk.reserve_exact(CHUNK_CAPACITY - chunk.len());
+                    }
                     if !self.write(delivery, &mut chunk).await {
                         self.failed = true;
                         break;
@@ -241,7 +264,7 @@ impl Feed {
 
     /// Appends a delivery's SSE text (nothing for an event of another workspace). `false` when
     /// the event's workspace cannot be read: nothing is appended and the stream must end.
-    async fn write(&self, delivery: Delivery<PrunedEvent>, chunk: &mut String) -> bool {
+    async fn write(&mut self, delivery: Delivery<PrunedEvent>, chunk: &mut Vec<u8>) -> bool {
         match delivery {
             Delivery::Event(event) => {
                 let admitted = match self.admits(&event).await {
@@ -263,7 +286,7 @@ impl Feed {
                 }
             }
             Delivery::Resync { first_kept } => {
-                chunk.push_str(&resync(first_kept, self.subscription.cursor()));
+                chunk.extend_from_slice(resync(first_kept, self.subscription.cursor()).as_bytes());
             }
         }
         true
@@ -271,9 +294,32 @@ impl Feed {
 
     /// Whether the event's session lies in this stream's workspace (a session that no longer
     /// exists lies in none). Errors: the database cannot be read.
-    async fn admits(&self, event: &PrunedEvent) -> Result<bool, String> {
-        let owner = self.state.cached_owner(&event.data.session_id).await?;
-        Ok(owner.is_some_and(|owner| self.scope.admits(&owner.as_ownership()).is_ok()))
+    async fn admits(&mut self, event: &PrunedEvent) -> Result<bool, String> {
+        let session_id = &event.data.session_id;
+        if let Some(decided) = &self.decided {
+            if decided.session_id == *session_id && self.state.owner_holds(decided.stamp) {
+                return Ok(decided.inside);
+            }
+        }
+        let Some((owner, stamp)) = self.state.cached_owner(session_id).await? else {
+            return Ok(false);
+        };
+        let inside = self.scope.admits(&owner.as_ownership()).is_ok();
+        match &mut self.decided {
+            Some(decided) => {
+                decided.session_id.clone_from(session_id);
+                decided.inside = inside;
+                decided.stamp = stamp;
+            }
+            None => {
+                self.decided = Some(Decided {
+                    session_id: session_id.clone(),
+                    inside,
+                    stamp,
+                })
+            }
+        }
+        Ok(inside)
     }
 }
 
@@ -294,15 +340,21 @@ fn sequence(field: &str, text: &str) -> Result<u64, ApiError> {
     })
 }
 
-/// `event: rpc.codenomad.session-pruning.pruned`, `id: SEQ` (left out with `with_id` false),
-/// `data: {sessionID, messageID, revision}`.
-fn pruned(event: &PrunedEvent, with_id: bool, chunk: &mut String) {
-    let _ = writeln!(chunk, "event: {}", event.event_type);
+/// Appends `event: rpc.codenomad.session-pruning.pruned`, `id: SEQ` (left out with `with_id`
+/// false), `data: {sessionID, messageID, revision}` (compact JSON, keys in that order), each
+/// line ended by `\n`, and the empty line that ends the event.
+fn pruned(event: &PrunedEvent, with_id: bool, chunk: &mut Vec<u8>) {
+    chunk.extend_from_slice(b"event: ");
+    chunk.extend_from_slice(event.event_type.as_bytes());
     if with_id {
-        let _ = writeln!(chunk, "id: {}", event.seq);
+        chunk.extend_from_slice(b"\nid: ");
+        chunk.extend_from_slice(itoa::Buffer::new().format(event.seq).as_bytes());
     }
-    // serde_json writes no raw line break, so the data is one `data:` line.
-    let _ = writeln!(chunk, "data: {}\n", json!(event.data));
+    chunk.extend_from_slice(b"\ndata: ");
+    // serde_json writes no raw line break, so the data is one `data:` line. Three strings
+    // always serialize, and a `Vec` always takes the bytes: there is no error to meet.
+    let _ = serde_json::to_writer(&mut *chunk, &event.data);
+    chunk.extend_from_slice(b"\n\n");
 }
 
 fn heartbeat(cursor: u64) -> String {
@@ -319,4 +371,56 @@ fn resync(first_kept: u64, resume_after: u64) -> String {
         resume_after,
     });
     format!("event: {RESYNC}\nid: {resume_after}\ndata: {data}\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use pruning_engine::PrunedEventData;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn event(seq: u64, message_id: &str) -> PrunedEvent {
+        PrunedEvent {
+            seq,
+            id: Uuid::nil(),
+            event_type: pruning_engine::PRUNED_EVENT_TYPE,
+            data: PrunedEventData {
+                session_id: "ses_a".into(),
+                message_id: message_id.into(),
+                revision: "0f".repeat(32),
+            },
+            removed_count: 3,
+            committed_at_ms: 1_700_000_000_000,
+        }
+    }
+
+    #[test]
+    fn a_pruned_frame_is_event_id_and_data_lines_then_an_empty_line() {
+        let mut chunk = b"event: heartbeat\nid: 41\ndata: {}\n\n".to_vec();
+        pruned(&event(42, "msg_1"), true, &mut chunk);
+        let revision = "0f".repeat(32);
+        assert_eq!(
+            String::from_utf8(chunk).expect("UTF-8"),
+            format!(
+                "event: heartbeat\nid: 41\ndata: {{}}\n\n\
+                 event: rpc.codenomad.session-pruning.pruned\nid: 42\n\
+                 data: {{\"sessionID\":\"ses_a\",\"messageID\":\"msg_1\",\"revision\":\"{revision}\"}}\n\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_pruned_frame_sent_again_has_no_id_and_its_data_escaped_on_one_line() {
+        let mut chunk = Vec::new();
+        pruned(&event(7, "msg_\"é\"\n\u{1}"), false, &mut chunk);
+        let revision = "0f".repeat(32);
+        assert_eq!(
+            String::from_utf8(chunk).expect("UTF-8"),
+            format!(
+                "event: rpc.codenomad.session-pruning.pruned\n\
+                 data: {{\"sessionID\":\"ses_a\",\"messageID\":\"msg_\\\"é\\\"\\n\\u0001\",\"revision\":\"{revision}\"}}\n\n"
+            )
+        );
+    }
 }

@@ -37,5 +37,5 @@ pub use error::ApiError;
 pub use events::{HEARTBEAT, RESYNC};
 pub use routes::openapi;
 pub use server::{router, serve, serve_with, SHUTDOWN_GRACE};
-pub use state::{Admission, AppState, ServerOptions};
+pub use state::{Admission, AppState, OwnerStamp, ServerOptions};
 pub use workspaces::{Workspace, Workspaces};

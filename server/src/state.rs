@@ -3,6 +3,7 @@
 //! tokio's blocking pool (the store is synchronous SQLite), never on the async workers.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,15 @@ pub enum Admission {
     Inside,
     /// No session has this id (in either generation's table).
     Missing,
+}
+
+/// Which state of the owner cache an owner from [`AppState::cached_owner`] was taken from: while
+/// [`AppState::owner_holds`] says the cache has not changed since, no other owner was read or
+/// dropped, so the cache still holds that owner (until its [`OWNER_TTL`] runs out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerStamp {
+    /// The owner cache's generation when the owner was taken from it.
+    generation: u64,
 }
 
 /// How the server is configured (the validated form of `serve`'s flags).
@@ -53,6 +63,9 @@ struct Inner {
     /// serves every subscriber of an event, and a session that moves is seen within
     /// [`OWNER_TTL`].
     owners: Mutex<HashMap<String, (Owner, Instant)>>,
+    /// Moves on every change of `owners` (made while holding its lock), so that an owner taken
+    /// from it is known to be still the cached one without looking it up again.
+    owners_generation: AtomicU64,
     shutdown: CancellationToken,
 }
 
@@ -67,6 +80,7 @@ impl AppState {
                 writes: Mutex::new(()),
                 options,
                 owners: Mutex::new(HashMap::new()),
+                owners_generation: AtomicU64::new(0),
                 shutdown: CancellationToken::new(),
             }),
         }
@@ -193,6 +207,7 @@ impl AppState {
                 Some(owner) => owners.insert(id, (owner.clone(), Instant::now())),
                 None => owners.remove(&id),
             };
+            state.inner.owners_generation.fetch_add(1, Ordering::AcqRel);
             Ok(owner)
         })
         .await?
@@ -202,45 +217,59 @@ impl AppState {
     }
 
     /// The owner of a session for event filtering, read at most once a second (every
-    /// subscriber asks for the session of every event). `Ok(None)` when the session no longer
-    /// exists (its events then belong to no workspace).
+    /// subscriber asks for the session of every event), with its [`OwnerStamp`]. `Ok(None)`
+    /// when the session no longer exists (its events then belong to no workspace).
     ///
     /// Errors: `Err(detail)` when the database cannot be read (the caller must not pass over
     /// the event as if it belonged elsewhere).
-    pub async fn cached_owner(&self, session_id: &str) -> Result<Option<Owner>, String> {
-        if let Some(owner) = self.cached(session_id) {
-            return Ok(Some(owner));
+    pub async fn cached_owner(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<(Owner, OwnerStamp)>, String> {
+        if let Some(found) = self.cached(session_id) {
+            return Ok(Some(found));
         }
         let state = self.clone();
         let id = session_id.to_string();
         self.read(move |engine| {
             // Another subscriber may have read it while this one waited for the pool.
-            if let Some(owner) = state.cached(&id) {
-                return Ok(Some(owner));
+            if let Some(found) = state.cached(&id) {
+                return Ok(Some(found));
             }
             let found = engine.store().owner(&id);
             let Some(owner) = found.map_err(|e| e.to_string())? else {
                 return Ok(None);
             };
-            state
+            let mut owners = state
                 .inner
                 .owners
                 .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(id, (owner.clone(), Instant::now()));
-            Ok(Some(owner))
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            owners.insert(id, (owner.clone(), Instant::now()));
+            let generation = state.inner.owners_generation.fetch_add(1, Ordering::AcqRel) + 1;
+            Ok(Some((owner, OwnerStamp { generation })))
         })
         .await
         .map_err(|e| e.to_string())?
     }
 
-    fn cached(&self, session_id: &str) -> Option<Owner> {
-        self.inner
+    /// Whether the owner cache is unchanged since the owner that came with `stamp` was taken
+    /// from it (no owner read or dropped since, for any session). Cheap: no lock, no lookup,
+    /// no clock; it does not look at the owner's age, which the caller bounds.
+    pub fn owner_holds(&self, stamp: OwnerStamp) -> bool {
+        self.inner.owners_generation.load(Ordering::Acquire) == stamp.generation
+    }
+
+    fn cached(&self, session_id: &str) -> Option<(Owner, OwnerStamp)> {
+        let owners = self
+            .inner
             .owners
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let generation = self.inner.owners_generation.load(Ordering::Acquire);
+        owners
             .get(session_id)
             .filter(|(_, read)| read.elapsed() < OWNER_TTL)
-            .map(|(owner, _)| owner.clone())
+            .map(|(owner, _)| (owner.clone(), OwnerStamp { generation }))
     }
 }
