@@ -253,8 +253,11 @@ fn main() {
     let mut batch_rss = 0;
     for batch in ["1000", "1"] {
         let copy = options.dir.join(format!("clean-batch-{batch}.db"));
+        // A WAL a previous run left beside the copy would be applied to the fresh file.
+        for stale in ["db-wal", "db-shm", "db.prune-journal"] {
+            let _ = std::fs::remove_file(copy.with_extension(stale));
+        }
         std::fs::copy(&source, &copy).expect("copy");
-        let _ = std::fs::remove_file(copy.with_extension("db.prune-journal"));
         let mut args = clean.to_vec();
         args.extend(["--batch-size", batch]);
         let (report, elapsed, rss) = session_prune(&copy, &args);
