@@ -1,38 +1,25 @@
-//! History scans over both generations: the rows of the sessions in scope, session by session
-//! in session id order, and within a session V1 `message` and V2 `session_message` merged in one
-//! order (`time_created`, id, generation), read one at a time.
+//! The walk of a history scan: which session comes next, and the rows of one session in scan
+//! order within the horizon, each found by one range of an index that starts with `session_id`.
 //!
-//! Source: docs/ARCHITECTURE.md, "History scans", CodeNomad's `history.test.ts`, and the
-//! engine's [`pruning_engine::history()`]. A scan is one read transaction. Keyset paging on the
-//! position (never `OFFSET`) keeps a cursor on the same row whatever is appended; the horizon
-//! (each table's highest `rowid` when the first page ran) bounds the scan to the rows that
-//! existed then. Every query reads one session's range of an index that starts with
-//! `session_id`: OpenCode's `(session_id, time_created, id)` indexes serve the order itself,
-//! and where a table has only an index on `session_id`, only that session's rows are sorted.
-//! The next session is one seek: into the message tables' `session_id` indexes for a scan of
-//! everything, into the session tables' primary keys for a scope (each session checked against
-//! the scope as the walk reaches it). So a page costs the same whether the database holds a
-//! thousand messages or millions.
+//! Source: docs/ARCHITECTURE.md, "History scans". OpenCode's `(session_id, time_created, id)`
+//! indexes (on `message` and `session_message`) serve the order itself; where a table has only
+//! an index on `session_id`, only that session's rows are sorted. The next session is one seek:
+//! into the message tables' `session_id` indexes for a scan of everything, into the session
+//! tables' primary keys for a scope (each session checked against the scope as the walk reaches
+//! it). So a page costs the same whether the database holds a thousand messages or millions;
+//! the tests below hold SQLite's query plans to this.
 
-use std::ops::ControlFlow;
-
-use pruning_engine::contract::MAX_MESSAGE_BYTES;
-use pruning_engine::history::{
-    HistoryScan, Horizon, Position, ScanEnd, ScannedContent, ScannedMessage, UNTIMED,
-};
-use pruning_engine::{BlockedReason, Refusal, Scope};
+use pruning_engine::history::{Horizon, Position, UNTIMED};
+use pruning_engine::Scope;
 use rusqlite::{Connection, OptionalExtension};
 
-use super::generation::Generation;
-use super::ownership::{self, SessionTable};
-use super::schema::Schema;
-use super::v1::read;
-use super::v2;
-use super::values::lenient_text;
+use crate::opencode::ownership::{self, SessionTable};
+use crate::opencode::schema::Schema;
+use crate::opencode::values::lenient_text;
 
 /// Which sessions a scan covers.
 #[derive(Debug)]
-enum Sessions<'a> {
+pub(super) enum Sessions<'a> {
     /// Every session that has rows, found through the message tables' indexes on `session_id`
     /// (ids a cursor can name only: UTF-8 text of at most 900 bytes).
     All,
@@ -41,118 +28,11 @@ enum Sessions<'a> {
     /// The sessions of these session tables that `scope` admits, found in id order through
     /// their primary keys (ids a cursor can name only) and checked one at a time.
     Scoped {
+        /// The request's scope.
         scope: &'a Scope,
+        /// The session tables the database has.
         tables: Vec<SessionTable>,
     },
-}
-
-/// Runs `scan` on `conn` inside a read transaction; see [`pruning_engine::SessionStore::scan_history`].
-pub fn scan(
-    conn: &Connection,
-    scan: &HistoryScan<'_>,
-    visit: &mut dyn FnMut(ScannedMessage) -> ControlFlow<()>,
-) -> rusqlite::Result<Result<ScanEnd, Refusal>> {
-    conn.execute_batch("BEGIN")?;
-    let result = run(conn, scan, visit);
-    let _ = conn.execute_batch("COMMIT");
-    result
-}
-
-fn run(
-    conn: &Connection,
-    scan: &HistoryScan<'_>,
-    visit: &mut dyn FnMut(ScannedMessage) -> ControlFlow<()>,
-) -> rusqlite::Result<Result<ScanEnd, Refusal>> {
-    let schema = Schema::read(conn)?;
-    if !schema.is_supported() {
-        return Ok(Err(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            "the database has neither V1 (message, part) nor V2 (session_message) tables",
-        )));
-    }
-    let tables = tables(&schema);
-    for table in &tables {
-        if without_rowid(conn, table.name)? {
-            return Ok(Err(Refusal::new(
-                BlockedReason::UnsupportedStorage,
-                format!(
-                    "the {} table is declared WITHOUT ROWID, which OpenCode never does: a history scan could not tell the rows appended after it began",
-                    table.name
-                ),
-            )));
-        }
-    }
-    let sessions = match sessions_in_scope(conn, &schema, scan)? {
-        Ok(sessions) => sessions,
-        Err(refusal) => return Ok(Err(refusal)),
-    };
-    let horizon = match scan.horizon {
-        Some(horizon) => *horizon,
-        None => Horizon {
-            v1: last_row(conn, &tables, 1)?,
-            v2: last_row(conn, &tables, 2)?,
-        },
-    };
-    let walk = Walk {
-        tables,
-        sessions,
-        horizon,
-    };
-    // One row more than the page takes tells whether the scan goes on.
-    let positions = walk.page(conn, scan.after, scan.limit + 1)?;
-    let mut visited = 0;
-    for position in positions.iter().take(scan.limit) {
-        let row = read_row(conn, &schema, position)?;
-        visited += 1;
-        if visit(row).is_break() {
-            break;
-        }
-    }
-    Ok(Ok(ScanEnd {
-        horizon: Some(horizon),
-        exhausted: visited == positions.len(),
-    }))
-}
-
-/// The named session (checked against the scope), or the sessions the scope admits.
-fn sessions_in_scope<'a>(
-    conn: &Connection,
-    schema: &Schema,
-    scan: &HistoryScan<'a>,
-) -> rusqlite::Result<Result<Sessions<'a>, Refusal>> {
-    let tables: Vec<SessionTable> = [SessionTable::Shared, SessionTable::V2]
-        .into_iter()
-        .filter(|table| schema.has(table.name()))
-        .collect();
-    if let Some(session_id) = scan.session_id {
-        let mut found = false;
-        for table in &tables {
-            let Some(owner) = ownership::read(conn, *table, session_id)? else {
-                continue;
-            };
-            found = true;
-            if let Err(why) = scan.scope.admits(&owner.as_ownership()) {
-                return Ok(Err(Refusal::new(
-                    BlockedReason::NotDeletable,
-                    format!("session {session_id} is outside the request's scope: {why}"),
-                )));
-            }
-        }
-        if !found {
-            return Ok(Err(Refusal::new(
-                BlockedReason::NotDeletable,
-                format!("there is no session {session_id} in this database"),
-            )));
-        }
-        return Ok(Ok(Sessions::One(session_id.to_string())));
-    }
-    if scan.scope.is_unscoped() {
-        return Ok(Ok(Sessions::All));
-    }
-    Ok(Ok(Sessions::Scoped {
-        scope: scan.scope,
-        tables,
-    }))
 }
 
 /// Whether `scope` admits session `id`: some session table holds it, and every one that does
@@ -178,15 +58,15 @@ fn in_scope(
 
 /// One generation's message table in the scan.
 #[derive(Debug, Clone, Copy)]
-struct Table {
+pub(super) struct Table {
     /// `message` or `session_message`.
-    name: &'static str,
+    pub(super) name: &'static str,
     /// 1 or 2 (see [`Position::generation`]).
-    generation: u8,
+    pub(super) generation: u8,
 }
 
 /// The message tables of the generations the database holds.
-fn tables(schema: &Schema) -> Vec<Table> {
+pub(super) fn tables(schema: &Schema) -> Vec<Table> {
     let mut tables = Vec::new();
     if schema.has_v1() {
         tables.push(Table {
@@ -204,8 +84,8 @@ fn tables(schema: &Schema) -> Vec<Table> {
 }
 
 /// Whether `table` is declared `WITHOUT ROWID` (it then has no row numbers to fix a horizon).
-fn without_rowid(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
-    let sql: Option<Option<String>> = super::cached::query_row(
+pub(super) fn without_rowid(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    let sql: Option<Option<String>> = crate::opencode::cached::query_row(
         conn,
         "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
         [table],
@@ -218,9 +98,13 @@ fn without_rowid(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
 }
 
 /// The highest `rowid` of `generation`'s table now (`None`: no such table, or no row).
-fn last_row(conn: &Connection, tables: &[Table], generation: u8) -> rusqlite::Result<Option<i64>> {
+pub(super) fn last_row(
+    conn: &Connection,
+    tables: &[Table],
+    generation: u8,
+) -> rusqlite::Result<Option<i64>> {
     match tables.iter().find(|t| t.generation == generation) {
-        Some(table) => super::cached::query_row(
+        Some(table) => crate::opencode::cached::query_row(
             conn,
             &format!("SELECT max(rowid) FROM {}", table.name),
             [],
@@ -237,16 +121,19 @@ const TIMED: &str = "typeof(time_created) = 'integer' AND time_created < 9223372
 const NAMED: &str = "session_prune_is_id(id)";
 
 /// The scan's walk over the sessions in scope, within one horizon.
-struct Walk<'a> {
-    tables: Vec<Table>,
-    sessions: Sessions<'a>,
-    horizon: Horizon,
+pub(super) struct Walk<'a> {
+    /// The message tables of the generations the database holds.
+    pub(super) tables: Vec<Table>,
+    /// The sessions in scope.
+    pub(super) sessions: Sessions<'a>,
+    /// Where the scan ends.
+    pub(super) horizon: Horizon,
 }
 
 impl Walk<'_> {
     /// Up to `want` rows after `after` (from the first when `None`), in scan order: the rest of
     /// `after`'s session, then the next sessions' rows, one session at a time.
-    fn page(
+    pub(super) fn page(
         &self,
         conn: &Connection,
         after: Option<&Position>,
@@ -466,59 +353,6 @@ fn query(
         found.push((row.get(0)?, lenient_text(row.get_ref(1)?)));
     }
     Ok(found)
-}
-
-/// Reads one row of the scan. A row that cannot be read is returned with why.
-fn read_row(
-    conn: &Connection,
-    schema: &Schema,
-    position: &Position,
-) -> rusqlite::Result<ScannedMessage> {
-    let id = position.message_id.as_str();
-    let session_id = position.session_id.as_str();
-    let (role, read) = if position.generation == 1 {
-        match read::read_message(conn, session_id, id, read::Texts::Skip)? {
-            Ok(loaded) => (
-                loaded.role,
-                Ok(ScannedContent {
-                    message: loaded.message,
-                    body_text: None,
-                }),
-            ),
-            Err(refusal) => (String::new(), Err(refusal.detail)),
-        }
-    } else {
-        match v2::load_row(conn, session_id, id)? {
-            None => (String::new(), Err(format!("V2 message {id} is gone"))),
-            Some((kind, v2::RowData::OverBudget)) => (
-                kind,
-                Err(format!(
-                    "V2 message {id} is over the {MAX_MESSAGE_BYTES}-byte budget"
-                )),
-            ),
-            Some((kind, v2::RowData::NotText)) => (
-                kind,
-                Err(format!("V2 message {id} does not hold UTF-8 text")),
-            ),
-            Some((kind, v2::RowData::Text(data))) => {
-                let read = v2::parse(&kind, &data)
-                    .map(|parsed| ScannedContent {
-                        message: parsed.message,
-                        body_text: parsed.body_text,
-                    })
-                    .map_err(|why| format!("V2 message {id} {why}"));
-                (kind, read)
-            }
-        }
-    };
-    let in_v2 = Generation::of(conn, schema, session_id, id)? == Generation::V2;
-    Ok(ScannedMessage {
-        position: position.clone(),
-        session_id: session_id.to_string(),
-        role,
-        read,
-        addressable: in_v2 == (position.generation == 2),
-    })
 }
 
 #[cfg(test)]
