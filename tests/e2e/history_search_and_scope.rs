@@ -166,14 +166,15 @@ fn a_directory_scope_takes_nested_directories_and_the_global_project() {
         project_id: Some("prj".into()),
         workspace_id: None,
     };
+    // In scan order: session by session, by session id.
     assert_eq!(
         hits_in(&fx, scope.clone()),
         vec![
-            "ses_repo",
-            "ses_nested",
             "ses_global",
-            "ses_workspace",
-            "ses_other_workspace"
+            "ses_nested",
+            "ses_other_workspace",
+            "ses_repo",
+            "ses_workspace"
         ]
     );
     let workspace = Scope {

@@ -23,6 +23,7 @@ mod every_release_is_pruned_or_refused_plainly;
 mod fence_refusals_leave_database_unchanged;
 mod history_pages_without_skip_or_repeat;
 mod history_search_and_scope;
+mod history_walks_session_by_session;
 mod http_answers_match_the_cli;
 mod http_answers_match_their_openapi_schemas;
 mod http_auth_requires_the_password;

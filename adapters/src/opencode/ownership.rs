@@ -92,21 +92,6 @@ pub fn find(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<Owne
     Ok(None)
 }
 
-/// Every session of `table` with its owner, as `(id, owner)`; ids and owners are read
-/// leniently (a damaged text still compares, and never matches a scope it is not in).
-pub fn all(conn: &Connection, table: SessionTable) -> rusqlite::Result<Vec<(String, Owner)>> {
-    let workspace = workspace_column(conn, table)?;
-    let sql = format!(
-        "SELECT directory, project_id, {workspace}, id FROM {}",
-        table.name()
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([], |row| {
-        Ok((lenient_text(row.get_ref(3)?), owner_of(row)?))
-    })?;
-    rows.collect()
-}
-
 /// An [`Owner`] from columns 0 to 2 (`directory`, `project_id`, `workspace_id`), read leniently.
 fn owner_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Owner> {
     let workspace = row.get_ref(2)?;

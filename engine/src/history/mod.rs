@@ -1,9 +1,10 @@
 //! `history`: paged scans of session history for search, statistics and batch pruning.
 //!
-//! Source: docs/ARCHITECTURE.md, "Contract", and CodeNomad's `history.test.ts`. A page scans at
-//! most 32 rows (messages) in
-//! [`Position`] order, oldest first, and stops early after about 40 ms; its cursor resumes the
-//! same scan (same scope, session, query and purpose) up to the horizon the first page fixed.
+//! Source: docs/ARCHITECTURE.md, "Contract" and "History scans", and CodeNomad's
+//! `history.test.ts`. A page scans at most 32 rows (messages) in [`Position`] order (session by
+//! session in session id order, oldest first within a session) and stops early after about
+//! 40 ms; its cursor resumes the same scan (same scope, session, query and purpose) within the
+//! [`Horizon`] the first page fixed.
 //! Rows that cannot be read (malformed, over 16 MiB) and incomplete assistant messages count as
 //! `skipped`. With `purpose: "prune"`, a candidate is a message every technical part of which a
 //! batch prune could remove now as far as the message itself tells, in storage this store can
@@ -18,7 +19,7 @@ pub mod search;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-pub use cursor::{Cursor, Position, UNTIMED};
+pub use cursor::{Cursor, Horizon, Position, UNTIMED};
 pub use page::{HistoryCandidate, HistoryHit, HistoryPage, HistoryResult, PAGE_ROWS};
 pub use request::{HistoryRequest, Purpose};
 pub use scan::{HistoryScan, ScanEnd, ScannedContent, ScannedMessage};

@@ -2,7 +2,7 @@
 //! each row as read. The store does the I/O in [`Position`] order; the engine decides what a row
 //! contributes and when a page is full.
 
-use crate::history::cursor::Position;
+use crate::history::cursor::{Horizon, Position};
 use crate::planner::StoredMessage;
 use crate::scope::Scope;
 
@@ -15,9 +15,9 @@ pub struct HistoryScan<'a> {
     pub scope: &'a Scope,
     /// Visit rows after this position (`None`: from the first).
     pub after: Option<&'a Position>,
-    /// Visit rows up to this position; `None` on a first page, whose horizon the store fixes
-    /// (the last row in scope now) and returns in [`ScanEnd::horizon`].
-    pub horizon: Option<&'a Position>,
+    /// Visit rows within this horizon; `None` on a first page, whose horizon the store fixes
+    /// (the last row of each generation now) and returns in [`ScanEnd::horizon`].
+    pub horizon: Option<&'a Horizon>,
     /// Most rows to visit.
     pub limit: usize,
 }
@@ -50,8 +50,8 @@ pub struct ScannedContent {
 /// How a scan ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanEnd {
-    /// The horizon the scan ran to (`None`: nothing in scope at all).
-    pub horizon: Option<Position>,
+    /// The horizon the scan ran to (`None`: the store fixed none, having nothing to scan).
+    pub horizon: Option<Horizon>,
     /// Whether every row up to the horizon has now been visited.
     pub exhausted: bool,
 }
