@@ -83,6 +83,10 @@ pub struct Args {
     /// Do it (without this flag, only report what would be removed).
     #[arg(long)]
     apply: bool,
+    /// Only report what would be removed: what `clean` does without `--apply` (accepted for
+    /// symmetry with `prune --dry-run`).
+    #[arg(long, conflicts_with = "apply")]
+    dry_run: bool,
     /// Only messages completed at least this long ago: seconds (604800) or a duration (7d,
     /// 12h, 30m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]

@@ -104,7 +104,7 @@ fn execute(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Resu
             (Some(cursor), true) => request.cursor = Some(cursor.clone()),
             (Some(cursor), false) => {
                 if !config.json {
-                    say!("more history follows: run again with --all, or add --cursor {cursor}")?;
+                    say!("more history follows: add --cursor {cursor} (or run it again with --all, without a cursor, to page through to the end)")?;
                 }
                 break;
             }

@@ -92,6 +92,14 @@ fn a_dry_run_writes_nothing() {
             .count(),
         spill_before
     );
+    // `--dry-run` says the same out loud, and cannot be combined with `--apply`.
+    let said = clean_everything(&fx, &["--include-spill-files", "--dry-run"]);
+    assert_eq!(said, report);
+    assert_eq!(fx.file_digest(), before);
+    let both = run(&fx.db, &["clean", "--all", "--dry-run", "--apply"]);
+    assert_exit(&both, 2);
+    assert_eq!(fx.file_digest(), before);
+    assert_eq!(journal_digest(&fx), None);
     drop(keep_open);
 }
 
