@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::{
-    PartClass, PreviewRequest, PruneRequest, SessionStore, StoreError, StoredMessage, Unprunable,
+    PartClass, PreviewRequest, PruneRequest, StoreError, StoredMessage, Unprunable,
 };
 use rusqlite::Connection;
 use serde::Serialize;
@@ -367,7 +367,8 @@ fn stored_bytes(
     Ok(total)
 }
 
-/// Plans the clean of one message under `policy` at `now_ms` (ms since the Unix epoch).
+/// Plans the clean of one message under `policy` at `now_ms` (ms since the Unix epoch), in one
+/// read transaction: every check sees the same snapshot.
 pub fn plan(
     store: &OpenCodeStore,
     session_id: &str,
@@ -381,34 +382,45 @@ pub fn plan(
             "the id is not one a request can name (empty or over 256 characters)",
         ));
     };
+    let conn = store.connection();
+    conn.execute_batch("BEGIN")
+        .map_err(|e| StoreError::Storage(Box::new(e)))?;
+    let planned = plan_in(store, &conn, &request, policy, now_ms);
+    let _ = conn.execute_batch("COMMIT");
+    planned
+}
+
+/// [`plan`] inside the read transaction on `conn` (the store's connection).
+fn plan_in(
+    store: &OpenCodeStore,
+    conn: &Connection,
+    request: &PreviewRequest,
+    policy: &CleanPolicy,
+    now_ms: i64,
+) -> Result<Planned, StoreError> {
+    let (session_id, message_id) = (request.session_id.as_str(), request.message_id.as_str());
     let storage = |e: rusqlite::Error| StoreError::Storage(Box::new(e));
-    let (placed, bytes) = {
-        let conn = store.connection();
-        let schema = store.schema_of(&conn).map_err(storage)?;
-        (
-            placed(&conn, &schema, session_id, message_id).map_err(storage)?,
-            stored_bytes(&conn, &schema, session_id, message_id).map_err(storage)?,
-        )
-    };
-    if !placed {
+    let schema = store.schema_of(conn).map_err(storage)?;
+    if !placed(conn, &schema, session_id, message_id).map_err(storage)? {
         return Ok(skipped(
             SkipReason::Unplaceable,
             "time_created is not a number, or the row cannot be found by its id",
         ));
     }
+    let bytes = stored_bytes(conn, &schema, session_id, message_id).map_err(storage)?;
     if bytes > MAX_MESSAGE_BYTES as i64 {
         return Ok(skipped(
             SkipReason::Oversize,
             format!("{bytes} bytes, over the 16 MiB budget"),
         ));
     }
-    let message = match store.read_message(&request)? {
+    let message = match store.read_message_on(conn, request)? {
         Ok(message) => message,
         Err(refusal) => return Ok(skipped(SkipReason::Malformed, refusal.detail)),
     };
     let planned = select(&message, session_id, message_id, policy, now_ms);
     if matches!(planned, Planned::Prune { .. }) {
-        if let Some(why) = store.read_only_reason(session_id, message_id) {
+        if let Some(why) = store.read_only_reason_on(conn, session_id, message_id) {
             return Ok(skipped(SkipReason::ReadOnly, why));
         }
     }

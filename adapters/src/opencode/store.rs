@@ -217,11 +217,7 @@ impl OpenCodeStore {
     /// where V2 prunes are not written (OpenCode 1.18's shared session table, see
     /// `Generation::read_only`). An error reading the schema fails closed with its words.
     pub fn read_only_reason(&self, session_id: &str, message_id: &str) -> Option<String> {
-        if let Some(cause) = self.media_read_only() {
-            return Some(cause);
-        }
-        self.writable_generation(&self.connection(), session_id, message_id)
-            .err()
+        self.read_only_reason_on(&self.connection(), session_id, message_id)
     }
 
     /// The schema profile and the generation that holds the message, when a prune of it can be
@@ -243,6 +239,39 @@ impl OpenCodeStore {
             Ok(Some(why)) => Err(why.into()),
             Err(error) => Err(format!("the schema cannot be read: {error}")),
         }
+    }
+
+    /// [`SessionStore::read_message`] on `conn` (this store's connection, held by the caller),
+    /// inside the caller's read transaction.
+    pub(crate) fn read_message_on(
+        &self,
+        conn: &Connection,
+        request: &PreviewRequest,
+    ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
+        let schema = self.schema_of(conn).map_err(storage)?;
+        if !schema.is_supported() {
+            return Ok(Err(Refusal::new(
+                BlockedReason::UnsupportedStorage,
+                "the database has neither V1 (message, part) nor V2 (session_message) tables",
+            )));
+        }
+        match generation::read(conn, &schema, request) {
+            Ok(result) => Ok(result),
+            Err(error) => Ok(Err(sql_refusal(&error))),
+        }
+    }
+
+    /// [`Self::read_only_reason`] on `conn` (this store's connection, held by the caller).
+    pub(crate) fn read_only_reason_on(
+        &self,
+        conn: &Connection,
+        session_id: &str,
+        message_id: &str,
+    ) -> Option<String> {
+        if let Some(cause) = self.media_read_only() {
+            return Some(cause);
+        }
+        self.writable_generation(conn, session_id, message_id).err()
     }
 
     /// What the connection knows of the V1 tables (`v1::known`), locked for the caller, with
@@ -375,21 +404,11 @@ impl SessionStore for OpenCodeStore {
         request: &PreviewRequest,
     ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
         let conn = self.connection();
-        let schema = self.schema_of(&conn).map_err(storage)?;
-        if !schema.is_supported() {
-            return Ok(Err(Refusal::new(
-                BlockedReason::UnsupportedStorage,
-                "the database has neither V1 (message, part) nor V2 (session_message) tables",
-            )));
-        }
         // One read transaction, so the message and its parts are one snapshot.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let read = generation::read(&conn, &schema, request);
+        let read = self.read_message_on(&conn, request);
         let _ = conn.execute_batch("COMMIT");
-        match read {
-            Ok(result) => Ok(result),
-            Err(error) => Ok(Err(sql_refusal(&error))),
-        }
+        read
     }
 
     /// `true` when a prune of the message can succeed as far as storage tells: the media is
