@@ -397,3 +397,53 @@ fn a_snapshot_whose_json_repeats_or_oddly_escapes_a_key_is_removed() {
     assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
     assert_eq!(receipt.bytes_removed, predicted);
 }
+
+/// Appends `n` `session.updated.1` events of `aggregate` at its next seqs, as `evt_{tag}_{i}`.
+fn append_plain_events(fx: &Fixture, aggregate: &str, tag: &str, n: i64) {
+    for i in 0..n {
+        fx.exec(&format!(
+            "INSERT INTO event (id, aggregate_id, seq, type, data) \
+               SELECT 'evt_{tag}_{i}', '{aggregate}', seq + 1, 'session.updated.1', '{{}}' \
+               FROM event_sequence WHERE aggregate_id = '{aggregate}'; \
+             UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{aggregate}';"
+        ));
+    }
+}
+
+/// Another connection deletes the newest event rows (as OpenCode deletes a session with its
+/// events), then files a foreign copy, which SQLite gives a freed rowid, and more events after
+/// it: a long-running engine's next prune still finds and deletes the copy.
+#[test]
+fn a_long_running_engine_finds_a_foreign_copy_written_at_a_rowid_another_connection_freed() {
+    let fx = Fixture::new();
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN1);
+    let first = engine
+        .prune(&request(MANY_TURNS, TURN1, &revision, &indexes))
+        .unwrap();
+    assert!(first.receipt.is_some());
+    // OpenCode appends events; the engine looks at them with its next request (refused here).
+    append_plain_events(&fx, KILLED_MID_STREAM, "doomed", 3);
+    let stale = request(MANY_TURNS, TURN5, &"0".repeat(64), &[1]);
+    assert!(engine.prune(&stale).unwrap().refusal.is_some());
+    let top_before = fx.scalar("SELECT max(rowid) FROM event");
+
+    fx.exec("DELETE FROM event WHERE id LIKE 'evt_doomed_%'");
+    file_a_foreign_copy(&fx, KILLED_MID_STREAM, MANY_TURNS);
+    let copy = fx.scalar("SELECT rowid FROM event WHERE id = 'evt_foreign_copy'");
+    assert!(copy <= top_before, "the copy reuses a freed rowid");
+    append_plain_events(&fx, KILLED_MID_STREAM, "later", top_before - copy + 1);
+    assert!(fx.scalar("SELECT max(rowid) FROM event") > top_before);
+
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let second = engine
+        .prune(&request(MANY_TURNS, TURN5, &revision, &indexes))
+        .unwrap();
+    assert!(second.receipt.is_some());
+    drop(engine);
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM event WHERE id = 'evt_foreign_copy'"),
+        0
+    );
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
+}
