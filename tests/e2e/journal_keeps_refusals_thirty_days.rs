@@ -1,6 +1,6 @@
 //! Opening the engine removes refused and abandoned intents older than 30 days (a day past the
 //! window) and keeps newer ones, in one durable write; an open with nothing to remove does not
-//! write for it.
+//! write for it. A request whose old refusal was removed runs again as a new one.
 
 use crate::common;
 
