@@ -40,12 +40,19 @@ impl ForeignSnapshots {
     ///
     /// Errors: SQLite's.
     pub fn catch_up(&mut self, conn: &Connection) -> rusqlite::Result<()> {
-        let top: Option<i64> =
-            crate::opencode::cached::query_row(conn, "SELECT max(rowid) FROM event", [], |row| {
-                row.get(0)
-            })?;
-        let unchanged_below = match (self.through, top) {
-            (Some(through), Some(top)) if top >= through => {
+        // The top row and its id in one statement: outside a transaction, another connection may
+        // replace the top row before a second one, and the mark must name the row looked at.
+        let top: Option<(i64, Option<String>)> = {
+            let mut stmt =
+                conn.prepare_cached("SELECT rowid, id FROM event ORDER BY rowid DESC LIMIT 1")?;
+            let mut rows = stmt.query([])?;
+            match rows.next()? {
+                Some(row) => Some((row.get(0)?, text(row.get_ref(1)?))),
+                None => None,
+            }
+        };
+        let unchanged_below = match (self.through, &top) {
+            (Some(through), Some((top, _))) if *top >= through => {
                 id_at(conn, through)? == self.through_id
             }
             _ => false,
@@ -84,13 +91,9 @@ impl ForeignSnapshots {
                 }
             }
         }
-        self.mark(conn, top.unwrap_or(0))
-    }
-
-    /// Records that the rows up to `through` were looked at, with the id of the row there.
-    fn mark(&mut self, conn: &Connection, through: i64) -> rusqlite::Result<()> {
-        self.through_id = id_at(conn, through)?;
+        let (through, through_id) = top.unwrap_or((0, None));
         self.through = Some(through);
+        self.through_id = through_id;
         Ok(())
     }
 
@@ -107,7 +110,10 @@ impl ForeignSnapshots {
                 row.get(0)
             })?;
         if let Some(through) = self.through {
-            self.mark(conn, through.min(top.unwrap_or(0)))?;
+            // Inside the transaction: nobody else writes between these statements.
+            let through = through.min(top.unwrap_or(0));
+            self.through_id = id_at(conn, through)?;
+            self.through = Some(through);
         }
         Ok(())
     }
