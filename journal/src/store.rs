@@ -52,7 +52,8 @@ const META_DATABASE_LOCATION: &str = "database_location";
 /// Meta key (tombstone of retention): the highest seq removed from the log, an encoded `u64`.
 const META_TRIMMED_THROUGH: &str = "trimmed_through";
 /// Meta key (retention of resolved intents): ms since the epoch, an encoded `i64`: every refused
-/// or abandoned intent whose id's time is before it was removed.
+/// or abandoned intent whose id's time is before it was removed (resolving one with an earlier
+/// id moves it back to that id's time).
 const META_RESOLVED_TRIMMED_BEFORE: &str = "resolved_trimmed_before";
 
 /// How long [`Journal::open`] keeps retrying while another handle holds the file: 2 s.

@@ -1,6 +1,6 @@
 //! Opening the engine removes refused and abandoned intents older than 30 days (a day past the
 //! window) and keeps newer ones, in one durable write; an open with nothing to remove does not
-//! write for it.
+//! write for it. A request whose old refusal was removed runs again as a new one.
 
 use crate::common;
 
@@ -60,4 +60,58 @@ fn an_open_removes_refusals_older_than_thirty_days() {
     // Nothing more is due: the next open costs one durable write less.
     let idle = open_counting();
     assert_eq!(removing, idle + 1);
+}
+
+/// A request refused more than 30 days ago, whose intent and request key the open removed, runs
+/// as a new request when it comes again: pruned, with its own intent and the first event.
+#[test]
+fn a_request_whose_old_refusal_was_removed_runs_again_as_new() {
+    let fx = Fixture::new();
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    drop(engine);
+    let req = request(MANY_TURNS, TURN5, &revision, &indexes);
+    let refused = Intent {
+        intent_id: uuid::Builder::from_unix_timestamp_millis(
+            (now_ms() - 32 * DAY_MS) as u64,
+            &[9; 10],
+        )
+        .into_uuid(),
+        ..pending_intent(&req)
+    };
+    {
+        let journal = Journal::open(&fx.journal).unwrap();
+        journal.record_intent(&refused).unwrap();
+        journal
+            .resolve_all(&[(
+                refused.intent_id,
+                Resolution::Refused("maintenance_required".into()),
+            )])
+            .unwrap();
+    }
+
+    let engine = fx.engine();
+    assert_eq!(engine.journal().intents().unwrap(), Vec::new());
+    assert_eq!(
+        engine
+            .journal()
+            .intent_by_request_key(&refused.request_key)
+            .unwrap(),
+        None
+    );
+    let outcome = engine.prune(&req).unwrap();
+    assert!(!outcome.retried);
+    assert_eq!(pruned(&outcome.result).2, 2);
+    assert_eq!(outcome.event.expect("an event").seq, 1);
+    let intents = engine.journal().intents().unwrap();
+    assert_eq!(intents.len(), 1);
+    assert_eq!(Some(intents[0].intent_id), outcome.intent_id);
+    assert_eq!(
+        engine
+            .journal()
+            .intent_by_request_key(&refused.request_key)
+            .unwrap()
+            .map(|i| i.intent_id),
+        outcome.intent_id
+    );
 }

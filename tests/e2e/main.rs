@@ -18,6 +18,7 @@ mod contract_bounds_are_enforced_before_journaling;
 mod damaged_rows_never_stop_a_scan_or_a_prune;
 mod duration_flags_take_the_same_forms;
 mod events_keep_their_numbers_after_kill_9;
+mod events_keep_their_numbers_when_the_clock_steps_back;
 mod every_release_continues_after_clean;
 mod every_release_is_pruned_or_refused_plainly;
 mod fence_refusals_leave_database_unchanged;

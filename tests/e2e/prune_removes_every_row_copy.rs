@@ -316,3 +316,134 @@ fn a_snapshot_that_is_both_local_and_foreign_is_counted_once() {
     assert_eq!(receipt.bytes_removed, (parts + snapshots) as u64);
     assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
 }
+
+/// Snapshots of turn 5's tool part whose JSON SQLite reads as naming that part although they
+/// are not as `JSON.stringify` writes them: a key repeated (SQLite reads the first) or a key
+/// holding a lone UTF-16 surrogate escape. Each holds the tool's output; the prune removes them
+/// and counts them as its dry run does.
+#[test]
+fn a_snapshot_whose_json_repeats_or_oddly_escapes_a_key_is_removed() {
+    let fx = Fixture::new();
+    let variants = [
+        (
+            "evt_repeated_part",
+            r#"'{"sessionID":"' || aggregate_id || '","part":' || json_extract(data, '$.part') || ',"part":{"id":"prt_not_a_part"}}'"#,
+        ),
+        (
+            "evt_repeated_id",
+            r#"'{"sessionID":"' || aggregate_id || '","part":{"id":"' || json_extract(data, '$.part.id') || '","id":"prt_not_a_part","state":' || json_extract(data, '$.part.state') || '}}'"#,
+        ),
+        (
+            "evt_surrogate_part_key",
+            r#"'{"sessionID":"' || aggregate_id || '","part":{"id":"' || json_extract(data, '$.part.id') || '","\ud800":0,"state":' || json_extract(data, '$.part.state') || '}}'"#,
+        ),
+        (
+            "evt_surrogate_top_key",
+            r#"'{"\udc00":0,"sessionID":"' || aggregate_id || '","part":' || json_extract(data, '$.part') || '}'"#,
+        ),
+    ];
+    let tool_part: String = fx
+        .sql()
+        .query_row(
+            "SELECT id FROM part WHERE message_id = ?1 AND json_extract(data, '$.type') = 'tool'",
+            [TURN5],
+            |row| row.get(0),
+        )
+        .unwrap();
+    for (id, data) in variants {
+        fx.exec(&format!(
+            "INSERT INTO event (id, aggregate_id, seq, type, data) \
+               SELECT '{id}', aggregate_id, \
+                      (SELECT seq + 1 FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}'), \
+                      type, {data} \
+               FROM event WHERE aggregate_id = '{MANY_TURNS}' AND type = 'message.part.updated.1' \
+                 AND instr(data, 'TOOL_CANARY_T05') > 0 ORDER BY seq DESC LIMIT 1; \
+             UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{MANY_TURNS}';"
+        ));
+        // As SQLite reads it: valid JSON, a snapshot of the tool part, holding its output.
+        let read: (i64, String, i64) = fx
+            .sql()
+            .query_row(
+                "SELECT json_valid(data), json_extract(data, '$.part.id'), \
+                        instr(data, 'TOOL_CANARY_T05') > 0 FROM event WHERE id = ?1",
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(read, (1, tool_part.clone(), 1), "{id}");
+    }
+
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let request = request(MANY_TURNS, TURN5, &revision, &indexes);
+    let planned = match pruning_engine::dry_run(engine.store(), &request).unwrap() {
+        Ok(pruning_engine::DryRun::Plan(plan)) => plan,
+        other => panic!("{other:?}"),
+    };
+    let predicted = engine
+        .store()
+        .freed_bytes(MANY_TURNS, TURN5, &planned.remove, planned.bytes)
+        .unwrap();
+    let receipt = engine.prune(&request).unwrap().receipt.expect("receipt");
+    drop(engine);
+
+    for (id, _) in variants {
+        assert_eq!(
+            fx.scalar(&format!("SELECT count(*) FROM event WHERE id = '{id}'")),
+            0,
+            "{id}"
+        );
+    }
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
+    assert_eq!(receipt.bytes_removed, predicted);
+}
+
+/// Appends `n` `session.updated.1` events of `aggregate` at its next seqs, as `evt_{tag}_{i}`.
+fn append_plain_events(fx: &Fixture, aggregate: &str, tag: &str, n: i64) {
+    for i in 0..n {
+        fx.exec(&format!(
+            "INSERT INTO event (id, aggregate_id, seq, type, data) \
+               SELECT 'evt_{tag}_{i}', '{aggregate}', seq + 1, 'session.updated.1', '{{}}' \
+               FROM event_sequence WHERE aggregate_id = '{aggregate}'; \
+             UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{aggregate}';"
+        ));
+    }
+}
+
+/// Another connection deletes the newest event rows (as OpenCode deletes a session with its
+/// events), then files a foreign copy, which SQLite gives a freed rowid, and more events after
+/// it: a long-running engine's next prune still finds and deletes the copy.
+#[test]
+fn a_long_running_engine_finds_a_foreign_copy_written_at_a_rowid_another_connection_freed() {
+    let fx = Fixture::new();
+    let engine = fx.engine();
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN1);
+    let first = engine
+        .prune(&request(MANY_TURNS, TURN1, &revision, &indexes))
+        .unwrap();
+    assert!(first.receipt.is_some());
+    // OpenCode appends events; the engine looks at them with its next request (refused here).
+    append_plain_events(&fx, KILLED_MID_STREAM, "doomed", 3);
+    let stale = request(MANY_TURNS, TURN5, &"0".repeat(64), &[1]);
+    assert!(engine.prune(&stale).unwrap().refusal.is_some());
+    let top_before = fx.scalar("SELECT max(rowid) FROM event");
+
+    fx.exec("DELETE FROM event WHERE id LIKE 'evt_doomed_%'");
+    file_a_foreign_copy(&fx, KILLED_MID_STREAM, MANY_TURNS);
+    let copy = fx.scalar("SELECT rowid FROM event WHERE id = 'evt_foreign_copy'");
+    assert!(copy <= top_before, "the copy reuses a freed rowid");
+    append_plain_events(&fx, KILLED_MID_STREAM, "later", top_before - copy + 1);
+    assert!(fx.scalar("SELECT max(rowid) FROM event") > top_before);
+
+    let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
+    let second = engine
+        .prune(&request(MANY_TURNS, TURN5, &revision, &indexes))
+        .unwrap();
+    assert!(second.receipt.is_some());
+    drop(engine);
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM event WHERE id = 'evt_foreign_copy'"),
+        0
+    );
+    assert_eq!(fx.rows_containing("event", "TOOL_CANARY_T05"), 0);
+}

@@ -1,7 +1,7 @@
 //! A store keeps what it learnt about a session between two prunes (its fence passed, its
-//! snapshots by part) only while no other connection committed: a write of OpenCode between two
-//! prunes of one engine is seen by the second, and a prune that rolled back after deleting
-//! leaves nothing learnt behind (docs/ARCHITECTURE.md, "Bulk work").
+//! snapshots by part) only while no other connection committed: a write of OpenCode, or a prune
+//! of another engine, between two prunes of one engine is seen by the second, and a prune that
+//! rolled back after deleting leaves nothing learnt behind (docs/ARCHITECTURE.md, "Bulk work").
 
 use crate::common;
 
@@ -183,5 +183,92 @@ fn a_prune_rolled_back_after_deleting_snapshots_leaves_nothing_learnt() {
     assert_eq!(
         snapshots_of_technical_parts(&fx, TURN5),
         before - pruned_part_snapshots
+    );
+}
+
+/// Another engine (its own store and journal, on the same file) prunes a message of the session
+/// between two prunes of this engine: this engine's next prune appends its removal events after
+/// the other's and deletes every snapshot of its parts; the other's request sent here is its
+/// retry, and another request on the old revision is a conflict.
+#[test]
+fn a_prune_by_another_engine_between_two_prunes_is_seen_by_the_next() {
+    let fx = Fixture::new();
+    let listing = prune_listing(MANY_TURNS);
+    let pruning_engine::HistoryResult::Page(page) =
+        pruning_engine::history::history_with(&fx.store(0), &listing, ROWS_ONLY)
+            .unwrap()
+            .result
+    else {
+        panic!("a page")
+    };
+    let third = page
+        .candidates
+        .iter()
+        .map(|c| c.message_id.clone())
+        .find(|m| m != FIRST && m != TURN5)
+        .expect("a third candidate");
+
+    let engine = fx.engine();
+    assert!(matches!(
+        prune_all(&engine, FIRST),
+        PruneResult::Pruned { .. }
+    ));
+    let stale_turn5 = preview(&engine, MANY_TURNS, TURN5).0;
+
+    let other = pruning_engine::Engine::open(
+        fx.store(30_000),
+        pruning_engine::Journal::open(&fx.dir.path().join("other.prune-journal")).unwrap(),
+    )
+    .unwrap();
+    assert!(matches!(
+        prune_all(&other, TURN5),
+        PruneResult::Pruned { .. }
+    ));
+    drop(other);
+
+    // The same request as the other engine's is its retry; another one on the old revision is
+    // a conflict.
+    let same =
+        PruneRequest::all_technical(MANY_TURNS.into(), TURN5.into(), stale_turn5.clone()).unwrap();
+    let retried = engine.prune(&same).unwrap();
+    assert!(retried.retried);
+    assert_eq!(pruned(&retried.result).2, 2);
+    let stale = request(MANY_TURNS, TURN5, &stale_turn5, &[1]);
+    assert_eq!(
+        engine.prune(&stale).unwrap().result,
+        PruneResult::Blocked {
+            reason: BlockedReason::Conflict
+        }
+    );
+    assert!(matches!(
+        prune_all(&engine, &third),
+        PruneResult::Pruned { .. }
+    ));
+    drop(engine);
+
+    for message in [FIRST, TURN5, third.as_str()] {
+        assert_eq!(technical_parts(&fx, message), 0, "{message}");
+        assert_eq!(snapshots_of_technical_parts(&fx, message), 0, "{message}");
+    }
+    // The session's events: seqs unique, the sequence row at the newest.
+    assert_eq!(
+        fx.scalar(&format!(
+            "SELECT count(*) - count(DISTINCT seq) FROM event WHERE aggregate_id = '{MANY_TURNS}'"
+        )),
+        0
+    );
+    assert_eq!(
+        fx.scalar(&format!(
+            "SELECT (SELECT seq FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}') \
+                  - (SELECT max(seq) FROM event WHERE aggregate_id = '{MANY_TURNS}')"
+        )),
+        0
+    );
+    assert_eq!(
+        fx.scalar(&format!(
+            "SELECT count(*) FROM event WHERE aggregate_id = '{MANY_TURNS}' \
+               AND type = 'message.part.removed.1'"
+        )),
+        6
     );
 }

@@ -66,13 +66,38 @@ fn intent_applied_but_not_committed_is_completed_on_open_and_replayable() {
     assert_eq!(retry.receipt, Some(receipt));
 }
 
-/// A store whose commit reports a failure after the transaction did commit (as an fsync error
-/// on COMMIT can): the outcome is unknown to the engine.
-struct CommitReportsFailure(pruning_adapters::opencode::OpenCodeStore);
+/// A store whose commit reports a failure (as an fsync error on COMMIT can), its first `failures`
+/// times: the outcome is unknown to the engine. With `commits`, the transaction did commit
+/// before the failure; without, it did not.
+struct CommitReportsFailure {
+    store: pruning_adapters::opencode::OpenCodeStore,
+    commits: bool,
+    failures: std::sync::atomic::AtomicU32,
+}
+
+impl CommitReportsFailure {
+    /// Every commit commits and reports a failure.
+    fn always(store: pruning_adapters::opencode::OpenCodeStore) -> Self {
+        Self::first(store, true, u32::MAX)
+    }
+
+    /// The first `failures` commits report a failure, having committed when `commits`.
+    fn first(
+        store: pruning_adapters::opencode::OpenCodeStore,
+        commits: bool,
+        failures: u32,
+    ) -> Self {
+        Self {
+            store,
+            commits,
+            failures: failures.into(),
+        }
+    }
+}
 
 impl SessionStore for CommitReportsFailure {
     fn database_id(&self) -> Result<Option<String>, pruning_engine::StoreError> {
-        self.0.database_id()
+        self.store.database_id()
     }
     fn read_message(
         &self,
@@ -81,13 +106,26 @@ impl SessionStore for CommitReportsFailure {
         Result<pruning_engine::StoredMessage, pruning_engine::Refusal>,
         pruning_engine::StoreError,
     > {
-        self.0.read_message(request)
+        self.store.read_message(request)
     }
     fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
-        self.0.live_mutation(session_id, message_id)
+        self.store.live_mutation(session_id, message_id)
     }
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, pruning_engine::StoreError> {
-        self.0.apply(command)?;
+        let failing = self
+            .failures
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |left| left.checked_sub(1),
+            )
+            .is_ok();
+        if !failing {
+            return self.store.apply(command);
+        }
+        if self.commits {
+            self.store.apply(command)?;
+        }
         Err(pruning_engine::StoreError::OutcomeUnknown(
             "fsync: Input/output error".into(),
         ))
@@ -98,19 +136,19 @@ impl SessionStore for CommitReportsFailure {
         now_ms: i64,
     ) -> Result<Result<pruning_engine::DryRun, pruning_engine::Refusal>, pruning_engine::StoreError>
     {
-        self.0.dry_run(request, now_ms)
+        self.store.dry_run(request, now_ms)
     }
     fn receipt_by_key(
         &self,
         key: &[u8; 32],
     ) -> Result<Option<pruning_engine::Receipt>, pruning_engine::StoreError> {
-        self.0.receipt_by_key(key)
+        self.store.receipt_by_key(key)
     }
     fn receipts(
         &self,
         session_id: Option<&str>,
     ) -> Result<Vec<pruning_engine::Receipt>, pruning_engine::StoreError> {
-        self.0.receipts(session_id)
+        self.store.receipts(session_id)
     }
 }
 
@@ -118,7 +156,7 @@ impl SessionStore for CommitReportsFailure {
 fn commit_with_unknown_outcome_leaves_the_intent_for_recovery() {
     let fx = Fixture::new();
     let engine = pruning_engine::Engine::open(
-        CommitReportsFailure(fx.store(30_000)),
+        CommitReportsFailure::always(fx.store(30_000)),
         Journal::open(&fx.journal).unwrap(),
     )
     .unwrap();
@@ -148,4 +186,106 @@ fn commit_with_unknown_outcome_leaves_the_intent_for_recovery() {
     let engine = fx.engine();
     assert_eq!(engine.recovery().completed, vec![pending[0].intent_id]);
     assert_eq!(engine.events_after(0, 10).unwrap().len(), 1);
+}
+
+/// The revision and technical indexes of turn 5, previewed through `engine`.
+fn turn5_request<S: SessionStore>(
+    engine: &pruning_engine::Engine<S>,
+) -> pruning_engine::PruneRequest {
+    let preview = pruning_engine::PreviewRequest::new(MANY_TURNS.into(), TURN5.into()).unwrap();
+    match engine.preview(&preview).unwrap() {
+        pruning_engine::PreviewResult::Preview {
+            revision, parts, ..
+        } => request(
+            MANY_TURNS,
+            TURN5,
+            &revision,
+            &parts.iter().map(|p| i64::from(p.index)).collect::<Vec<_>>(),
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `(seq, event id)` of every journaled event.
+fn journaled<S: SessionStore>(engine: &pruning_engine::Engine<S>) -> Vec<(u64, uuid::Uuid)> {
+    engine
+        .events_after(0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.id))
+        .collect()
+}
+
+/// A prune whose commit did happen but was reported failed, then retried in the same engine:
+/// the retry finds its receipt and completes that intent, as recovery would, with one event;
+/// the next open has nothing left to recover and the prune keeps that one event.
+#[test]
+fn a_retry_after_an_unknown_outcome_that_committed_journals_one_event() {
+    let fx = Fixture::new();
+    let engine = pruning_engine::Engine::open(
+        CommitReportsFailure::first(fx.store(30_000), true, 1),
+        Journal::open(&fx.journal).unwrap(),
+    )
+    .unwrap();
+    let req = turn5_request(&engine);
+    assert!(matches!(
+        engine.prune(&req),
+        Err(pruning_engine::EngineError::Store(
+            pruning_engine::StoreError::OutcomeUnknown(_)
+        ))
+    ));
+    let pending = engine.journal().pending_intents().unwrap();
+    assert_eq!(pending.len(), 1);
+
+    let retry = engine.prune(&req).unwrap();
+    assert!(retry.retried);
+    let receipt = retry.receipt.clone().expect("the receipt");
+    assert_eq!(receipt.intent_id, pending[0].intent_id);
+    let event = retry.event.clone().expect("the event");
+    assert_eq!((event.seq, event.id), (1, receipt.receipt_id));
+    assert_eq!(journaled(&engine), vec![(1, receipt.receipt_id)]);
+    assert!(engine.journal().pending_intents().unwrap().is_empty());
+    drop(engine);
+
+    let engine = fx.engine();
+    assert_eq!(engine.recovery(), &pruning_engine::Recovery::default());
+    assert_eq!(journaled(&engine), vec![(1, receipt.receipt_id)]);
+    assert_eq!(engine.receipts(None).unwrap(), vec![receipt]);
+}
+
+/// A prune whose commit did not happen but was reported failed, then retried in the same
+/// engine: the first intent is abandoned (no receipt of its own), the retry prunes with one
+/// event, and the next open does not give that receipt a second event.
+#[test]
+fn a_retry_after_an_unknown_outcome_that_did_not_commit_journals_one_event() {
+    let fx = Fixture::new();
+    let engine = pruning_engine::Engine::open(
+        CommitReportsFailure::first(fx.store(30_000), false, 1),
+        Journal::open(&fx.journal).unwrap(),
+    )
+    .unwrap();
+    let req = turn5_request(&engine);
+    assert!(engine.prune(&req).is_err());
+    let first = engine.journal().pending_intents().unwrap();
+    assert_eq!(first.len(), 1);
+
+    let retry = engine.prune(&req).unwrap();
+    assert!(!retry.retried);
+    let receipt = retry.receipt.clone().expect("the receipt");
+    assert_ne!(receipt.intent_id, first[0].intent_id);
+    assert_eq!(journaled(&engine), vec![(1, receipt.receipt_id)]);
+    assert!(matches!(
+        engine
+            .journal()
+            .intent(first[0].intent_id)
+            .unwrap()
+            .unwrap()
+            .state,
+        IntentState::Abandoned { .. }
+    ));
+    drop(engine);
+
+    let engine = fx.engine();
+    assert_eq!(engine.recovery(), &pruning_engine::Recovery::default());
+    assert_eq!(journaled(&engine), vec![(1, receipt.receipt_id)]);
 }

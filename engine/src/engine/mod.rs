@@ -63,7 +63,8 @@ pub struct Engine<S: SessionStore> {
     /// Held by a prune or batch from its intents to its commit marks (one writer at a time).
     writer: std::sync::Mutex<()>,
     /// Set once an intent of this engine stays pending while its receipt may be in the
-    /// database: commit marks are durable from then on (see `write::journal_commits`).
+    /// database: commit marks are durable from then on (see `write::journal_commits`), and a
+    /// request that comes again first resolves its pending intent (`write::resolve_pending`).
     unresolved: std::sync::atomic::AtomicBool,
     hub: Hub<JournalReplay>,
     database_id: String,

@@ -373,6 +373,9 @@ impl<S: SessionStore> Engine<S> {
     /// confirmed by the database's receipt (without it, a database restored from a backup, the
     /// request runs as a new one). Re-announces the event.
     fn replay(&self, key: &[u8; 32]) -> Result<Option<PruneOutcome>, EngineError> {
+        if self.unresolved.load(Ordering::SeqCst) {
+            self.resolve_pending(key)?;
+        }
         let Some(event) = self.journal.committed_event_for(key)? else {
             return Ok(None);
         };
@@ -389,6 +392,38 @@ impl<S: SessionStore> Engine<S> {
             intent_id: None,
             retried: true,
         }))
+    }
+
+    /// Resolves the pending intent `key` points at, if any, as recovery would on the next open
+    /// (docs/ARCHITECTURE.md, "Recovery"): committed, with its event, when the database holds its
+    /// receipt; else abandoned. In a running engine only an intent whose outcome was unknown, or
+    /// whose commit mark failed, stays pending (`unresolved` is set then). Resolving it
+    /// before its request runs again keeps one prune to one event: a new intent of the same
+    /// request would otherwise be committed with that receipt, or commit its own receipt, which
+    /// the next open's recovery would give to the old intent as a second event.
+    fn resolve_pending(&self, key: &[u8; 32]) -> Result<(), EngineError> {
+        let Some(intent) = self.journal.intent_by_request_key(key)? else {
+            return Ok(());
+        };
+        if !intent.state.is_pending() {
+            return Ok(());
+        }
+        match self.store.receipt_by_key(key)? {
+            Some(receipt) if receipt.intent_id == intent.intent_id => {
+                self.journal.commit(&[Commit {
+                    intent_id: intent.intent_id,
+                    event_id: receipt.receipt_id,
+                    revision_after: receipt.revision_after,
+                    removed_count: receipt.removed_count,
+                    committed_at_ms: receipt.committed_at_ms,
+                }])?;
+            }
+            _ => self.journal.mark_abandoned(
+                intent.intent_id,
+                "resolved when its request came again: no receipt of its own in the database, the prune never committed",
+            )?,
+        }
+        Ok(())
     }
 }
 

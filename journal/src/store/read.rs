@@ -109,8 +109,10 @@ impl Journal {
         })
     }
 
-    /// Every intent still pending, oldest first (by `created_at_ms`, then `intent_id`): the
-    /// input of recovery on open.
+    /// Every intent still pending, in intent id order: the input of recovery on open, which
+    /// completes them in the order they were made (ids are UUID v7, given in order within a
+    /// process even when the wall clock steps back, unlike `created_at_ms`; see
+    /// docs/ARCHITECTURE.md, "Sequence numbers after a crash").
     ///
     /// Errors: [`ReadError::MissingIntent`] when the pending index names an intent that is
     /// not stored; otherwise as [`Journal::intent`].
@@ -126,7 +128,7 @@ impl Journal {
                     .ok_or(ReadError::MissingIntent { intent_id })?;
                 found.push(intent);
             }
-            sort_oldest_first(&mut found);
+            // The pending index is keyed by intent id: `found` is in intent id order already.
             Ok(found)
         })
     }

@@ -102,10 +102,12 @@ impl Journal {
     /// Removes every refused or abandoned intent older than the policy's time window
     /// (`keep_for_ms` before `now_ms`, ms since the epoch), and its request key where that key
     /// points at it, in one durable write transaction. An intent's age is its id's time: intent
-    /// ids are UUID v7, given when it is journaled. Pending and committed intents stay (a
-    /// committed one answers retries while its event is kept, and its receipt names it). Each
-    /// intent is looked at once: the next call starts where this one ended. Returns how many
-    /// intents were removed.
+    /// ids are UUID v7, given when it is journaled (an intent whose id is another version has
+    /// no age and stays). Pending and committed intents stay (a committed one answers retries
+    /// while its event is kept, and its receipt names it). Each intent is looked at once: the
+    /// next call starts where this one ended, or at the id of an intent resolved since whose
+    /// time is earlier (made while the clock was behind). Returns how many intents were
+    /// removed.
     ///
     /// Errors: [`WriteError::Poisoned`] / [`WriteError::Commit`]; [`WriteError::Codec`] /
     /// [`WriteError::Storage`] (nothing removed).
@@ -130,10 +132,14 @@ impl Journal {
             {
                 let (_, value) = entry.storage()?;
                 let intent: Intent = codec::decode(value.value())?;
-                if matches!(
-                    intent.state,
-                    IntentState::Refused { .. } | IntentState::Abandoned { .. }
-                ) {
+                // An id that is not a UUID v7 holds no time: its place in this range says
+                // nothing of its age, so it stays.
+                if id_time_ms(intent.intent_id).is_some()
+                    && matches!(
+                        intent.state,
+                        IntentState::Refused { .. } | IntentState::Abandoned { .. }
+                    )
+                {
                     resolved.push(intent);
                 }
             }
@@ -153,6 +159,37 @@ impl Journal {
             Ok(resolved.len() as u64)
         })
     }
+}
+
+/// Moves the mark of how far resolved intents were removed back to the time of `resolved`'s id
+/// when that is earlier (an intent made while the clock was behind): the next removal then looks
+/// at it in its turn instead of never. Runs in the write transaction that resolves it.
+///
+/// Errors: [`WriteError::Codec`] / [`WriteError::Storage`].
+pub(super) fn keep_in_view(
+    meta: &mut redb::Table<'_, &'static str, &'static [u8]>,
+    resolved: Uuid,
+) -> Result<(), WriteError> {
+    let Some(made) = id_time_ms(resolved) else {
+        return Ok(());
+    };
+    if made < resolved_trimmed_before::<WriteError>(meta)? {
+        let value = codec::encode(&made)?;
+        meta.insert(META_RESOLVED_TRIMMED_BEFORE, value.as_slice())
+            .storage()?;
+    }
+    Ok(())
+}
+
+/// The time a UUID v7 was made, ms since the epoch; `None` for another version.
+fn id_time_ms(id: Uuid) -> Option<i64> {
+    if id.get_version_num() != 7 {
+        return None;
+    }
+    let bytes = id.as_bytes();
+    let mut ms = [0u8; 8];
+    ms[2..].copy_from_slice(&bytes[..6]);
+    i64::try_from(u64::from_be_bytes(ms)).ok()
 }
 
 /// How far resolved intents were removed: ms since the epoch (0 when never).

@@ -143,6 +143,7 @@ impl Journal {
                     *indexes = Vec::new();
                 }
                 tables.put_intent(&intent)?;
+                super::trim::keep_in_view(&mut tables.meta, intent.intent_id)?;
             }
             Ok(())
         })

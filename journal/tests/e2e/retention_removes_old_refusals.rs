@@ -151,3 +151,77 @@ fn a_request_key_that_moved_to_a_newer_intent_stays() {
         Some(again.intent_id)
     );
 }
+
+/// A refusal made while the clock was behind (its id's time before where an earlier removal
+/// got to) is still removed once it is past the window, by its id's time.
+#[test]
+fn a_refusal_made_while_the_clock_was_behind_is_removed_in_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(&journal_path(&dir)).unwrap();
+    let policy = Retention {
+        keep_events: 1_000_000,
+        keep_for_ms: 30 * DAY_MS,
+    };
+    // A removal at T0 + 40 days: it got to T0 + 10 days.
+    let old = intent_at(1, T0_MS);
+    journal.record_intent(&old).unwrap();
+    journal
+        .resolve_all(&[(old.intent_id, Resolution::Refused("conflict".into()))])
+        .unwrap();
+    assert_eq!(
+        journal
+            .remove_resolved_intents(&policy, T0_MS + 40 * DAY_MS)
+            .unwrap(),
+        1
+    );
+    // Then the clock steps back 39 days: a refusal is made with an id of T0 + 1 day.
+    let behind = intent_at(2, T0_MS + DAY_MS);
+    journal.record_intent(&behind).unwrap();
+    journal
+        .resolve_all(&[(behind.intent_id, Resolution::Refused("conflict".into()))])
+        .unwrap();
+    // The clock is right again; 60 days later the refusal is well past the window.
+    let later = T0_MS + 100 * DAY_MS;
+    assert!(journal.resolved_intents_due(&policy, later).unwrap());
+    assert_eq!(journal.remove_resolved_intents(&policy, later).unwrap(), 1);
+    assert_eq!(ids(&journal), Vec::<Uuid>::new());
+    assert_eq!(
+        journal.intent_by_request_key(&behind.request_key).unwrap(),
+        None
+    );
+}
+
+/// An intent whose id is not a UUID v7 has no time in its id: it is never removed by an id that
+/// only looks old (the engine makes v7 ids only; the journal accepts any).
+#[test]
+fn a_refusal_whose_id_is_not_v7_is_not_removed_by_the_time_its_id_seems_to_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(&journal_path(&dir)).unwrap();
+    let policy = Retention {
+        keep_events: 1_000_000,
+        keep_for_ms: 30 * DAY_MS,
+    };
+    let now = T0_MS + 100 * DAY_MS;
+    // A version 4 id whose first 48 bits, read as a v7 time, are T0; made now.
+    let mut bytes = *intent_at(3, T0_MS).intent_id.as_bytes();
+    bytes[6] = 0x40 | (bytes[6] & 0x0f);
+    let v4 = Intent {
+        intent_id: Uuid::from_bytes(bytes),
+        created_at_ms: now,
+        ..intent(3)
+    };
+    assert_eq!(v4.intent_id.get_version_num(), 4);
+    journal.record_intent(&v4).unwrap();
+    journal
+        .resolve_all(&[(v4.intent_id, Resolution::Refused("conflict".into()))])
+        .unwrap();
+    assert_eq!(journal.remove_resolved_intents(&policy, now).unwrap(), 0);
+    assert_eq!(ids(&journal), vec![v4.intent_id]);
+    assert_eq!(
+        journal
+            .intent_by_request_key(&v4.request_key)
+            .unwrap()
+            .map(|i| i.intent_id),
+        Some(v4.intent_id)
+    );
+}

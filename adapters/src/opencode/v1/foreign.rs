@@ -6,7 +6,9 @@
 //!
 //! Such rows cannot be found through an index (`event` is indexed by aggregate, not by part), so
 //! a store finds them with one pass over `event` and then follows only the rows appended since
-//! (by `rowid`, which SQLite gives new rows above every existing one). The pass reads each
+//! (by `rowid`, which SQLite gives new rows above every existing one). Rowids freed at the top
+//! (another connection deleted the newest rows) can be given again: the row last looked at, gone
+//! or holding another id, tells, and everything is looked at anew. The pass reads each
 //! snapshot's text once and parses only those that do not name their own aggregate twice (a
 //! snapshot names its session as the event's and as the part's `sessionID`), so its cost is
 //! reading the `event` table once per process, not once per prune; the part's own
@@ -23,24 +25,40 @@ use super::events::PART_UPDATED;
 pub struct ForeignSnapshots {
     /// The highest `event.rowid` looked at; `None` before the first pass.
     through: Option<i64>,
+    /// The `id` of the row at `through` when it was looked at (`None`: no row there, or an id
+    /// that is not text). Another id there now means rows at the top were deleted and their
+    /// rowids given again: rows at or below `through` may be new.
+    through_id: Option<String>,
     /// Part id -> ids of the events holding a snapshot of it under another aggregate.
     by_part: HashMap<String, Vec<String>>,
 }
 
 impl ForeignSnapshots {
-    /// Looks at the `event` rows appended since the last call (all of them the first time, or
-    /// when rows at the top were deleted, which lets SQLite hand out their rowids again). Rows
-    /// deleted at the top and replaced by as many new ones between two calls are not seen
-    /// again: OpenCode deletes events only with their session.
+    /// Looks at the `event` rows appended since the last call: all of them the first time, or
+    /// when rows at the top were deleted by another connection (the row last looked at is gone,
+    /// or another row holds its rowid), which lets SQLite hand out their rowids again.
     ///
     /// Errors: SQLite's.
     pub fn catch_up(&mut self, conn: &Connection) -> rusqlite::Result<()> {
-        let top: Option<i64> =
-            crate::opencode::cached::query_row(conn, "SELECT max(rowid) FROM event", [], |row| {
-                row.get(0)
-            })?;
-        let from = match (self.through, top) {
-            (Some(through), Some(top)) if top >= through => through,
+        // The top row and its id in one statement: outside a transaction, another connection may
+        // replace the top row before a second one, and the mark must name the row looked at.
+        let top: Option<(i64, Option<String>)> = {
+            let mut stmt =
+                conn.prepare_cached("SELECT rowid, id FROM event ORDER BY rowid DESC LIMIT 1")?;
+            let mut rows = stmt.query([])?;
+            match rows.next()? {
+                Some(row) => Some((row.get(0)?, text(row.get_ref(1)?))),
+                None => None,
+            }
+        };
+        let unchanged_below = match (self.through, &top) {
+            (Some(through), Some((top, _))) if *top >= through => {
+                id_at(conn, through)? == self.through_id
+            }
+            _ => false,
+        };
+        let from = match self.through {
+            Some(through) if unchanged_below => through,
             // The first pass, or rows at the top were deleted: their rowids may be handed out
             // again, so everything is looked at anew.
             _ => {
@@ -73,13 +91,17 @@ impl ForeignSnapshots {
                 }
             }
         }
-        self.through = Some(top.unwrap_or(0));
+        let (through, through_id) = top.unwrap_or((0, None));
+        self.through = Some(through);
+        self.through_id = through_id;
         Ok(())
     }
 
     /// Records that this connection's own writes (a prune's deletes and appended events, in
     /// its transaction, after [`Self::catch_up`]) end at the `event` table's current top: the
-    /// rowids they freed may be handed out again, so the next look starts there.
+    /// rowids they freed may be handed out again, so the next look starts there. The rows they
+    /// appended at or below the mark are `message.part.removed.1` events, no snapshot: the row
+    /// at the mark is taken as it is now.
     ///
     /// Errors: SQLite's.
     pub fn after_own_writes(&mut self, conn: &Connection) -> rusqlite::Result<()> {
@@ -88,7 +110,10 @@ impl ForeignSnapshots {
                 row.get(0)
             })?;
         if let Some(through) = self.through {
-            self.through = Some(through.min(top.unwrap_or(0)));
+            // Inside the transaction: nobody else writes between these statements.
+            let through = through.min(top.unwrap_or(0));
+            self.through_id = id_at(conn, through)?;
+            self.through = Some(through);
         }
         Ok(())
     }
@@ -106,6 +131,16 @@ impl ForeignSnapshots {
         ids.dedup();
         ids
     }
+}
+
+/// The `id` of the `event` row at `rowid`, when there is one and its id is text.
+fn id_at(conn: &Connection, rowid: i64) -> rusqlite::Result<Option<String>> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM event WHERE rowid = ?1")?;
+    let mut rows = stmt.query([rowid])?;
+    Ok(match rows.next()? {
+        Some(row) => text(row.get_ref(0)?),
+        None => None,
+    })
 }
 
 /// A text column's value, `None` for anything else.

@@ -19,6 +19,7 @@ use rusqlite::{params, Connection};
 
 use super::events::PART_UPDATED;
 use super::foreign::ForeignSnapshots;
+use super::snapshot;
 
 /// What the store's connection knows of the V1 tables (see the module docs).
 #[derive(Debug, Default)]
@@ -83,7 +84,7 @@ impl Known {
 
     /// The `message.part.updated.1` events of `session_id` that hold one of `part_ids`, as
     /// `(event id, bytes of data)`. The first call for a session reads all of its snapshots once
-    /// (a snapshot that is not JSON, or whose `part.id` is not a string, names no part); later
+    /// (`super::snapshot::part_id` reads which part each names, as SQLite reads it); later
     /// calls at the same data version answer from that index.
     ///
     /// Errors: SQLite's.
@@ -141,7 +142,7 @@ impl SnapshotIndex {
             let Ok(id) = std::str::from_utf8(id) else {
                 continue;
             };
-            let Some(part) = snapshot_part_id(row.get_ref(1)?) else {
+            let Some(part) = snapshot::part_id(row.get_ref(1)?) else {
                 continue;
             };
             by_part
@@ -154,29 +155,4 @@ impl SnapshotIndex {
             by_part,
         })
     }
-}
-
-/// `$.part.id` of a snapshot's `data`: `None` when the text is not one JSON object or its
-/// `part.id` is not a string (such a snapshot names no part). Only that key is decoded; every
-/// other value is checked and skipped.
-fn snapshot_part_id(data: rusqlite::types::ValueRef<'_>) -> Option<String> {
-    let rusqlite::types::ValueRef::Text(bytes) = data else {
-        return None;
-    };
-    let snapshot: Snapshot<'_> = serde_json::from_slice(bytes).ok()?;
-    Some(snapshot.part?.id.into_owned())
-}
-
-/// The one key of a snapshot the index needs.
-#[derive(serde::Deserialize)]
-struct Snapshot<'a> {
-    #[serde(borrow)]
-    part: Option<SnapshotPart<'a>>,
-}
-
-/// `part.id`, borrowed from the row's text where it has no escapes.
-#[derive(serde::Deserialize)]
-struct SnapshotPart<'a> {
-    #[serde(borrow)]
-    id: std::borrow::Cow<'a, str>,
 }

@@ -10,3 +10,4 @@ pub mod fence;
 pub mod foreign;
 pub mod known;
 pub mod read;
+pub mod snapshot;
