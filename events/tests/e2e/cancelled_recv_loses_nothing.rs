@@ -27,10 +27,15 @@ async fn recv_cancelled_over_and_over_during_a_stream_of_events() {
     let hub = Hub::with_page_size(source.clone(), 4, 16);
     let mut sub = hub.subscribe(0);
 
+    // The writer starts once a recv has been cancelled, so that at least one is, however the
+    // two tasks are scheduled.
+    let started = Arc::new(tokio::sync::Notify::new());
     let writer = {
         let source = Arc::clone(&source);
         let hub = hub.clone();
+        let started = Arc::clone(&started);
         tokio::spawn(async move {
+            started.notified().await;
             for i in 0..TOTAL {
                 commit(&source, &hub);
                 if i % 3 == 0 {
@@ -49,7 +54,12 @@ async fn recv_cancelled_over_and_over_during_a_stream_of_events() {
                 Delivery::Event(event) => seen.push(event.seq),
                 other => panic!("unexpected {other:?}"),
             },
-            () = tokio::task::yield_now() => cancelled += 1,
+            () = tokio::task::yield_now() => {
+                if cancelled == 0 {
+                    started.notify_one();
+                }
+                cancelled += 1;
+            }
         }
     }
     writer.await.unwrap();
