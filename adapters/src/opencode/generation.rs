@@ -8,6 +8,8 @@
 use pruning_engine::{
     Applied, Plan, PreviewRequest, PruneCommand, PruneRequest, Refusal, StoreError, StoredMessage,
 };
+use std::sync::Arc;
+
 use rusqlite::Connection;
 
 use super::schema::Schema;
@@ -104,18 +106,21 @@ pub(crate) fn read(
 /// errors): the generation is decided inside it, then that generation's checks and writes run,
 /// and the receipt is inserted. `quiet_period_ms` is the V1 fence's quiet period.
 ///
-/// What `known` learnt stays for the next transaction only when this one committed its writes
-/// (or wrote nothing); otherwise it is forgotten.
+/// The schema profile comes from `schema_of`, called inside the transaction, so that a
+/// migration OpenCode committed before the write lock was taken is seen. What `known` learnt
+/// stays for the next transaction only when this one committed its writes (or wrote nothing);
+/// otherwise it is forgotten.
 pub(crate) fn apply(
     conn: &Connection,
-    schema: &Schema,
+    schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     command: &PruneCommand<'_>,
     quiet_period_ms: i64,
 ) -> Result<Applied, StoreError> {
     let applied = write::in_transaction(conn, || {
+        let schema = schema_of(conn)?;
         known.refresh(conn)?;
-        prune(conn, schema, known, command, quiet_period_ms)
+        prune(conn, &schema, known, command, quiet_period_ms)
     });
     if !matches!(applied, Ok(Applied::Pruned { .. })) {
         known.forget();

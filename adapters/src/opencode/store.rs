@@ -445,7 +445,13 @@ impl SessionStore for OpenCodeStore {
         conn.execute_batch(&format!("PRAGMA synchronous = {level}"))
             .map_err(storage)?;
         let mut known = self.known(&conn, &schema)?;
-        generation::apply(&conn, &schema, &mut known, command, self.quiet_period_ms())
+        generation::apply(
+            &conn,
+            |conn| self.schema_of(conn),
+            &mut known,
+            command,
+            self.quiet_period_ms(),
+        )
     }
 
     /// Syncs the WAL file (`<database>-wal`) to disk: every frame a deferred commit wrote is
