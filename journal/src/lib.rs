@@ -18,8 +18,10 @@
 //! bytes ([`codec`]); a record of an unknown version is an error, never a guess.
 //!
 //! Durability: every write is one redb write transaction committed with immediate durability
-//! (one fsync per call, so a batch passed to one call is one group commit). A failed commit
-//! poisons the handle: every later write returns [`WriteError::Poisoned`] (see [`Journal`]).
+//! (one fsync per call, so a batch passed to one call is one group commit), except
+//! [`Journal::commit_lazily`], which becomes durable with the next durable write or the close.
+//! A failed commit poisons the handle: every later write returns [`WriteError::Poisoned`] (see
+//! [`Journal`]).
 //!
 //! The crate knows nothing of OpenCode: ids, revisions and request keys are opaque here.
 
