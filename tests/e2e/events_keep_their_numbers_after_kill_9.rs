@@ -37,12 +37,7 @@ fn announced_events_keep_their_numbers_after_kill_9() {
 
     let engine = fx.engine();
     assert_eq!(engine.recovery().completed.len(), 1);
-    let journaled: Vec<(u64, String)> = engine
-        .events_after(0, 10)
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.seq, e.data.message_id))
-        .collect();
+    let journaled = journaled_events(&engine);
     assert_eq!(journaled, announced);
     // Each event is its prune's receipt, as when it was announced.
     let receipts = engine.receipts(None).unwrap();

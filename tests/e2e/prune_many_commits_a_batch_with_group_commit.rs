@@ -290,12 +290,7 @@ fn once_an_outcome_is_unknown_commit_marks_are_durable() {
     // Recovery completes the first batch after them.
     let engine = fx.engine();
     assert_eq!(engine.recovery().completed.len(), 2);
-    let journaled: Vec<(u64, String)> = engine
-        .events_after(0, 10)
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.seq, e.data.message_id))
-        .collect();
+    let journaled = journaled_events(&engine);
     assert_eq!(
         journaled,
         vec![

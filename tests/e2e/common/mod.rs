@@ -293,3 +293,13 @@ pub fn prune_listing(session: &str) -> pruning_engine::HistoryRequest {
     )
     .expect("a valid history request")
 }
+
+/// `(seq, message id)` of every event the engine's journal holds (the first 100), in order.
+pub fn journaled_events(engine: &Engine<OpenCodeStore>) -> Vec<(u64, String)> {
+    engine
+        .events_after(0, 100)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.data.message_id))
+        .collect()
+}
