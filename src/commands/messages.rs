@@ -56,10 +56,25 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
             m.storage
         )?;
     }
-    let prunable = list
+    // Completed assistant messages with technical parts, split by whether a prune of them can
+    // be written where they are stored.
+    let mut prunable = 0;
+    let mut read_only: Option<(usize, String)> = None;
+    for m in list
         .iter()
         .filter(|m| m.role == "assistant" && m.completed && m.technical_parts > 0)
-        .count();
+    {
+        match store.read_only_reason(session, &m.message_id) {
+            None => prunable += 1,
+            Some(why) => {
+                let (count, _) = read_only.get_or_insert((0, why));
+                *count += 1;
+            }
+        }
+    }
     say!("{} message(s), {prunable} with tool or reasoning parts to prune (preview one with `{} preview {session} MESSAGE`)", list.len(), config.invocation)?;
+    if let Some((count, why)) = read_only {
+        say!("{count} with tool or reasoning parts cannot be pruned where they are stored: {why}")?;
+    }
     Ok(Outcome::Done)
 }

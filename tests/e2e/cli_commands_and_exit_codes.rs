@@ -644,3 +644,30 @@ fn bad_ids_and_journal_paths_are_bad_input_and_change_nothing() {
     assert!(!fx.journal.exists());
     assert_eq!(fx.file_digest(), before);
 }
+
+#[test]
+fn messages_counts_only_what_can_be_pruned_where_it_is_stored() {
+    let fx = Fixture::new();
+    let text = |out: &Output| String::from_utf8(out.stdout.clone()).unwrap();
+    // The fixture's V2 session: OpenCode 1.18's shared session table, read-only for prunes.
+    let v2 = cli(&fx, &["messages", "ses_dd9925f43ffe2Is1MklYsLGbbU"]);
+    assert_exit(&v2, 0);
+    let lines: Vec<String> = text(&v2).lines().rev().take(2).map(String::from).collect();
+    assert_eq!(
+        lines[0],
+        "3 with tool or reasoning parts cannot be pruned where they are stored: V2 rows in OpenCode 1.18's shared session table are read-only for prunes"
+    );
+    assert!(
+        lines[1].starts_with("8 message(s), 0 with tool or reasoning parts to prune"),
+        "{}",
+        lines[1]
+    );
+    // A V1 session: every completed assistant message with technical parts is prunable.
+    let v1 = cli(&fx, &["messages", MANY_TURNS]);
+    assert_exit(&v1, 0);
+    let last = text(&v1).lines().last().unwrap().to_string();
+    assert!(
+        last.starts_with("30 message(s), 10 with tool or reasoning parts to prune"),
+        "{last}"
+    );
+}
