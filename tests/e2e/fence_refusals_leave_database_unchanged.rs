@@ -206,6 +206,18 @@ fn missing_session_is_not_deletable() {
 }
 
 #[test]
+fn swapped_ids_are_not_deletable_and_named_as_swapped() {
+    refused_as_is(
+        TURN5,
+        MANY_TURNS,
+        BlockedReason::NotDeletable,
+        &format!(
+            "session {TURN5} does not exist: that looks like a message id (the session id, ses_..., comes first)"
+        ),
+    );
+}
+
+#[test]
 fn event_table_without_event_sequence_is_unsupported_storage() {
     refused_after(
         "DROP TABLE event_sequence",

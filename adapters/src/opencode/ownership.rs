@@ -124,3 +124,15 @@ pub fn check(
         )
     }))
 }
+
+/// The refusal detail of a prune in a session that does not exist, naming a likely mix-up: an
+/// id of OpenCode's message form (`msg_`) given as the session (the session comes first).
+pub(crate) fn missing_session(session_id: &str) -> String {
+    if session_id.starts_with("msg_") {
+        format!(
+            "session {session_id} does not exist: that looks like a message id (the session id, ses_..., comes first)"
+        )
+    } else {
+        format!("session {session_id} does not exist")
+    }
+}

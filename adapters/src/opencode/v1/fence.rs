@@ -132,7 +132,7 @@ fn full_check(
     let Some((compacting, revert, updated)) = session else {
         return Ok(Checked::Refused(Refusal::new(
             BlockedReason::NotDeletable,
-            format!("session {} does not exist", input.session_id),
+            ownership::missing_session(input.session_id),
         )));
     };
     if let Some(refusal) =

@@ -64,7 +64,7 @@ pub fn check(
     let Some((suspended, compacting, revert)) = session else {
         return Ok(Some(Refusal::new(
             BlockedReason::NotDeletable,
-            format!("session {session_id} does not exist"),
+            ownership::missing_session(session_id),
         )));
     };
     if let Some(refusal) = ownership::check(conn, SessionTable::V2, session_id, scope)? {
