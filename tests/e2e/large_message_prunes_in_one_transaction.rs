@@ -98,14 +98,7 @@ fn failed_receipt_insert_rolls_back_every_part_delete() {
     let fx = Fixture::new();
     add_big_message(&fx, 300);
     // A receipt table that accepts no row: the insert fails after all deletes ran.
-    fx.exec(
-        "CREATE TABLE session_prune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE session_prune_receipt (id TEXT PRIMARY KEY, request_key TEXT NOT NULL UNIQUE,
-           intent_id TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
-           storage TEXT NOT NULL, revision_before TEXT NOT NULL, revision_after TEXT NOT NULL,
-           indexes TEXT NOT NULL, part_ids TEXT NOT NULL, removed_count INTEGER NOT NULL CHECK (removed_count < 0),
-           bytes_removed INTEGER NOT NULL, time_committed INTEGER NOT NULL, engine_version TEXT NOT NULL);",
-    );
+    fx.receipt_table_accepting("removed_count < 0");
     let digest = fx.file_digest();
     let engine = fx.engine();
     let request = PruneRequest::all_technical(

@@ -130,14 +130,7 @@ fn a_snapshot_opencode_wrote_after_a_prune_is_deleted_by_the_next() {
 fn a_prune_rolled_back_after_deleting_snapshots_leaves_nothing_learnt() {
     let fx = Fixture::new();
     // A receipt table that accepts receipts of one part only.
-    fx.exec(
-        "CREATE TABLE session_prune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE session_prune_receipt (id TEXT PRIMARY KEY, request_key TEXT NOT NULL UNIQUE,
-           intent_id TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
-           storage TEXT NOT NULL, revision_before TEXT NOT NULL, revision_after TEXT NOT NULL,
-           indexes TEXT NOT NULL, part_ids TEXT NOT NULL, removed_count INTEGER NOT NULL CHECK (removed_count < 2),
-           bytes_removed INTEGER NOT NULL, time_committed INTEGER NOT NULL, engine_version TEXT NOT NULL);",
-    );
+    fx.receipt_table_accepting("removed_count < 2");
     let engine = fx.engine();
     let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
     assert_eq!(indexes.len(), 2);

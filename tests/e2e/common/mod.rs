@@ -36,6 +36,21 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// Creates the engine's receipt and meta tables before the first prune, with a receipt
+    /// table that accepts only rows whose `removed_count` satisfies `removed_count_check`
+    /// (e.g. `removed_count < 2`): a receipt insert that fails after a prune's deletes ran.
+    pub fn receipt_table_accepting(&self, removed_count_check: &str) {
+        self.exec(&format!(
+            "CREATE TABLE session_prune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE session_prune_receipt (id TEXT PRIMARY KEY, request_key TEXT NOT NULL UNIQUE,
+               intent_id TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
+               storage TEXT NOT NULL, revision_before TEXT NOT NULL, revision_after TEXT NOT NULL,
+               indexes TEXT NOT NULL, part_ids TEXT NOT NULL,
+               removed_count INTEGER NOT NULL CHECK ({removed_count_check}),
+               bytes_removed INTEGER NOT NULL, time_committed INTEGER NOT NULL, engine_version TEXT NOT NULL);"
+        ));
+    }
+
     /// Copies `tests/fixtures/opencode-1.18.34/opencode.db` into a new temporary folder.
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
