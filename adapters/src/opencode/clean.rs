@@ -257,9 +257,7 @@ pub fn freed_bytes(
     }
     // Parts in content order (`ORDER BY id`, as OpenCode reads them).
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, length(CAST(data AS BLOB)) FROM part WHERE message_id = ?1 ORDER BY id",
-        )
+        .prepare_cached("SELECT id, octet_length(data) FROM part WHERE message_id = ?1 ORDER BY id")
         .map_err(storage)?;
     let parts: Vec<(String, i64)> = stmt
         .query_map([message_id], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -347,7 +345,7 @@ fn stored_bytes(
     if schema.has_v2() {
         total = total.max(crate::opencode::cached::query_row(
             conn,
-            "SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM session_message \
+            "SELECT coalesce(sum(octet_length(data)), 0) FROM session_message \
              WHERE session_id = ?1 AND id = ?2",
             [session_id, message_id],
             |row| row.get(0),
@@ -356,9 +354,9 @@ fn stored_bytes(
     if schema.has("message") && schema.has("part") {
         total = total.max(crate::opencode::cached::query_row(
             conn,
-            "SELECT (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM message \
+            "SELECT (SELECT coalesce(sum(octet_length(data)), 0) FROM message \
                      WHERE session_id = ?1 AND id = ?2) \
-                  + (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part \
+                  + (SELECT coalesce(sum(octet_length(data)), 0) FROM part \
                      WHERE message_id = ?2)",
             [session_id, message_id],
             |row| row.get(0),

@@ -59,25 +59,25 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
     );
     let v1_bytes = pick(
         v1,
-        "(SELECT coalesce(sum(length(CAST(m.data AS BLOB))), 0) FROM message m WHERE m.session_id = s.id) \
-         + (SELECT coalesce(sum(length(CAST(p.data AS BLOB))), 0) FROM part p WHERE p.session_id = s.id)"
+        "(SELECT coalesce(sum(octet_length(m.data)), 0) FROM message m WHERE m.session_id = s.id) \
+         + (SELECT coalesce(sum(octet_length(p.data)), 0) FROM part p WHERE p.session_id = s.id)"
             .into(),
     );
     let v1_prunable = pick(
         v1,
-        "(SELECT coalesce(sum(length(CAST(p.data AS BLOB))), 0) FROM part p WHERE p.session_id = s.id \
+        "(SELECT coalesce(sum(octet_length(p.data)), 0) FROM part p WHERE p.session_id = s.id \
            AND CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning'))"
             .into(),
     );
     let events = schema.has_events();
     let event_bytes = pick(
         events,
-        "(SELECT coalesce(sum(length(CAST(e.data AS BLOB))), 0) FROM event e WHERE e.aggregate_id = s.id)"
+        "(SELECT coalesce(sum(octet_length(e.data)), 0) FROM event e WHERE e.aggregate_id = s.id)"
             .into(),
     );
     let event_prunable = pick(
         events,
-        "(SELECT coalesce(sum(length(CAST(e.data AS BLOB))), 0) FROM event e \
+        "(SELECT coalesce(sum(octet_length(e.data)), 0) FROM event e \
            WHERE e.aggregate_id = s.id AND e.type = 'message.part.updated.1' \
              AND CASE WHEN json_valid(e.data) THEN json_extract(e.data, '$.part.type') END IN ('tool', 'reasoning'))"
             .into(),
@@ -89,13 +89,13 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
     );
     let v2_bytes = pick(
         v2,
-        "(SELECT coalesce(sum(length(CAST(sm.data AS BLOB))), 0) FROM session_message sm WHERE sm.session_id = s.id)"
+        "(SELECT coalesce(sum(octet_length(sm.data)), 0) FROM session_message sm WHERE sm.session_id = s.id)"
             .into(),
     );
     let v2_prunable = pick(
         v2,
         format!(
-            "(SELECT coalesce(sum(length(CAST(j.value AS BLOB))), 0) \
+            "(SELECT coalesce(sum(octet_length(j.value)), 0) \
                FROM session_message sm, json_each({V2_DATA}, '$.content') j \
               WHERE sm.session_id = s.id AND j.type = 'object' \
                 AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))"
@@ -206,7 +206,7 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
                 count(p.id),
                 coalesce(sum(CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning')), 0),
                 coalesce(sum(CASE WHEN CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning')
-                             THEN length(CAST(p.data AS BLOB)) ELSE 0 END), 0)
+                             THEN octet_length(p.data) ELSE 0 END), 0)
              FROM message m LEFT JOIN part p ON p.message_id = m.id
              WHERE m.session_id = ?1
              GROUP BY m.id",
@@ -220,7 +220,7 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
                 (SELECT count(*) FROM json_each({V2_DATA}, '$.content')),
                 (SELECT count(*) FROM json_each({V2_DATA}, '$.content') j
                   WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')),
-                (SELECT coalesce(sum(length(CAST(j.value AS BLOB))), 0) FROM json_each({V2_DATA}, '$.content') j
+                (SELECT coalesce(sum(octet_length(j.value)), 0) FROM json_each({V2_DATA}, '$.content') j
                   WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))
              FROM session_message sm WHERE sm.session_id = ?1",
             COMPLETED.replace("DATA", V2_DATA)

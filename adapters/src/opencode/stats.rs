@@ -2,7 +2,7 @@
 //! technical content (tool and reasoning parts, V2 content entries) and snapshot events of it,
 //! spill files, and the file, WAL and free-page sizes.
 //!
-//! Bytes are the stored `data` text (`length(CAST(data AS BLOB))`) unless named otherwise; file
+//! Bytes are the stored `data` text (`octet_length(data)`) unless named otherwise; file
 //! sizes are from the file system. Malformed rows count in totals and never as technical.
 
 use std::path::Path;
@@ -104,7 +104,7 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     for table in ["part", "message", "session_message", "event"] {
         if measured(table) {
             let v = volume(&format!(
-                "SELECT count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM {table}"
+                "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM {table}"
             ))?;
             tables.push(TableVolume { table, volume: v });
         }
@@ -114,7 +114,7 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     let mut events = Vec::new();
     if measured("event") && schema.has_column("event", "type") {
         let mut stmt = conn.prepare(
-            "SELECT CAST(type AS TEXT), count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) \
+            "SELECT CAST(type AS TEXT), count(*), coalesce(sum(octet_length(data)), 0) \
              FROM event GROUP BY type ORDER BY 3 DESC",
         )?;
         let rows = stmt.query_map([], |row| {
@@ -136,17 +136,17 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     let mut technical = Technical::default();
     if measured("part") {
         technical.tool_parts = volume(&format!(
-            "SELECT count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part \
+            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part \
              WHERE session_prune_contains(data, '\"tool\"') AND {PART_TYPE} = 'tool'"
         ))?;
         technical.reasoning_parts = volume(&format!(
-            "SELECT count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM part \
+            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part \
              WHERE session_prune_contains(data, '\"reasoning\"') AND {PART_TYPE} = 'reasoning'"
         ))?;
     }
     if measured("event") && schema.has_column("event", "type") {
         technical.snapshot_events = volume(
-            "SELECT count(*), coalesce(sum(length(CAST(data AS BLOB))), 0) FROM event \
+            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM event \
              WHERE type = 'message.part.updated.1' \
                AND (session_prune_contains(data, '\"tool\"') OR session_prune_contains(data, '\"reasoning\"')) \
                AND CASE WHEN json_valid(data) THEN json_extract(data, '$.part.type') END IN ('tool', 'reasoning')",
@@ -154,7 +154,7 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     }
     if schema.has_v2() {
         technical.v2_entries = volume(
-            "SELECT count(*), coalesce(sum(length(CAST(j.value AS BLOB))), 0) \
+            "SELECT count(*), coalesce(sum(octet_length(j.value)), 0) \
              FROM session_message sm, \
                   json_each(CASE WHEN json_valid(sm.data) THEN sm.data ELSE '{}' END, '$.content') j \
              WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')",

@@ -12,6 +12,7 @@ use pruning_engine::{
     Applied, BlockedReason, DryRun, Durability, PreviewRequest, PruneCommand, PruneRequest,
     Receipt, Refusal, SessionStore, StoreError, StoredMessage,
 };
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use super::generation::{self, Generation};
@@ -46,7 +47,8 @@ impl Default for StoreOptions {
 /// ([`OpenCodeStore::open_read_only`]).
 ///
 /// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL`,
-/// `foreign_keys = ON`, `cache_size = -16000` and `wal_autocheckpoint = 10000`; the file's
+/// `foreign_keys = ON`, `cache_size = -16000`, `wal_autocheckpoint = 10000` and the query
+/// planner's stability guarantee (`SQLITE_DBCONFIG_ENABLE_QPSG`); the file's
 /// `journal_mode` is never changed. The schema profile ([`Schema`]) is read once and read
 /// again only when SQLite's schema cookie changes (OpenCode migrated the file meanwhile).
 pub struct OpenCodeStore {
@@ -153,6 +155,11 @@ impl OpenCodeStore {
     /// database to it). Applies the connection settings; checks that the file is SQLite.
     pub fn from_connection(conn: Connection, options: StoreOptions) -> Result<Self, StoreError> {
         conn.busy_timeout(Duration::ZERO).map_err(storage)?;
+        // The query planner's stability guarantee: a plan never depends on a bound value. Without
+        // it the planner peeks at some parameters, and SQLite then compiles the statement again
+        // each time its parameters are cleared, which the statement cache does on every reuse.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .map_err(storage)?;
         conn.set_prepared_statement_cache_capacity(super::cached::STATEMENT_CACHE);
         let read_only = conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
         // A 16 MB page cache keeps a clean of any database well under 64 MiB of memory (a 16 MiB
@@ -352,6 +359,21 @@ impl OpenCodeStore {
     }
 }
 
+/// SQLite's `synchronous` levels this store uses (`PRAGMA synchronous` reads them as numbers).
+const NORMAL: i64 = 1;
+const FULL: i64 = 2;
+
+/// Sets the connection's `synchronous` level, only when it differs from the level in force:
+/// setting a pragma expires every statement the connection has prepared, and each would be
+/// compiled again on its next use.
+fn set_synchronous(conn: &Connection, level: i64) -> rusqlite::Result<()> {
+    let now: i64 = super::cached::query_row(conn, "PRAGMA synchronous", [], |row| row.get(0))?;
+    if now != level {
+        conn.execute_batch(&format!("PRAGMA synchronous = {level}"))?;
+    }
+    Ok(())
+}
+
 /// [`StoreError::Open`] for `path`.
 fn open_error(path: &Path, detail: String) -> StoreError {
     StoreError::Open {
@@ -441,9 +463,7 @@ impl SessionStore for OpenCodeStore {
         let conn = self.connection();
         let schema = self.schema_of(&conn).map_err(storage)?;
         let relaxed = command.durability == Durability::Deferred && is_wal(&conn);
-        let level = if relaxed { "NORMAL" } else { "FULL" };
-        conn.execute_batch(&format!("PRAGMA synchronous = {level}"))
-            .map_err(storage)?;
+        set_synchronous(&conn, if relaxed { NORMAL } else { FULL }).map_err(storage)?;
         let mut known = self.known(&conn, &schema)?;
         generation::apply(
             &conn,
@@ -540,5 +560,45 @@ impl SessionStore for OpenCodeStore {
             Ok(result) => Ok(result),
             Err(error) => Ok(Err(sql_refusal(&error))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! What the connection settings cost, counted by SQLite's own statement counters.
+
+    use super::*;
+
+    /// A statement taken from the cache again with other parameters is not compiled again: the
+    /// cache clears a statement's parameters when it takes it back, and without the query
+    /// planner's stability guarantee SQLite recompiles every statement whose plan peeked at one.
+    #[test]
+    fn cached_statements_are_not_compiled_again_per_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opencode.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL,
+               session_id text NOT NULL, time_created integer NOT NULL,
+               time_updated integer NOT NULL, data text NOT NULL);
+             CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+             INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_1', 1, 1, '{}'),
+                                     ('prt_2', 'msg_2', 'ses_1', 1, 1, '{}');",
+        )
+        .unwrap();
+        drop(conn);
+        let store = OpenCodeStore::open(&path, StoreOptions::default()).unwrap();
+        let conn = store.connection();
+        let sql = "SELECT id, data FROM part WHERE message_id = ?1 ORDER BY id";
+        for message in ["msg_1", "msg_2", "msg_1", "msg_3"] {
+            let mut stmt = conn.prepare_cached(sql).unwrap();
+            let rows = stmt
+                .query_map([message], |row| row.get::<_, String>(0))
+                .unwrap()
+                .count();
+            assert_eq!(rows, usize::from(message != "msg_3"));
+        }
+        let stmt = conn.prepare_cached(sql).unwrap();
+        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
     }
 }

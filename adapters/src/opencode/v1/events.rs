@@ -56,9 +56,8 @@ pub fn find_snapshots(
 ) -> rusqlite::Result<Vec<(String, i64)>> {
     let mut doomed: Vec<(String, i64)> = Vec::new();
     {
-        let mut stmt = conn.prepare_cached(
-            "SELECT length(CAST(data AS BLOB)) FROM event WHERE id = ?1 AND type = ?2",
-        )?;
+        let mut stmt = conn
+            .prepare_cached("SELECT octet_length(data) FROM event WHERE id = ?1 AND type = ?2")?;
         for id in known.foreign.of_parts(part_ids) {
             let mut rows = stmt.query(params![id, PART_UPDATED])?;
             if let Some(row) = rows.next()? {

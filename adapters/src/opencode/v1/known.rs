@@ -129,7 +129,7 @@ impl SnapshotIndex {
     /// Reads every `message.part.updated.1` event of the session once.
     fn read(conn: &Connection, session_id: &str) -> rusqlite::Result<Self> {
         let mut stmt = conn.prepare_cached(
-            "SELECT id, data, length(CAST(data AS BLOB)) FROM event \
+            "SELECT id, data, octet_length(data) FROM event \
              WHERE aggregate_id = ?1 AND type = ?2",
         )?;
         let mut rows = stmt.query(params![session_id, PART_UPDATED])?;

@@ -224,7 +224,8 @@ fn merge_ids(map: &mut Map<String, Value>, id: &str, session_id: &str, message_i
 /// A column's text, `None` when it is not UTF-8 text (a damaged row).
 fn utf8(value: rusqlite::types::ValueRef<'_>) -> Option<&str> {
     match value {
-        rusqlite::types::ValueRef::Text(bytes) => std::str::from_utf8(bytes).ok(),
+        // Rows run to 16 MiB: a SIMD check takes a fraction of the standard library's time.
+        rusqlite::types::ValueRef::Text(bytes) => simdutf8::basic::from_utf8(bytes).ok(),
         _ => None,
     }
 }

@@ -95,7 +95,7 @@ pub(crate) fn write(
     }
     let after: i64 = crate::opencode::cached::query_row(
         conn,
-        "SELECT length(CAST(data AS BLOB)) FROM session_message WHERE id = ?1",
+        "SELECT octet_length(data) FROM session_message WHERE id = ?1",
         [&request.message_id],
         |row| row.get(0),
     )?;

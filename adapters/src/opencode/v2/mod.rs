@@ -7,7 +7,7 @@
 //! Source: docs/ARCHITECTURE.md, "Storage generations" and "Fence". A row's `data` is the message
 //! without `id` and `type`; its `content` array holds `text`, `reasoning` and `tool` parts, and
 //! that array, in stored order, is the content the revision is computed over. Rows larger than
-//! 16 MiB (`length(CAST(data AS BLOB))`) are not read.
+//! 16 MiB (`octet_length(data)`) are not read.
 
 pub mod apply;
 pub mod fence;
@@ -139,8 +139,8 @@ pub fn load_row(
 ) -> rusqlite::Result<Option<(String, RowData)>> {
     crate::opencode::cached::query_row(
         conn,
-        "SELECT type, CASE WHEN length(CAST(data AS BLOB)) <= ?3 THEN data END, \
-                length(CAST(data AS BLOB)) <= ?3 \
+        "SELECT type, CASE WHEN octet_length(data) <= ?3 THEN data END, \
+                octet_length(data) <= ?3 \
          FROM session_message WHERE session_id = ?1 AND id = ?2",
         rusqlite::params![session_id, message_id, MAX_MESSAGE_BYTES as i64],
         |row| {
@@ -154,7 +154,7 @@ pub fn load_row(
             let data = match (within, row.get_ref(1)?) {
                 (false, _) => RowData::OverBudget,
                 (true, rusqlite::types::ValueRef::Text(bytes)) => {
-                    match std::str::from_utf8(bytes) {
+                    match simdutf8::basic::from_utf8(bytes) {
                         Ok(text) => RowData::Text(text.to_string()),
                         Err(_) => RowData::NotText,
                     }
