@@ -261,7 +261,19 @@ impl StoredMessage {
     /// reasoning part, or no technical part at all (`not_deletable`).
     pub fn plan(&self, selection: &Selection, expected: &str) -> Result<Plan, Refusal> {
         self.check_prunable()?;
-        let measured = self.measure();
+        self.plan_measured(self.measure(), selection, expected)
+    }
+
+    /// [`Self::plan`] of a message whose message-level rules already passed and that the caller
+    /// already measured: `measured` must be [`Self::measure`] of this message (a clean measures
+    /// each message once to choose its parts, then plans from the same measure). The same
+    /// refusals as [`Self::plan`] after its message rules.
+    pub fn plan_measured(
+        &self,
+        measured: revision::Measured,
+        selection: &Selection,
+        expected: &str,
+    ) -> Result<Plan, Refusal> {
         if measured.revision != expected {
             return Err(Refusal::new(
                 BlockedReason::Conflict,

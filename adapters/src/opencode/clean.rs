@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::{
-    PartClass, PreviewRequest, PruneRequest, StoreError, StoredMessage, Unprunable,
+    PartClass, Plan, PreviewRequest, PruneRequest, StoreError, StoredMessage, Unprunable,
 };
 use rusqlite::Connection;
 use serde::Serialize;
@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::generation::Generation;
 use super::schema::Schema;
+use super::v1::known::PlannedPrune;
 use super::values::lenient_text;
 use super::OpenCodeStore;
 
@@ -416,13 +417,57 @@ fn plan_in(
         Ok(message) => message,
         Err(refusal) => return Ok(skipped(SkipReason::Malformed, refusal.detail)),
     };
-    let planned = select(&message, session_id, message_id, policy, now_ms);
-    if matches!(planned, Planned::Prune { .. }) {
+    let (planned, plan) = select(&message, session_id, message_id, policy, now_ms);
+    if let Planned::Prune { request, .. } = &planned {
         if let Some(why) = store.read_only_reason_on(conn, session_id, message_id) {
             return Ok(skipped(SkipReason::ReadOnly, why));
         }
+        if let Some(plan) = plan {
+            remember(store, conn, &schema, request, &message, plan).map_err(storage)?;
+        }
     }
     Ok(planned)
+}
+
+/// Keeps the planner's decision for the prune of a V1 message (see
+/// `super::v1::known::PlannedPrune`), so that its prune, at the same data version, need not read
+/// the message again. A V2 message's prune reads it again.
+fn remember(
+    store: &OpenCodeStore,
+    conn: &Connection,
+    schema: &Schema,
+    request: &PruneRequest,
+    message: &StoredMessage,
+    plan: Plan,
+) -> rusqlite::Result<()> {
+    if Generation::of(conn, schema, &request.session_id, &request.message_id)? != Generation::V1 {
+        return Ok(());
+    }
+    // The V1 read puts each row's id into its part's value (`id`).
+    let part_ids: Option<Vec<String>> = plan
+        .remove
+        .iter()
+        .map(|&index| {
+            let part = message.parts.get(index)?;
+            Some(part.value.get("id")?.as_str()?.to_string())
+        })
+        .collect();
+    let Some(part_ids) = part_ids else {
+        return Ok(());
+    };
+    let Ok(mut known) = store.known(conn, schema) else {
+        return Ok(());
+    };
+    known.remember_planned(
+        conn,
+        &request.message_id,
+        PlannedPrune {
+            session_id: request.session_id.clone(),
+            selection: request.selection.clone(),
+            part_ids,
+            plan,
+        },
+    )
 }
 
 fn skipped(reason: SkipReason, detail: impl Into<String>) -> Planned {
@@ -432,30 +477,34 @@ fn skipped(reason: SkipReason, detail: impl Into<String>) -> Planned {
     }
 }
 
-/// The policy applied to a message as read.
+/// The policy applied to a message as read, with the planner's decision for the prune when
+/// there is one.
 fn select(
     message: &StoredMessage,
     session_id: &str,
     message_id: &str,
     policy: &CleanPolicy,
     now_ms: i64,
-) -> Planned {
+) -> (Planned, Option<Plan>) {
     // The planner's rules, under clean's names for them.
     if let Err(why) = message.prunability() {
         let reason = match why {
-            Unprunable::NotAssistant => return Planned::Nothing,
+            Unprunable::NotAssistant => return (Planned::Nothing, None),
             Unprunable::Incomplete => SkipReason::Incomplete,
             Unprunable::TooManyParts(_) => SkipReason::Oversize,
             Unprunable::UnknownPart { .. } => SkipReason::UnknownPart,
             Unprunable::UnfinishedTool { .. } => SkipReason::RunningTool,
         };
-        return skipped(reason, why.to_string());
+        return (skipped(reason, why.to_string()), None);
     }
     let completed_at = message.completed_at_ms.unwrap_or(0);
     if let Some(age) = policy.older_than {
         let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
         if completed_at > now_ms.saturating_sub(age_ms) {
-            return skipped(SkipReason::TooRecent, "completed within --older-than");
+            return (
+                skipped(SkipReason::TooRecent, "completed within --older-than"),
+                None,
+            );
         }
     }
     let measured = message.measure();
@@ -488,21 +537,26 @@ fn select(
         }
     }
     if indexes.is_empty() {
-        return Planned::Nothing;
+        return (Planned::Nothing, None);
     }
-    match PruneRequest::with_indexes(
+    let request = match PruneRequest::with_indexes(
         session_id.to_string(),
         message_id.to_string(),
-        measured.revision,
+        measured.revision.clone(),
         &indexes,
     ) {
-        Ok(request) => Planned::Prune {
-            request,
-            bytes,
-            spill_files,
-        },
-        Err(error) => skipped(SkipReason::Malformed, error.to_string()),
-    }
+        Ok(request) => request,
+        Err(error) => return (skipped(SkipReason::Malformed, error.to_string()), None),
+    };
+    let plan = message
+        .plan_measured(measured, &request.selection, &request.revision)
+        .ok();
+    let planned = Planned::Prune {
+        request,
+        bytes,
+        spill_files,
+    };
+    (planned, plan)
 }
 
 /// The spill files a tool part points at.

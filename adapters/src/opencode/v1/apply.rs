@@ -1,7 +1,9 @@
 //! The V1 side of a prune, inside the write transaction `crate::opencode::write` opens:
 //! everything before the first write (the schema profile's V1 write refusal, the V1 fence, the
 //! receipt lookup, the read, the planner), then the writes: the selected part rows deleted,
-//! each matching the exact text read, and the `event` rewrite.
+//! each matching the exact text read, and the `event` rewrite. A prune a clean planned at the
+//! same data version skips the read and the planner and deletes the rows it planned (see
+//! `super::known::PlannedPrune`).
 //!
 //! Source: docs/ARCHITECTURE.md, "The write path of one prune", step 4, and "Storage
 //! generations" (V1).
@@ -21,12 +23,31 @@ use crate::opencode::write::{self, Prepared, Written};
 /// `storage` column of receipts written for V1 messages.
 pub(crate) const STORAGE: &str = "v1";
 
-/// A planned V1 prune: the message as read and the planner's decision.
+/// A planned V1 prune: the part rows it deletes and the planner's decision.
 pub(crate) struct V1Plan {
-    /// The message and its part rows as read.
-    pub(crate) loaded: read::V1Message,
+    /// The rows of the parts at `plan.remove`, in that order.
+    pub(crate) doomed: Vec<Doomed>,
     /// The planner's decision.
     pub(crate) plan: Plan,
+}
+
+/// One part row a prune deletes.
+pub(crate) struct Doomed {
+    /// `part.id`.
+    pub(crate) id: String,
+    /// How the delete makes sure the row is the one planned: the exact text read in this
+    /// transaction (compare-and-swap), or nothing to compare when a clean planned the prune at
+    /// the same data version and the row cannot have changed since.
+    pub(crate) expect: Expect,
+}
+
+/// See [`Doomed::expect`].
+pub(crate) enum Expect {
+    /// The row's `data` as read (empty when read with [`read::Texts::Skip`]: a dry run), and its
+    /// length in bytes.
+    Text { data: String, len: usize },
+    /// Unchanged since a clean planned the prune at this data version.
+    Unchanged,
 }
 
 /// Everything before the first write: the schema profile, the fence, the receipt lookup, the
@@ -59,20 +80,53 @@ pub(crate) fn prepare(
     if let Some(replayed) = write::replayed(conn, request_key, request)? {
         return Ok(replayed);
     }
+    let planned = known.take_planned(&request.session_id, &request.message_id);
+    if let Some(planned) = planned.filter(|planned| {
+        planned.selection == request.selection && planned.plan.revision_before == request.revision
+    }) {
+        let doomed = planned
+            .part_ids
+            .into_iter()
+            .map(|id| Doomed {
+                id,
+                expect: Expect::Unchanged,
+            })
+            .collect();
+        return Ok(Prepared::Plan(V1Plan {
+            doomed,
+            plan: planned.plan,
+        }));
+    }
     let loaded = match read::read_message(conn, &request.session_id, &request.message_id, texts)? {
         Ok(loaded) => loaded,
         Err(refusal) => return Ok(Prepared::Refuse(refusal)),
     };
     match loaded.message.plan(&request.selection, &request.revision) {
-        Ok(plan) => Ok(Prepared::Plan(V1Plan { loaded, plan })),
+        Ok(plan) => {
+            let mut rows: Vec<Option<read::PartRow>> = loaded.rows.into_iter().map(Some).collect();
+            let doomed = plan
+                .remove
+                .iter()
+                .filter_map(|&index| rows.get_mut(index).and_then(Option::take))
+                .map(|row| Doomed {
+                    id: row.id,
+                    expect: Expect::Text {
+                        data: row.data,
+                        len: row.len,
+                    },
+                })
+                .collect();
+            Ok(Prepared::Plan(V1Plan { doomed, plan }))
+        }
         Err(refusal) => Ok(Prepared::Refuse(refusal)),
     }
 }
 
-/// The V1 writes of a planned prune (read with [`read::Texts::Keep`]): deletes the selected
-/// part rows, each matching the text read (`conflict` when one changed), then, where the schema
-/// has an event log, deletes their snapshots (found through `known`, with those filed under
-/// another session) and appends one `message.part.removed.1` event per removed part.
+/// The V1 writes of a planned prune (read with [`read::Texts::Keep`], or planned by a clean):
+/// deletes the selected part rows, each matching the text read when there is one (`conflict`
+/// when one changed or is gone), then, where the schema has an event log, deletes their
+/// snapshots (found through `known`, with those filed under another session) and appends one
+/// `message.part.removed.1` event per removed part.
 pub(crate) fn write(
     conn: &Connection,
     schema: &Schema,
@@ -81,19 +135,36 @@ pub(crate) fn write(
     planned: &V1Plan,
 ) -> rusqlite::Result<Result<Written, Refusal>> {
     let request = command.request;
-    let mut delete =
-        conn.prepare_cached("DELETE FROM part WHERE id = ?1 AND message_id = ?2 AND data = ?3")?;
-    let mut part_ids = Vec::with_capacity(planned.plan.remove.len());
+    let mut part_ids = Vec::with_capacity(planned.doomed.len());
     let mut bytes_removed = 0u64;
-    for &index in &planned.plan.remove {
-        let row = &planned.loaded.rows[index];
-        if delete.execute(params![row.id, request.message_id, row.data])? != 1 {
+    for row in &planned.doomed {
+        let deleted = match &row.expect {
+            Expect::Text { data, len } => {
+                let mut delete = conn.prepare_cached(
+                    "DELETE FROM part WHERE id = ?1 AND message_id = ?2 AND data = ?3",
+                )?;
+                (delete.execute(params![row.id, request.message_id, data])? == 1)
+                    .then_some(*len as u64)
+            }
+            Expect::Unchanged => {
+                let mut delete = conn.prepare_cached(
+                    "DELETE FROM part WHERE id = ?1 AND message_id = ?2 \
+                     RETURNING octet_length(data)",
+                )?;
+                let mut deleted = delete.query(params![row.id, request.message_id])?;
+                match deleted.next()? {
+                    Some(found) => Some(found.get::<_, Option<i64>>(0)?.unwrap_or(0).max(0) as u64),
+                    None => None,
+                }
+            }
+        };
+        let Some(len) = deleted else {
             return Ok(Err(Refusal::new(
                 BlockedReason::Conflict,
                 format!("part {} changed while it was being pruned", row.id),
             )));
-        }
-        bytes_removed += row.len as u64;
+        };
+        bytes_removed += len;
         part_ids.push(row.id.clone());
     }
     if schema.has_events() {

@@ -1,20 +1,24 @@
 //! What a store's connection has learnt about the V1 tables, kept between its transactions so
 //! that a clean of many messages does not pay for it once per message: the sessions whose fence
-//! passed, one session's snapshot index (part id -> its `message.part.updated.1` events), and
-//! the snapshots filed under another aggregate ([`ForeignSnapshots`], which keeps itself current
-//! by `rowid`).
+//! passed, one session's snapshot index (part id -> its `message.part.updated.1` events), the
+//! prunes a clean planned ([`PlannedPrune`]: the message need not be read and hashed again by
+//! its prune), and the snapshots filed under another aggregate ([`ForeignSnapshots`], which
+//! keeps itself current by `rowid`).
 //!
-//! The first two hold while SQLite's `PRAGMA data_version` holds: it changes when another
+//! The first three hold while SQLite's `PRAGMA data_version` holds: it changes when another
 //! connection (OpenCode) commits and never for this connection's own commits. So what was learnt
 //! inside one transaction is still true inside a later one at the same data version, except for
 //! this connection's own writes in between, which are either told to [`Known`] (the snapshots a
-//! prune deleted) or cannot change what was learnt (a prune deletes parts and snapshots, appends
-//! `message.part.removed.1` events with the session's next seqs, and inserts a receipt: a fence
-//! that passed still passes). A transaction that rolls back after writing makes everything be
-//! read again ([`Known::forget`]). Source: docs/ARCHITECTURE.md, "Bulk work".
+//! prune deleted; a planned prune is taken out by the prune of its message, whatever it does) or
+//! cannot change what was learnt (a prune deletes its own message's parts and their snapshots,
+//! appends `message.part.removed.1` events with the session's next seqs, and inserts a receipt:
+//! a fence that passed still passes, and another message's rows are untouched). A transaction
+//! that rolls back after writing makes everything be read again ([`Known::forget`]). Source:
+//! docs/ARCHITECTURE.md, "Bulk work".
 
 use std::collections::{HashMap, HashSet};
 
+use pruning_engine::{Plan, Selection};
 use rusqlite::{params, Connection};
 
 use super::events::PART_UPDATED;
@@ -32,8 +36,31 @@ pub struct Known {
     fence_passed: HashMap<String, i64>,
     /// One session's snapshot index at `data_version`.
     snapshots: Option<SnapshotIndex>,
+    /// Message id -> the prune a clean planned for it at `data_version`.
+    planned: HashMap<String, PlannedPrune>,
     /// Snapshots filed under another aggregate (valid across data versions on its own terms).
     pub foreign: ForeignSnapshots,
+}
+
+/// How many planned prunes [`Known`] keeps at most: a clean plans one batch ahead of its prunes
+/// (its `--batch-size`, 1,000 by default); beyond this a plan is not kept and its prune reads
+/// the message again.
+const MAX_PLANNED: usize = 10_000;
+
+/// A V1 prune that a clean planned from the message as one read transaction saw it: what the
+/// prune's own transaction needs when nothing was committed by another connection since (the
+/// same `PRAGMA data_version`), so that it deletes the planned rows without reading, parsing and
+/// hashing the message again. Source: docs/ARCHITECTURE.md, "Bulk work".
+#[derive(Debug, Clone)]
+pub struct PlannedPrune {
+    /// The message's session.
+    pub session_id: String,
+    /// The request's selection, as planned.
+    pub selection: Selection,
+    /// Ids of the part rows the plan removes, in `plan.remove` order.
+    pub part_ids: Vec<String>,
+    /// The planner's decision (its `revision_before` is the revision the request names).
+    pub plan: Plan,
 }
 
 /// The `message.part.updated.1` events of one session, by the part they hold.
@@ -56,6 +83,7 @@ impl Known {
         if self.data_version != Some(now) {
             self.fence_passed.clear();
             self.snapshots = None;
+            self.planned.clear();
             self.data_version = Some(now);
         }
         Ok(())
@@ -66,7 +94,36 @@ impl Known {
     pub fn forget(&mut self) {
         self.fence_passed.clear();
         self.snapshots = None;
+        self.planned.clear();
         self.data_version = None;
+    }
+
+    /// Keeps the prune a clean planned for message `message_id` inside the read transaction on
+    /// `conn` that read the message, until that message's prune takes it
+    /// ([`Self::take_planned`]) or another connection commits. Not kept beyond
+    /// [`MAX_PLANNED`] plans.
+    ///
+    /// Errors: SQLite's.
+    pub fn remember_planned(
+        &mut self,
+        conn: &Connection,
+        message_id: &str,
+        planned: PlannedPrune,
+    ) -> rusqlite::Result<()> {
+        self.refresh(conn)?;
+        if self.planned.len() < MAX_PLANNED {
+            self.planned.insert(message_id.to_string(), planned);
+        }
+        Ok(())
+    }
+
+    /// Takes out the prune planned for message `message_id` of session `session_id`, when one
+    /// was planned at this data version ([`Self::refresh`] first in the transaction). Every
+    /// prune of the message takes it, whether it uses it or not.
+    pub fn take_planned(&mut self, session_id: &str, message_id: &str) -> Option<PlannedPrune> {
+        self.planned
+            .remove(message_id)
+            .filter(|planned| planned.session_id == session_id)
     }
 
     /// The session's `time_updated` (ms) when its fence last passed at this data version.
