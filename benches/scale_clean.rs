@@ -14,13 +14,19 @@
 //! RATIO mb=<size> clean_vs_vacuum_into=<x> batch_vs_single=<x> vs_opencode_parts=<x|na> rss_mib=<n> mb_per_s=<n>
 //! ```
 //!
+//! With `--in-place` (for sizes whose copies do not fit on the disk: 10 GB needs 20 GB free, not
+//! 40) the batch clean runs on the generated database itself, there is no `--batch-size 1` run
+//! and no `RATIO` line, and the run ends with `IN-PLACE mb=<size> clean_vs_vacuum_into=<x>
+//! rss_mib=<n> mb_per_s=<n>`; the cleaned database is removed, so the next run generates it
+//! again.
+//!
 //! `clean_vs_vacuum_into` is the batch clean's time over `VACUUM INTO`'s, `batch_vs_single` the
 //! time of one durable prune per message over the batch clean's, `vs_opencode_parts` clean's
 //! parts per second over OpenCode's (`na` without `--opencode`), `rss_mib` the batch clean's
 //! peak resident set (MiB) and `mb_per_s` its MB (10^6 bytes) of row data per second.
 //!
 //! ```text
-//! cargo bench --bench scale_clean -- [--mb 1000] [--dir target/scale] [--opencode]
+//! cargo bench --bench scale_clean -- [--mb 1000] [--dir target/scale] [--opencode | --in-place]
 //! ```
 //!
 //! The database is generated, not committed: each copy of the fixture's V1 rows (`session`,
@@ -46,6 +52,7 @@ struct Options {
     megabytes: u64,
     dir: PathBuf,
     opencode: bool,
+    in_place: bool,
 }
 
 fn options() -> Options {
@@ -53,6 +60,7 @@ fn options() -> Options {
         megabytes: 1000,
         dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/scale"),
         opencode: false,
+        in_place: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -60,6 +68,7 @@ fn options() -> Options {
             "--mb" => options.megabytes = args.next().and_then(|v| v.parse().ok()).unwrap_or(1000),
             "--dir" => options.dir = args.next().map(PathBuf::from).unwrap_or(options.dir),
             "--opencode" => options.opencode = true,
+            "--in-place" => options.in_place = true,
             // `cargo bench` passes `--bench`; anything else is ignored too.
             _ => {}
         }
@@ -249,6 +258,10 @@ fn main() {
         "VACUUM INTO of the same database: {:.2} s",
         vacuum_into.as_secs_f64()
     );
+    if options.in_place {
+        clean_in_place(&source, &clean, options.megabytes, rows, vacuum_into);
+        return;
+    }
     let mut runs = Vec::new();
     let mut batch_rss = 0;
     for batch in ["1000", "1"] {
@@ -299,6 +312,31 @@ fn main() {
         vs_opencode.map_or_else(|| "na".to_string(), |x| format!("{x:.2}")),
         batch_rss as f64 / 1024.0,
         mb(rows) / ours_elapsed.as_secs_f64()
+    );
+}
+
+/// `--in-place`: the batch clean of `source` itself (then removed), against `vacuum_into`.
+fn clean_in_place(source: &Path, clean: &[&str], megabytes: u64, rows: u64, vacuum_into: Duration) {
+    let mut args = clean.to_vec();
+    args.extend(["--batch-size", "1000"]);
+    let (report, elapsed, rss) = session_prune(source, &args);
+    println!(
+        "clean --batch-size 1000 in place: {} messages, {} parts in {:.1} s = {:.1} MB/s of row data, peak RSS {:.1} MiB",
+        report["pruned"],
+        report["parts"],
+        elapsed.as_secs_f64(),
+        mb(rows) / elapsed.as_secs_f64(),
+        rss as f64 / 1024.0
+    );
+    for file in ["db", "db-wal", "db-shm", "db.prune-journal"] {
+        let _ = std::fs::remove_file(source.with_extension(file));
+    }
+    println!(
+        "IN-PLACE mb={} clean_vs_vacuum_into={:.2} rss_mib={:.0} mb_per_s={:.1}",
+        megabytes,
+        elapsed.as_secs_f64() / vacuum_into.as_secs_f64(),
+        rss as f64 / 1024.0,
+        mb(rows) / elapsed.as_secs_f64()
     );
 }
 
