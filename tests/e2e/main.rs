@@ -39,6 +39,7 @@ mod large_message_prunes_in_one_transaction;
 mod layouts_are_pruned_or_refused_in_words;
 mod opencode_continues_after_clean_and_vacuum;
 mod opencode_continues_after_prune;
+mod planned_prunes_write_what_unplanned_ones_write;
 mod planner_refusals_leave_database_unchanged;
 mod prune_batch_results_per_candidate;
 mod prune_many_commits_a_batch_with_group_commit;
