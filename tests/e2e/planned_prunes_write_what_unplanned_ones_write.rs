@@ -541,3 +541,75 @@ fn a_message_held_in_both_generations_prunes_as_without_plans() {
         assert!(answers.iter().any(|a| a.contains(TURN5)), "{answers:?}");
     }
 }
+
+/// A `part` table rebuilt without its primary key (as a damaged or hand-repaired file may have
+/// it) where a text part of the message shares its row id with the planned tool part: the
+/// prune removes the tool part's row and keeps the text, as the prune without a plan does
+/// (which deletes each row matching the text it read).
+#[test]
+fn a_row_sharing_the_planned_part_id_is_kept() {
+    let make = || {
+        let fx = Fixture::new();
+        let tool = part_of_type(&fx, TURN5, "tool");
+        fx.exec(&format!(
+            "CREATE TABLE part_copy AS SELECT * FROM part; DROP TABLE part;
+             ALTER TABLE part_copy RENAME TO part;
+             CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+             INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
+               VALUES ('{tool}', '{TURN5}', '{MANY_TURNS}', 1, 1,
+                       '{{\"type\":\"text\",\"text\":\"SHARED_ID_TEXT\"}}');"
+        ));
+        fx
+    };
+    same_with_and_without_plans(&make, &|fx, engine, planner| {
+        let request = plan_one(planner, MANY_TURNS, TURN5, &every_turn());
+        let answers = answers(engine.prune_many(&[request]));
+        assert_eq!(
+            fx.rows_containing("part", "SHARED_ID_TEXT"),
+            1,
+            "{answers:?}"
+        );
+        answers
+    });
+}
+
+/// `clean --apply` (which plans each batch on the store it prunes with) on a `part` table
+/// rebuilt without its primary key, where a text part shares its row id with a tool part it
+/// prunes: the text part stays, as `clean` promises for every text.
+#[test]
+fn clean_keeps_a_text_part_sharing_its_row_id_with_a_pruned_tool_part() {
+    use common::cli::{assert_exit, json, run};
+    for batch in ["1", "1000"] {
+        let fx = Fixture::new();
+        let tool = part_of_type(&fx, TURN5, "tool");
+        fx.exec(&format!(
+            "CREATE TABLE part_copy AS SELECT * FROM part; DROP TABLE part;
+             ALTER TABLE part_copy RENAME TO part;
+             CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+             INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
+               VALUES ('{tool}', '{TURN5}', '{MANY_TURNS}', 1, 1,
+                       '{{\"type\":\"text\",\"text\":\"SHARED_ID_TEXT\"}}');"
+        ));
+        let out = run(
+            &fx.db,
+            &[
+                "--json",
+                "clean",
+                MANY_TURNS,
+                "--keep-last-turns",
+                "0",
+                "--batch-size",
+                batch,
+                "--apply",
+            ],
+        );
+        assert_exit(&out, 0);
+        let report = json(&out);
+        assert_eq!(report["status"], "cleaned", "{report}");
+        assert_eq!(
+            fx.rows_containing("part", "SHARED_ID_TEXT"),
+            1,
+            "--batch-size {batch}: {report}"
+        );
+    }
+}
