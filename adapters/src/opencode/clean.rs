@@ -443,7 +443,19 @@ fn remember(
     if Generation::of(conn, schema, &request.session_id, &request.message_id)? != Generation::V1 {
         return Ok(());
     }
-    // The V1 read puts each row's id into its part's value (`id`).
+    // The V1 read puts each row's id into its part's value (`id`). The prune deletes by id, so
+    // a message whose rows share an id (a `part` table rebuilt without its primary key) is left
+    // to the prune's own read and compare-and-swap deletes.
+    let mut ids = std::collections::HashSet::new();
+    let unique = message.parts.iter().all(|part| {
+        part.value
+            .get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| ids.insert(id))
+    });
+    if !unique {
+        return Ok(());
+    }
     let part_ids: Option<Vec<String>> = plan
         .remove
         .iter()

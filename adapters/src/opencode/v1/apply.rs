@@ -151,10 +151,15 @@ pub(crate) fn write(
                     "DELETE FROM part WHERE id = ?1 AND message_id = ?2 \
                      RETURNING octet_length(data)",
                 )?;
-                let mut deleted = delete.query(params![row.id, request.message_id])?;
-                match deleted.next()? {
-                    Some(found) => Some(found.get::<_, Option<i64>>(0)?.unwrap_or(0).max(0) as u64),
-                    None => None,
+                // Exactly one row, as the compare-and-swap delete asks: a layout without the
+                // primary key can hold two rows under one id, and then this is a conflict (the
+                // transaction rolls back what the statement deleted).
+                let lengths: Vec<Option<i64>> = delete
+                    .query_map(params![row.id, request.message_id], |found| found.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                match lengths.as_slice() {
+                    [len] => Some(len.unwrap_or(0).max(0) as u64),
+                    _ => None,
                 }
             }
         };
