@@ -31,7 +31,15 @@ pub const CLOSED_PORT_URL: &str = "http://127.0.0.1:9/";
 /// stop that), and while that install waits on the network they ignore SIGTERM; the npm and bun
 /// registry and every proxy variable are therefore set to [`CLOSED_PORT_URL`], with loopback
 /// (where the mock model listens) exempt from the proxy.
+///
+/// `TMPDIR` is `root/tmp` too: every start of an OpenCode binary unpacks an 8 MB native library
+/// into the temporary folder and leaves it there, which in the shared `/tmp` added up to
+/// gigabytes over test runs; under `root` it goes with the test's folder.
 pub fn isolate(cmd: &mut Command, root: &Path) {
+    let tmp = root.join("tmp");
+    // A folder that cannot be made shows as OpenCode's own failure to start, with its words.
+    let _ = std::fs::create_dir_all(&tmp);
+    cmd.env("TMPDIR", &tmp);
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let lower = key.to_ascii_lowercase();
