@@ -23,6 +23,7 @@ fn durable_prune(c: &mut Criterion) {
         &db,
         StoreOptions {
             quiet_period: Duration::ZERO,
+            ..StoreOptions::default()
         },
     )
     .expect("store");

@@ -33,7 +33,7 @@ pub use error::{ContractError, EngineError, JournalError, StoreError};
 pub use event::{JournalReplay, PrunedEvent};
 pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpose};
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus, Unprunable};
-pub use receipt::Receipt;
+pub use receipt::{AbandonedRun, Receipt};
 pub use request_key::request_key;
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
 pub use store::{Applied, DryRun, Durability, PruneCommand, SessionStore};

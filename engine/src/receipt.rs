@@ -43,4 +43,22 @@ pub struct Receipt {
     pub committed_at_ms: i64,
     /// `CARGO_PKG_VERSION` of the engine that committed it.
     pub engine_version: String,
+    /// Set when the fence admitted the prune although the session holds a run OpenCode left
+    /// incomplete, because nothing of the session had been written for at least the store's
+    /// `abandoned_after` (docs/ARCHITECTURE.md, "Fence"). Absent from the JSON when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abandoned_run: Option<AbandonedRun>,
+}
+
+/// The incomplete run a fence admitted a prune beside: `{messageID, idleMs}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AbandonedRun {
+    /// The incomplete assistant message (or the message of the unfinished tool part) of the
+    /// run; a prune never touches it.
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    /// How long nothing of the session had been written when the prune committed, ms.
+    pub idle_ms: i64,
 }

@@ -33,6 +33,17 @@ pub struct GlobalArgs {
         allow_hyphen_values = true
     )]
     pub quiet_period: String,
+    /// A session where OpenCode left a run incomplete (killed mid-turn) is refused until nothing
+    /// of it was written for this long; then its completed messages can be pruned, and the run's
+    /// own message never is. A duration (24h, 90m, 3600) or `never` (always refused).
+    #[arg(
+        long,
+        global = true,
+        default_value = "24h",
+        value_name = "DURATION|never",
+        allow_hyphen_values = true
+    )]
+    pub abandoned_after: String,
 }
 
 /// The sessions `preview`, `prune`, `history` and `prune-batch` may touch; a session outside is

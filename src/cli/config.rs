@@ -10,7 +10,7 @@ use pruning_adapters::opencode::Environment;
 use pruning_engine::Scope;
 
 use super::args::{GlobalArgs, ScopeArgs};
-use super::duration::{duration_flag, ANY_DURATION};
+use super::duration::{duration_flag, parse_duration, ANY_DURATION};
 pub use super::error::ConfigError;
 
 /// The validated global flags: where the files are and how the fence waits.
@@ -24,6 +24,9 @@ pub struct Config {
     pub json: bool,
     /// Quiet period of the fence.
     pub quiet_period: Duration,
+    /// How long a session with an incomplete run must have been idle for the fence to admit
+    /// prunes of its other messages; `None` (`never`): never.
+    pub abandoned_after: Option<Duration>,
     /// How to run this binary on the same files, for the commands the output suggests:
     /// `session-prune` plus the `--db`, `--journal` and `--channel` flags that were given.
     pub invocation: String,
@@ -57,6 +60,15 @@ impl Config {
     /// names the database or lies in a missing folder).
     pub fn from_global(global: GlobalArgs, uses_database: bool) -> Result<Self, ConfigError> {
         let quiet_period = duration_flag("--quiet-period", &global.quiet_period, ANY_DURATION)?;
+        let abandoned_after = match global.abandoned_after.trim() {
+            "never" => None,
+            text => Some(parse_duration(text, ANY_DURATION).map_err(|problem| {
+                ConfigError::AbandonedAfter {
+                    value: global.abandoned_after.clone(),
+                    problem,
+                }
+            })?),
+        };
         let explicit_db = global.db.is_some();
         let db = match (uses_database, global.db) {
             (_, Some(db)) => db,
@@ -101,6 +113,7 @@ impl Config {
             journal,
             json: global.json,
             quiet_period,
+            abandoned_after,
         })
     }
 }

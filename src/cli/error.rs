@@ -38,6 +38,14 @@ pub enum ConfigError {
         /// What is wrong with it.
         problem: DurationProblem,
     },
+    /// `--abandoned-after` is neither `never` nor a readable duration.
+    #[error("--abandoned-after {value}: {problem} (accepted: never, or {DURATION_FORMS})")]
+    AbandonedAfter {
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        problem: DurationProblem,
+    },
     /// `--batch-size 0`.
     #[error("--batch-size must be at least 1")]
     BatchSize,

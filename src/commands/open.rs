@@ -101,6 +101,7 @@ pub fn journal_busy(error: &anyhow::Error) -> bool {
 pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
+        abandoned_after: config.abandoned_after,
     };
     let store = OpenCodeStore::open_read_only(&config.db, options)?;
     store.leave_wal_on_close()?;
@@ -113,6 +114,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
 pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
+        abandoned_after: config.abandoned_after,
     };
     let store = OpenCodeStore::open(&config.db, options)?;
     store.leave_wal_on_close()?;
@@ -142,6 +144,7 @@ pub fn open_engine_unless_busy(
 pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
+        abandoned_after: config.abandoned_after,
     };
     let store = OpenCodeStore::open(&config.db, options)?;
     store.leave_wal_on_close()?;

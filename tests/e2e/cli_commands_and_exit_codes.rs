@@ -146,6 +146,8 @@ fn blocked_prune_exits_3_and_prints_the_blocked_shape() {
         &fx,
         &[
             "--json",
+            "--abandoned-after",
+            "never",
             "prune",
             KILLED_MID_TOOL,
             KILLED_MID_TOOL_MSG,
@@ -573,6 +575,8 @@ fn a_refused_prune_exits_3_even_when_nobody_reads_its_answer() {
         }
         let mut child = command
             .args([
+                "--abandoned-after",
+                "never",
                 "prune",
                 KILLED_MID_TOOL,
                 KILLED_MID_TOOL_MSG,

@@ -79,10 +79,18 @@ fn refused_after(setup: &str, reason: BlockedReason, detail: &str) {
 }
 
 /// A refused prune of `message` in `session` on an untouched fixture (the fence runs before the
-/// revision is compared, so any well-formed revision will do).
+/// revision is compared, so any well-formed revision will do), by a store that never counts a
+/// run as abandoned (`--abandoned-after never`).
 fn refused_as_is(session: &str, message: &str, reason: BlockedReason, detail: &str) {
     let fx = Fixture::new();
-    let store = fx.store(30_000);
+    let store = OpenCodeStore::open(
+        &fx.db,
+        StoreOptions {
+            abandoned_after: None,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
     assert_refused(
         &fx,
         store,
@@ -94,6 +102,8 @@ fn refused_as_is(session: &str, message: &str, reason: BlockedReason, detail: &s
     );
 }
 
+/// With `--abandoned-after never`, a session OpenCode left with an incomplete message stays
+/// refused however long it has been idle (abandoned runs: `abandoned_runs_unblock_their_sessions`).
 #[test]
 fn incomplete_assistant_message_is_maintenance_required() {
     refused_as_is(
@@ -118,7 +128,8 @@ fn killed_mid_tool_session_is_maintenance_required() {
 fn running_tool_is_maintenance_required() {
     refused_after(
         &format!(
-            "UPDATE part SET data = json_set(data, '$.state.status', 'running') \
+            "UPDATE part SET data = json_set(data, '$.state.status', 'running'), \
+               time_updated = CAST(unixepoch('subsec') * 1000 AS INTEGER) \
              WHERE message_id = '{TURN1}' AND json_extract(data, '$.type') = 'tool'"
         ),
         BlockedReason::MaintenanceRequired,

@@ -7,6 +7,7 @@ mod common;
 #[path = "support/opencode_real.rs"]
 mod opencode_real;
 
+mod abandoned_runs_unblock_their_sessions;
 mod clean_interrupted_then_finished_by_a_rerun;
 mod clean_keeps_its_promises_on_damaged_databases;
 mod clean_on_a_full_disk_counts_what_committed;

@@ -44,8 +44,11 @@ fn technical_parts(fx: &Fixture, message: &str) -> i64 {
 fn a_session_opencode_changed_after_a_prune_is_fenced_again() {
     let changes = [
         "UPDATE session SET time_compacting = 1 WHERE id = 'SESSION'",
-        "UPDATE message SET data = json_remove(data, '$.time.completed') WHERE id = 'LAST'",
-        "UPDATE part SET data = json_set(data, '$.state.status', 'running') \
+        // As OpenCode writes them: the row's time_updated moves too (a run written now is alive).
+        "UPDATE message SET data = json_remove(data, '$.time.completed'), \
+           time_updated = CAST(unixepoch('subsec') * 1000 AS INTEGER) WHERE id = 'LAST'",
+        "UPDATE part SET data = json_set(data, '$.state.status', 'running'), \
+           time_updated = CAST(unixepoch('subsec') * 1000 AS INTEGER) \
            WHERE id = (SELECT id FROM part WHERE message_id = 'LAST' \
                          AND json_extract(data, '$.type') = 'tool' LIMIT 1)",
     ];

@@ -6,7 +6,8 @@
 //! Source: docs/ARCHITECTURE.md, "Storage generations".
 
 use pruning_engine::{
-    Applied, Plan, PreviewRequest, PruneCommand, PruneRequest, Refusal, StoreError, StoredMessage,
+    AbandonedRun, Applied, Plan, PreviewRequest, PruneCommand, PruneRequest, Refusal, StoreError,
+    StoredMessage,
 };
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use rusqlite::Connection;
 
 use super::schema::Schema;
 use super::v1::apply::V1Plan;
-use super::v1::fence::FenceClock;
+use super::v1::fence::{FenceClock, FenceLimits};
 use super::v1::known::Known;
 use super::v1::read::{self, Texts};
 use super::v2::apply::V2Plan;
@@ -104,7 +105,7 @@ pub(crate) fn read(
 
 /// Runs one prune transaction on `conn` (see [`write::in_transaction`] for its refusals and
 /// errors): the generation is decided inside it, then that generation's checks and writes run,
-/// and the receipt is inserted. `quiet_period_ms` is the V1 fence's quiet period.
+/// and the receipt is inserted. `limits` are the V1 fence's quiet period and abandoned-run threshold.
 ///
 /// The schema profile comes from `schema_of`, called inside the transaction, so that a
 /// migration OpenCode committed before the write lock was taken is seen. What `known` learnt
@@ -115,12 +116,12 @@ pub(crate) fn apply(
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     command: &PruneCommand<'_>,
-    quiet_period_ms: i64,
+    limits: FenceLimits,
 ) -> Result<Applied, StoreError> {
     let applied = write::in_transaction(conn, || {
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
-        prune(conn, &schema, known, command, quiet_period_ms)
+        prune(conn, &schema, known, command, limits)
     });
     if !matches!(applied, Ok(Applied::Pruned { .. })) {
         known.forget();
@@ -136,7 +137,7 @@ pub(crate) fn dry_run(
     known: &mut Known,
     request: &PruneRequest,
     now_ms: i64,
-    quiet_period_ms: i64,
+    limits: FenceLimits,
 ) -> rusqlite::Result<Prepared<Plan>> {
     let key = hex::encode(pruning_engine::request_key(request));
     known.refresh(conn)?;
@@ -146,10 +147,7 @@ pub(crate) fn dry_run(
         known,
         request,
         &key,
-        FenceClock {
-            now_ms,
-            quiet_period_ms,
-        },
+        limits.at(now_ms),
         Texts::Skip,
     )?;
     Ok(prepared.map(Planned::into_plan))
@@ -175,6 +173,18 @@ impl Planned {
         match self {
             Self::V1(planned) => planned.plan,
             Self::V2(planned) => planned.plan,
+        }
+    }
+
+    /// What the receipt records of the abandoned run the V1 fence admitted the prune beside,
+    /// idle until `now_ms` (ms since the Unix epoch).
+    fn abandoned(&self, now_ms: i64) -> Option<AbandonedRun> {
+        match self {
+            Self::V1(planned) => planned.abandoned.as_ref().map(|run| AbandonedRun {
+                message_id: run.message_id.clone(),
+                idle_ms: now_ms.saturating_sub(run.last_write_ms),
+            }),
+            Self::V2(_) => None,
         }
     }
 
@@ -216,7 +226,7 @@ fn prune(
     schema: &Schema,
     known: &mut Known,
     command: &PruneCommand<'_>,
-    quiet_period_ms: i64,
+    limits: FenceLimits,
 ) -> Result<Step, Failure> {
     let request = command.request;
     let key = hex::encode(command.request_key);
@@ -226,10 +236,7 @@ fn prune(
         known,
         request,
         &key,
-        FenceClock {
-            now_ms: command.now_ms,
-            quiet_period_ms,
-        },
+        limits.at(command.now_ms),
         Texts::Keep,
     )?;
     let planned = match prepared {
@@ -249,6 +256,7 @@ fn prune(
             planned.plan(),
             written,
             planned.storage(),
+            planned.abandoned(command.now_ms),
         )?)),
         Err(refusal) => Step::Refuse(refusal),
     })

@@ -37,6 +37,6 @@ pub use schema::{EventLog, Schema};
 pub use sessions::{MessageSummary, SessionSummary};
 pub use spill::folder as spill_folder;
 pub use stats::{EventVolume, Spill, Stats, TableVolume, Technical, Volume};
-pub use store::{OpenCodeStore, StoreOptions, DEFAULT_QUIET_PERIOD};
+pub use store::{OpenCodeStore, StoreOptions, DEFAULT_ABANDONED_AFTER, DEFAULT_QUIET_PERIOD};
 pub use vacuum::{free_space, other_processes, Needs, VacuumError};
 pub use workspaces::Workspace;

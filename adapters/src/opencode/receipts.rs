@@ -6,7 +6,7 @@
 //! ids, revisions, indexes, counts and times, never pruned content.
 
 use pruning_engine::{BlockedReason, Receipt, Refusal};
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
 /// Receipt table name.
@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS session_prune_receipt (
   removed_count INTEGER NOT NULL,
   bytes_removed INTEGER NOT NULL,
   time_committed INTEGER NOT NULL,
-  engine_version TEXT NOT NULL
+  engine_version TEXT NOT NULL,
+  abandoned_run TEXT
 );
 CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
   ON session_prune_receipt (session_id, time_committed);
@@ -42,9 +43,36 @@ CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
 const COLUMNS: &str = "id, request_key, intent_id, session_id, message_id, revision_before, \
      revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, engine_version";
 
+/// The receipt column that records an abandoned run the fence admitted a prune beside (JSON
+/// `{"messageID", "idleMs"}`, NULL otherwise). Receipt tables made before it lack it; the first
+/// receipt that needs it adds it.
+const ABANDONED_COLUMN: &str = "abandoned_run";
+
 /// Creates the meta and receipt tables if missing. Call inside the write transaction.
 pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(CREATE)
+}
+
+/// Whether the receipt table has [`ABANDONED_COLUMN`].
+fn has_abandoned_column(conn: &Connection) -> rusqlite::Result<bool> {
+    crate::opencode::cached::query_row(
+        conn,
+        "SELECT count(*) FROM pragma_table_info('session_prune_receipt') WHERE name = ?1",
+        [ABANDONED_COLUMN],
+        |row| row.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+/// The SELECT list of a receipt: [`COLUMNS`] and [`ABANDONED_COLUMN`] (NULL where the table
+/// lacks it).
+fn select_list(conn: &Connection) -> rusqlite::Result<String> {
+    let abandoned = if has_abandoned_column(conn)? {
+        ABANDONED_COLUMN
+    } else {
+        "NULL"
+    };
+    Ok(format!("{COLUMNS}, {abandoned}"))
 }
 
 fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
@@ -87,31 +115,60 @@ pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String
     )
 }
 
-/// Inserts a receipt. Call inside the write transaction, after [`ensure_tables`].
+/// Inserts a receipt. Call inside the write transaction, after [`ensure_tables`]. A receipt
+/// with an abandoned run adds [`ABANDONED_COLUMN`] to a table made without it.
 pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
     let indexes = serde_json::to_string(&receipt.indexes).unwrap_or_else(|_| "[]".into());
     let part_ids = serde_json::to_string(&receipt.part_ids).unwrap_or_else(|_| "[]".into());
-    crate::opencode::cached::execute(conn,
+    let abandoned = match &receipt.abandoned_run {
+        Some(run) => {
+            if !has_abandoned_column(conn)? {
+                conn.execute_batch(
+                    "ALTER TABLE session_prune_receipt ADD COLUMN abandoned_run TEXT",
+                )?;
+            }
+            serde_json::to_string(run).ok()
+        }
+        None => None,
+    };
+    // Without an abandoned run the column is left out: the insert works on either layout.
+    let sql = if abandoned.is_some() {
         "INSERT INTO session_prune_receipt (id, request_key, intent_id, session_id, message_id, \
          storage, revision_before, revision_after, indexes, part_ids, removed_count, bytes_removed, \
-         time_committed, engine_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
-            receipt.receipt_id.to_string(),
-            receipt.request_key,
-            receipt.intent_id.to_string(),
-            receipt.session_id,
-            receipt.message_id,
-            storage,
-            receipt.revision_before,
-            receipt.revision_after,
-            indexes,
-            part_ids,
-            receipt.removed_count,
-            i64::try_from(receipt.bytes_removed).unwrap_or(i64::MAX),
-            receipt.committed_at_ms,
-            receipt.engine_version,
-        ],
-    )?;
+         time_committed, engine_version, abandoned_run) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+    } else {
+        "INSERT INTO session_prune_receipt (id, request_key, intent_id, session_id, message_id, \
+         storage, revision_before, revision_after, indexes, part_ids, removed_count, bytes_removed, \
+         time_committed, engine_version) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+    };
+    let bytes_removed = i64::try_from(receipt.bytes_removed).unwrap_or(i64::MAX);
+    let (receipt_id, intent_id) = (
+        receipt.receipt_id.to_string(),
+        receipt.intent_id.to_string(),
+    );
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![
+        &receipt_id,
+        &receipt.request_key,
+        &intent_id,
+        &receipt.session_id,
+        &receipt.message_id,
+        &storage,
+        &receipt.revision_before,
+        &receipt.revision_after,
+        &indexes,
+        &part_ids,
+        &receipt.removed_count,
+        &bytes_removed,
+        &receipt.committed_at_ms,
+        &receipt.engine_version,
+    ];
+    if let Some(abandoned) = &abandoned {
+        values.push(abandoned);
+    }
+    conn.prepare_cached(sql)?
+        .execute(rusqlite::params_from_iter(values))?;
     Ok(())
 }
 
@@ -120,7 +177,10 @@ pub fn by_key(conn: &Connection, request_key: &str) -> rusqlite::Result<Option<R
     if !table_exists(conn, RECEIPT_TABLE)? {
         return Ok(None);
     }
-    let sql = format!("SELECT {COLUMNS} FROM session_prune_receipt WHERE request_key = ?1");
+    let sql = format!(
+        "SELECT {} FROM session_prune_receipt WHERE request_key = ?1",
+        select_list(conn)?
+    );
     crate::opencode::cached::query_row(conn, &sql, [request_key], from_row).optional()
 }
 
@@ -154,8 +214,9 @@ pub fn list(conn: &Connection, session_id: Option<&str>) -> rusqlite::Result<Vec
         return Ok(Vec::new());
     }
     let sql = format!(
-        "SELECT {COLUMNS} FROM session_prune_receipt WHERE ?1 IS NULL OR session_id = ?1 \
-         ORDER BY time_committed, id"
+        "SELECT {} FROM session_prune_receipt WHERE ?1 IS NULL OR session_id = ?1 \
+         ORDER BY time_committed, id",
+        select_list(conn)?
     );
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map([session_id], from_row)?;
@@ -188,5 +249,9 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<Receipt> {
         bytes_removed: u64::try_from(bytes).unwrap_or(0),
         committed_at_ms: row.get(11)?,
         engine_version: row.get(12)?,
+        abandoned_run: match row.get::<_, Option<String>>(13)? {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| parse_err(13, e))?),
+            None => None,
+        },
     })
 }

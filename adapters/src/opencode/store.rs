@@ -22,6 +22,7 @@ use super::ownership;
 use super::receipts;
 use super::schema::{self, Schema};
 use super::sql_errors::{classify, sql_refusal};
+use super::v1::fence::FenceLimits;
 use super::v1::known::Known;
 use super::write::Prepared;
 
@@ -33,12 +34,20 @@ pub const DEFAULT_QUIET_PERIOD: Duration = Duration::from_secs(30);
 pub struct StoreOptions {
     /// Sessions updated more recently than this are refused (`maintenance_required`).
     pub quiet_period: Duration,
+    /// A session with a run OpenCode left incomplete is refused (`maintenance_required`) until
+    /// nothing of it was written for this long; then its completed messages can be pruned
+    /// (docs/ARCHITECTURE.md, "Fence"). `None`: always refused.
+    pub abandoned_after: Option<Duration>,
 }
+
+/// The default of [`StoreOptions::abandoned_after`]: a day.
+pub const DEFAULT_ABANDONED_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Default for StoreOptions {
     fn default() -> Self {
         Self {
             quiet_period: DEFAULT_QUIET_PERIOD,
+            abandoned_after: Some(DEFAULT_ABANDONED_AFTER),
         }
     }
 }
@@ -354,8 +363,13 @@ impl OpenCodeStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn quiet_period_ms(&self) -> i64 {
-        i64::try_from(self.options.quiet_period.as_millis()).unwrap_or(i64::MAX)
+    /// The V1 fence's limits from [`StoreOptions`].
+    fn fence_limits(&self) -> FenceLimits {
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        FenceLimits {
+            quiet_period_ms: ms(self.options.quiet_period),
+            abandoned_after_ms: self.options.abandoned_after.map(ms),
+        }
     }
 }
 
@@ -470,7 +484,7 @@ impl SessionStore for OpenCodeStore {
             |conn| self.schema_of(conn),
             &mut known,
             command,
-            self.quiet_period_ms(),
+            self.fence_limits(),
         )
     }
 
@@ -532,7 +546,7 @@ impl SessionStore for OpenCodeStore {
             &mut known,
             request,
             now_ms,
-            self.quiet_period_ms(),
+            self.fence_limits(),
         );
         let _ = conn.execute_batch("ROLLBACK");
         Ok(match prepared {

@@ -7,8 +7,8 @@
 //! Source: docs/ARCHITECTURE.md, "The write path of one prune", steps 3 and 4, and "Fence".
 
 use pruning_engine::{
-    Applied, BlockedReason, Plan, PruneCommand, PruneRequest, Receipt, Refusal, StoreError,
-    ENGINE_VERSION,
+    AbandonedRun, Applied, BlockedReason, Plan, PruneCommand, PruneRequest, Receipt, Refusal,
+    StoreError, ENGINE_VERSION,
 };
 use rusqlite::Connection;
 
@@ -194,13 +194,15 @@ pub(crate) fn claim_identity(
 }
 
 /// Builds the receipt of a prune of either generation and inserts it with `storage` (`v1`,
-/// `v2`): the command's ids and time, the plan's revisions and indexes, what was written.
+/// `v2`): the command's ids and time, the plan's revisions and indexes, what was written, and
+/// the abandoned run the fence admitted it beside.
 pub(crate) fn record(
     conn: &Connection,
     command: &PruneCommand<'_>,
     plan: &Plan,
     written: Written,
     storage: &str,
+    abandoned_run: Option<AbandonedRun>,
 ) -> rusqlite::Result<Receipt> {
     let receipt = Receipt {
         receipt_id: command.receipt_id,
@@ -216,6 +218,7 @@ pub(crate) fn record(
         bytes_removed: written.bytes_removed,
         committed_at_ms: command.now_ms,
         engine_version: ENGINE_VERSION.to_string(),
+        abandoned_run,
     };
     receipts::insert(conn, &receipt, storage)?;
     Ok(receipt)

@@ -86,10 +86,11 @@ impl Fixture {
         self.sql().execute_batch(sql).expect("set-up SQL");
     }
 
-    /// A store with the given quiet period in ms.
+    /// A store with the given quiet period in ms (and the default abandoned-run threshold).
     pub fn store(&self, quiet_ms: u64) -> OpenCodeStore {
         let options = StoreOptions {
             quiet_period: std::time::Duration::from_millis(quiet_ms),
+            ..StoreOptions::default()
         };
         OpenCodeStore::open(&self.db, options).expect("open store")
     }

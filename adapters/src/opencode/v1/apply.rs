@@ -17,6 +17,7 @@ use super::events;
 use super::fence::{self, FenceClock, FenceInput};
 use super::known::Known;
 use super::read;
+use super::runs::Abandoned;
 use crate::opencode::schema::Schema;
 use crate::opencode::write::{self, Prepared, Written};
 
@@ -29,6 +30,8 @@ pub(crate) struct V1Plan {
     pub(crate) doomed: Vec<Doomed>,
     /// The planner's decision.
     pub(crate) plan: Plan,
+    /// The abandoned run the fence admitted the prune beside, if any.
+    pub(crate) abandoned: Option<Abandoned>,
 }
 
 /// One part row a prune deletes.
@@ -74,9 +77,10 @@ pub(crate) fn prepare(
         scope: &request.scope,
         clock,
     };
-    if let Some(refusal) = fence::check(conn, schema, known, input)? {
-        return Ok(Prepared::Refuse(refusal));
-    }
+    let abandoned = match fence::check(conn, schema, known, input)? {
+        Ok(admitted) => admitted.abandoned,
+        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
+    };
     if let Some(replayed) = write::replayed(conn, request_key, request)? {
         return Ok(replayed);
     }
@@ -95,6 +99,7 @@ pub(crate) fn prepare(
         return Ok(Prepared::Plan(V1Plan {
             doomed,
             plan: planned.plan,
+            abandoned,
         }));
     }
     let loaded = match read::read_message(conn, &request.session_id, &request.message_id, texts)? {
@@ -116,7 +121,11 @@ pub(crate) fn prepare(
                     },
                 })
                 .collect();
-            Ok(Prepared::Plan(V1Plan { doomed, plan }))
+            Ok(Prepared::Plan(V1Plan {
+                doomed,
+                plan,
+                abandoned,
+            }))
         }
         Err(refusal) => Ok(Prepared::Refuse(refusal)),
     }

@@ -9,7 +9,9 @@
 //! - `session.time_compacting` or `session.revert` set: `maintenance_required`;
 //! - the session updated within the quiet period: `maintenance_required`;
 //! - any assistant message of the session not complete, or any tool part pending or running:
-//!   `maintenance_required`;
+//!   `maintenance_required`, unless nothing of the session was written for `abandoned_after`
+//!   (the run was abandoned: the prune is admitted and its receipt says so, see
+//!   [`super::runs`]);
 //! - the session's event bookkeeping inconsistent (events but no `event_sequence` row, or a
 //!   `event_sequence.seq` behind its newest `event.seq`): `unsupported_storage`, since the
 //!   events a prune appends would collide with OpenCode's;
@@ -22,16 +24,50 @@ use pruning_engine::{BlockedReason, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::known::Known;
+use super::runs::{self, Abandoned, Runs};
 use crate::opencode::ownership::{self, SessionTable};
 use crate::opencode::schema::{EventLog, Schema};
 
-/// When the fence checks: now and the quiet period, both in ms (now since the Unix epoch).
+/// When the fence checks: now, the quiet period and the abandoned-run threshold, in ms (now
+/// since the Unix epoch).
 #[derive(Debug, Clone, Copy)]
 pub struct FenceClock {
     /// Now, ms since the Unix epoch.
     pub now_ms: i64,
     /// Quiet period, ms: a session updated more recently than this is refused.
     pub quiet_period_ms: i64,
+    /// How long nothing of a session must have been written for its incomplete run to count as
+    /// abandoned, ms; `None`: never (such a session is always refused).
+    pub abandoned_after_ms: Option<i64>,
+}
+
+/// The fence's limits, from the store's options, in ms: the quiet period and the abandoned-run
+/// threshold (`None`: never).
+#[derive(Debug, Clone, Copy)]
+pub struct FenceLimits {
+    /// See [`FenceClock::quiet_period_ms`].
+    pub quiet_period_ms: i64,
+    /// See [`FenceClock::abandoned_after_ms`].
+    pub abandoned_after_ms: Option<i64>,
+}
+
+impl FenceLimits {
+    /// These limits at `now_ms` (ms since the Unix epoch).
+    pub fn at(self, now_ms: i64) -> FenceClock {
+        FenceClock {
+            now_ms,
+            quiet_period_ms: self.quiet_period_ms,
+            abandoned_after_ms: self.abandoned_after_ms,
+        }
+    }
+}
+
+/// What the fence admitted: a prune in a session with no incomplete run (`abandoned: None`),
+/// or beside a run OpenCode abandoned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    /// The abandoned run, when there is one.
+    pub abandoned: Option<Abandoned>,
 }
 
 /// What the fence needs besides the connection.
@@ -45,8 +81,8 @@ pub struct FenceInput<'a> {
     pub clock: FenceClock,
 }
 
-/// Runs the fence. `Ok(Some(refusal))` refuses; SQL errors (a missing column, say) are returned
-/// for the caller to map to `unsupported_storage`.
+/// Runs the fence: `Ok(Err(refusal))` refuses, `Ok(Ok(admitted))` lets the prune go on. SQL
+/// errors (a missing column, say) are returned for the caller to map to `unsupported_storage`.
 ///
 /// Where the session's fence already passed at `known`'s data version (no other connection
 /// committed since, see [`Known`]), only what may differ since is checked again: the request's
@@ -58,21 +94,23 @@ pub fn check(
     schema: &Schema,
     known: &mut Known,
     input: FenceInput<'_>,
-) -> rusqlite::Result<Option<Refusal>> {
-    if let Some(updated) = known.fence_passed(input.session_id) {
+) -> rusqlite::Result<Result<Admitted, Refusal>> {
+    if let Some((updated, abandoned)) = known.fence_passed(input.session_id) {
         if let Some(refusal) =
             ownership::check(conn, SessionTable::Shared, input.session_id, input.scope)?
         {
-            return Ok(Some(refusal));
+            return Ok(Err(refusal));
         }
-        return Ok(quiet_period(updated, input));
+        if let Some(refusal) = quiet_period(updated, input) {
+            return Ok(Err(refusal));
+        }
+        return Ok(Ok(Admitted { abandoned }));
     }
-    let refusal = full_check(conn, schema, input)?;
-    Ok(match refusal {
-        Checked::Refused(refusal) => Some(refusal),
-        Checked::Passed { updated } => {
-            known.record_fence_pass(input.session_id, updated);
-            None
+    Ok(match full_check(conn, schema, input)? {
+        Checked::Refused(refusal) => Err(refusal),
+        Checked::Passed { updated, abandoned } => {
+            known.record_fence_pass(input.session_id, updated, abandoned.clone());
+            Ok(Admitted { abandoned })
         }
     })
 }
@@ -81,8 +119,11 @@ pub fn check(
 enum Checked {
     /// Refused.
     Refused(Refusal),
-    /// Every check passed; the session's `time_updated` (ms).
-    Passed { updated: i64 },
+    /// Every check passed; the session's `time_updated` (ms), and the abandoned run admitted.
+    Passed {
+        updated: i64,
+        abandoned: Option<Abandoned>,
+    },
 }
 
 impl From<Refusal> for Checked {
@@ -174,38 +215,11 @@ fn full_check(
             format!("{damaged} message row(s) of the session are not valid JSON: whether a run is active cannot be told, so the damaged session is left alone"),
         )));
     }
-    let incomplete: i64 = crate::opencode::cached::query_row(
-        conn,
-        "SELECT count(*) FROM message WHERE session_id = ?1 \
-           AND json_extract(data, '$.role') = 'assistant' \
-           AND NOT coalesce(json_type(data, '$.time.completed') IN ('integer', 'real') \
-                    AND json_extract(data, '$.time.completed') > 0, 0)",
-        [input.session_id],
-        |row| row.get(0),
-    )?;
-    if incomplete > 0 {
-        return Ok(Checked::Refused(busy(format!(
-            "{incomplete} assistant message(s) of the session are not complete: a run is active, or was killed (then the session stays refused: OpenCode never completes a killed run's message)"
-        ))));
-    }
-    // Substring test first: a part whose text never spells `pending` or `running` cannot hold
-    // those statuses (JSON writers spell ASCII letters out), so most parts are skipped without
-    // parsing their JSON.
-    let running: i64 = crate::opencode::cached::query_row(conn,
-        "SELECT count(*) FROM part WHERE session_id = ?1 \
-           AND (session_prune_contains(data, 'running') OR session_prune_contains(data, 'pending')) \
-           AND CASE WHEN json_valid(data) \
-                THEN json_extract(data, '$.type') = 'tool' \
-                     AND json_extract(data, '$.state.status') IN ('pending', 'running') \
-                ELSE 1 END",
-        [input.session_id],
-        |row| row.get(0),
-    )?;
-    if running > 0 {
-        return Ok(Checked::Refused(busy(format!(
-            "{running} tool call(s) of the session are pending or running"
-        ))));
-    }
+    let abandoned = match runs::judge(conn, schema, input.session_id, updated, input.clock)? {
+        Runs::Settled => None,
+        Runs::Active(refusal) => return Ok(Checked::Refused(refusal)),
+        Runs::Abandoned(run) => Some(run),
+    };
 
     let refusal = match schema.event_log() {
         EventLog::Absent => None,
@@ -216,7 +230,7 @@ fn full_check(
     };
     Ok(match refusal {
         Some(refusal) => refusal.into(),
-        None => Checked::Passed { updated },
+        None => Checked::Passed { updated, abandoned },
     })
 }
 

@@ -23,6 +23,7 @@ use rusqlite::{params, Connection};
 
 use super::events::PART_UPDATED;
 use super::foreign::ForeignSnapshots;
+use super::runs::Abandoned;
 use super::snapshot;
 
 /// What the store's connection knows of the V1 tables (see the module docs).
@@ -32,8 +33,8 @@ pub struct Known {
     /// when nothing is known.
     data_version: Option<i64>,
     /// Session id -> its `time_updated` (ms since the Unix epoch) when every scope-independent
-    /// check of the V1 fence passed at `data_version`.
-    fence_passed: HashMap<String, i64>,
+    /// check of the V1 fence passed at `data_version`, and the abandoned run it admitted.
+    fence_passed: HashMap<String, (i64, Option<Abandoned>)>,
     /// One session's snapshot index at `data_version`.
     snapshots: Option<SnapshotIndex>,
     /// Message id -> the prune a clean planned for it at `data_version`.
@@ -126,16 +127,23 @@ impl Known {
             .filter(|planned| planned.session_id == session_id)
     }
 
-    /// The session's `time_updated` (ms) when its fence last passed at this data version.
-    pub fn fence_passed(&self, session_id: &str) -> Option<i64> {
-        self.fence_passed.get(session_id).copied()
+    /// The session's `time_updated` (ms) when its fence last passed at this data version, and
+    /// the abandoned run it admitted.
+    pub fn fence_passed(&self, session_id: &str) -> Option<(i64, Option<Abandoned>)> {
+        self.fence_passed.get(session_id).cloned()
     }
 
     /// Records that every scope-independent check of the fence passed for the session, whose
-    /// `time_updated` is `updated` (ms).
-    pub fn record_fence_pass(&mut self, session_id: &str, updated: i64) {
+    /// `time_updated` is `updated` (ms), beside `abandoned` when it admitted an abandoned run.
+    pub fn record_fence_pass(
+        &mut self,
+        session_id: &str,
+        updated: i64,
+        abandoned: Option<Abandoned>,
+    ) {
         if self.data_version.is_some() {
-            self.fence_passed.insert(session_id.to_string(), updated);
+            self.fence_passed
+                .insert(session_id.to_string(), (updated, abandoned));
         }
     }
 

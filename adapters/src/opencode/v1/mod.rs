@@ -10,4 +10,5 @@ pub mod fence;
 pub mod foreign;
 pub mod known;
 pub mod read;
+pub mod runs;
 pub mod snapshot;

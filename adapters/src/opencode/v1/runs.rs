@@ -1,0 +1,191 @@
+//! Whether a V1 session's incomplete run may still be alive: the fence's rule for sessions where
+//! OpenCode left an assistant message incomplete or a tool part pending or running.
+//!
+//! OpenCode never completes the message of a run that was killed (the terminal closed during a
+//! tool call, say), so such a session would be refused for good. A run is judged abandoned when
+//! nothing of its session has been written for at least the store's `abandoned_after`: the
+//! newest of the session row's `time_updated`, every message's and part's `time_created` and
+//! `time_updated`, and every event's `$.time` but the `message.part.removed.1` events (the
+//! events a prune appends, which say nothing of a run and carry no time). A time that is not a number (or an event that is
+//! not JSON) leaves the run judged alive: it never makes a run look older. The run's own
+//! messages are never pruned (the planner refuses an incomplete message or an unfinished tool
+//! part); the session's completed messages are. Source: docs/ARCHITECTURE.md, "Fence".
+
+use pruning_engine::{BlockedReason, Refusal};
+use rusqlite::Connection;
+
+use super::events::PART_REMOVED;
+use super::fence::FenceClock;
+use crate::opencode::schema::{EventLog, Schema};
+
+/// A run OpenCode left incomplete that the fence admits a prune beside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Abandoned {
+    /// The incomplete assistant message, or the message of the unfinished tool part.
+    pub message_id: String,
+    /// The newest write of the session, ms since the Unix epoch.
+    pub last_write_ms: i64,
+}
+
+/// What the session's rows say of its runs.
+pub(crate) enum Runs {
+    /// No incomplete assistant message, no pending or running tool part.
+    Settled,
+    /// A run may be alive: refused.
+    Active(Refusal),
+    /// A run was left incomplete and the session has been idle long enough.
+    Abandoned(Abandoned),
+}
+
+/// Judges the runs of session `session_id`, whose `time_updated` is `updated` (ms), at `clock`.
+///
+/// Errors: SQLite's.
+pub(crate) fn judge(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    updated: i64,
+    clock: FenceClock,
+) -> rusqlite::Result<Runs> {
+    let incomplete: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM message WHERE session_id = ?1 \
+               AND json_extract(data, '$.role') = 'assistant' \
+               AND NOT coalesce(json_type(data, '$.time.completed') IN ('integer', 'real') \
+                        AND json_extract(data, '$.time.completed') > 0, 0) \
+             ORDER BY time_created DESC, id DESC",
+        )?;
+        let ids = stmt.query_map([session_id], |row| row.get(0))?;
+        ids.collect::<rusqlite::Result<_>>()?
+    };
+    // Substring test first: a part whose text never spells `pending` or `running` cannot hold
+    // those statuses (JSON writers spell ASCII letters out), so most parts are skipped without
+    // parsing their JSON.
+    let unfinished: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT message_id FROM part WHERE session_id = ?1 \
+               AND (session_prune_contains(data, 'running') \
+                    OR session_prune_contains(data, 'pending')) \
+               AND CASE WHEN json_valid(data) \
+                    THEN json_extract(data, '$.type') = 'tool' \
+                         AND json_extract(data, '$.state.status') IN ('pending', 'running') \
+                    ELSE 1 END \
+             ORDER BY time_created DESC, id DESC",
+        )?;
+        let ids = stmt.query_map([session_id], |row| row.get(0))?;
+        ids.collect::<rusqlite::Result<_>>()?
+    };
+    let Some(message_id) = incomplete.first().or(unfinished.first()).cloned() else {
+        return Ok(Runs::Settled);
+    };
+    let what = match (incomplete.len(), unfinished.len()) {
+        (0, tools) => format!("{tools} tool call(s) of the session are pending or running"),
+        (messages, 0) => {
+            format!("{messages} assistant message(s) of the session are not complete")
+        }
+        (messages, tools) => format!(
+            "{messages} assistant message(s) of the session are not complete and {tools} tool call(s) are pending or running"
+        ),
+    };
+    let Some(threshold) = clock.abandoned_after_ms else {
+        return Ok(Runs::Active(busy(format!(
+            "{what}: a run is active, or was killed (with --abandoned-after never the session stays refused)"
+        ))));
+    };
+    let Some(last_write_ms) = last_write(conn, schema, session_id, updated)? else {
+        return Ok(Runs::Active(busy(format!(
+            "{what}, and a time written for the session is not a number: whether the run is alive cannot be told"
+        ))));
+    };
+    let idle = clock.now_ms.saturating_sub(last_write_ms);
+    if idle >= threshold {
+        return Ok(Runs::Abandoned(Abandoned {
+            message_id,
+            last_write_ms,
+        }));
+    }
+    Ok(Runs::Active(busy(format!(
+        "{what}: a run is active, or was killed; nothing of the session was written for {}, and a run idle for {} (--abandoned-after) counts as abandoned: try again in {}",
+        span(idle),
+        span(threshold),
+        span(threshold - idle)
+    ))))
+}
+
+/// The newest write of the session, ms since the Unix epoch: the newest of `updated` (the
+/// session row's `time_updated`), its messages' and parts' `time_created` and `time_updated`,
+/// and its events' `$.time` (but `message.part.removed.1`'s). `None` when one of those is not a number, or an event of the
+/// session is not JSON.
+fn last_write(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    updated: i64,
+) -> rusqlite::Result<Option<i64>> {
+    let mut newest = updated;
+    for table in ["message", "part"] {
+        let sql = format!(
+            "SELECT max(CASE WHEN typeof(time_created) IN ('integer', 'real') \
+                               AND typeof(time_updated) IN ('integer', 'real') \
+                             THEN max(time_created, time_updated) END), \
+                    count(*) FILTER (WHERE typeof(time_created) NOT IN ('integer', 'real') \
+                                        OR typeof(time_updated) NOT IN ('integer', 'real')) \
+             FROM {table} WHERE session_id = ?1"
+        );
+        let (max, odd): (Option<f64>, i64) =
+            crate::opencode::cached::query_row(conn, &sql, [session_id], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?;
+        if odd > 0 {
+            return Ok(None);
+        }
+        newest = newest.max(max.map_or(i64::MIN, as_ms));
+    }
+    if let EventLog::Present { .. } = schema.event_log() {
+        let (max, odd): (Option<f64>, i64) = crate::opencode::cached::query_row(
+            conn,
+            // CASE, not AND or OR: SQLite may evaluate both sides of those, and the JSON
+            // functions fail on text that is not JSON.
+            "SELECT max(CASE WHEN json_valid(data) THEN \
+                          CASE WHEN json_type(data, '$.time') IN ('integer', 'real') \
+                            THEN json_extract(data, '$.time') END END), \
+                    count(*) FILTER (WHERE CASE WHEN json_valid(data) \
+                        THEN json_type(data, '$.time') NOT IN ('integer', 'real') ELSE 1 END) \
+             FROM event WHERE aggregate_id = ?1 AND type <> ?2",
+            [session_id, PART_REMOVED],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        if odd > 0 {
+            return Ok(None);
+        }
+        newest = newest.max(max.map_or(i64::MIN, as_ms));
+    }
+    Ok(Some(newest))
+}
+
+/// A time read as a number, in whole ms (fractions dropped, saturating).
+fn as_ms(value: f64) -> i64 {
+    value as i64
+}
+
+/// `90000` -> `1m 30s`: a span of ms in words.
+fn span(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
+    let (days, hours, minutes, seconds) =
+        (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
+    let mut parts = Vec::new();
+    for (n, unit) in [(days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")] {
+        if n > 0 {
+            parts.push(format!("{n}{unit}"));
+        }
+    }
+    if parts.is_empty() {
+        "0s".to_string()
+    } else {
+        parts.join(" ")
+    }
+}
+
+fn busy(detail: impl Into<String>) -> Refusal {
+    Refusal::new(BlockedReason::MaintenanceRequired, detail)
+}
