@@ -15,7 +15,7 @@ use pruning_engine::{AbandonedRun, BlockedReason, Engine, PruneRequest, PruneRes
 /// Makes the many-turns session look killed mid-tool in its last turn, as OpenCode leaves it:
 /// the newest assistant message loses `time.completed` and one of its tool parts is `running`.
 /// The rows keep their times (the fixture's, days old). Returns that message's id.
-fn kill_last_turn(fx: &Fixture) -> String {
+pub(crate) fn kill_last_turn(fx: &Fixture) -> String {
     let last: String = fx
         .sql()
         .query_row(
@@ -51,7 +51,7 @@ fn newest_write(fx: &Fixture) -> i64 {
 }
 
 /// The stored text of a message and of its parts, in id order.
-fn rows_of(fx: &Fixture, message: &str) -> String {
+pub(crate) fn rows_of(fx: &Fixture, message: &str) -> String {
     fx.sql()
         .query_row(
             "SELECT (SELECT data FROM message WHERE id = ?1) || \
@@ -64,7 +64,7 @@ fn rows_of(fx: &Fixture, message: &str) -> String {
 }
 
 /// A store whose runs count as abandoned after `after` (`None`: never).
-fn store(fx: &Fixture, after: Option<Duration>) -> OpenCodeStore {
+pub(crate) fn store(fx: &Fixture, after: Option<Duration>) -> OpenCodeStore {
     OpenCodeStore::open(
         &fx.db,
         StoreOptions {
