@@ -14,7 +14,7 @@ use crate::contract::{BlockedReason, PreviewRequest, PruneRequest, Refusal};
 use crate::error::StoreError;
 use crate::history::scan::{HistoryScan, ScanEnd, ScannedMessage};
 use crate::planner::{Plan, StoredMessage};
-use crate::receipt::Receipt;
+use crate::receipt::{AbandonedRun, Receipt};
 
 /// Everything a store needs to apply one journaled prune intent.
 #[derive(Debug, Clone)]
@@ -66,7 +66,13 @@ pub enum Applied {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DryRun {
     /// The prune would remove these parts.
-    Plan(Plan),
+    Plan {
+        /// The planner's decision.
+        plan: Plan,
+        /// The abandoned run the fence would admit the prune beside (idle until the dry run),
+        /// as the receipt would record it.
+        abandoned_run: Option<AbandonedRun>,
+    },
     /// An identical request already committed: a prune would return this receipt.
     AlreadyPruned(Box<Receipt>),
 }

@@ -62,7 +62,7 @@ impl Config {
         let quiet_period = duration_flag("--quiet-period", &global.quiet_period, ANY_DURATION)?;
         let abandoned_after = match global.abandoned_after.trim() {
             "never" => None,
-            text => Some(parse_duration(text, ANY_DURATION).map_err(|problem| {
+            text => Some(parse_duration(text, ABANDONED_AFTER).map_err(|problem| {
                 ConfigError::AbandonedAfter {
                     value: global.abandoned_after.clone(),
                     problem,
@@ -117,6 +117,11 @@ impl Config {
         })
     }
 }
+
+/// The bounds of `--abandoned-after`: at least a minute. A run streams into its parts without
+/// touching the session row, so a shorter threshold could admit prunes beside a run that is
+/// still writing.
+const ABANDONED_AFTER: std::ops::RangeInclusive<Duration> = Duration::from_secs(60)..=Duration::MAX;
 
 /// The scope flags as a [`Scope`]: the directory must be absolute and is normalized by
 /// [`normalize_directory`]; ids must not be empty.

@@ -5,7 +5,7 @@
 //! A dry run (the default) reads only. Progress goes to stderr: a bar on a terminal, a line
 //! every few seconds otherwise, nothing with `--json`. Ctrl-C stops after the current message.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pruning_adapters::opencode::{spill_folder, CleanPolicy, OpenCodeStore, Planned};
-use pruning_engine::{DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult};
+use pruning_engine::{
+    AbandonedRun, DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult,
+};
 use serde::Serialize;
 
 use super::{open_engine_unless_busy, open_store, Outcome};
@@ -69,6 +71,23 @@ struct Report {
     spill_files_removed: u64,
     /// Bytes of spill files removed (in a dry run: that would be).
     spill_bytes_removed: u64,
+    /// Runs OpenCode left incomplete whose sessions were pruned beside them (or would be): idle
+    /// for at least `--abandoned-after`. Each counts once, however many of its session's
+    /// messages were pruned.
+    abandoned_runs: u64,
+    /// The incomplete messages of those runs.
+    #[serde(skip)]
+    runs: BTreeSet<String>,
+}
+
+impl Report {
+    /// Counts the abandoned run a prune was admitted beside, once per run.
+    fn admitted(&mut self, run: Option<&AbandonedRun>) {
+        if let Some(run) = run {
+            self.runs.insert(run.message_id.clone());
+            self.abandoned_runs = self.runs.len() as u64;
+        }
+    }
 }
 
 /// `clean` arguments.
@@ -306,7 +325,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                     // A dry run checks what the prune would check, in a transaction it rolls back.
                     None => {
                         let found = pruning_engine::dry_run(store, &request)?;
-                        if let Ok(DryRun::Plan(plan)) = &found {
+                        if let Ok(DryRun::Plan { plan, .. }) = &found {
                             report.bytes += store.freed_bytes(
                                 session_id,
                                 message_id,
@@ -387,9 +406,13 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
 /// Counts what a dry run of one planned prune found.
 fn dry(report: &mut Report, found: Result<DryRun, pruning_engine::Refusal>) {
     match found {
-        Ok(DryRun::Plan(plan)) => {
+        Ok(DryRun::Plan {
+            plan,
+            abandoned_run,
+        }) => {
             report.pruned += 1;
             report.parts += plan.remove.len() as u64;
+            report.admitted(abandoned_run.as_ref());
         }
         Ok(DryRun::AlreadyPruned(_)) => report.already_pruned += 1,
         Err(refusal) => *report.blocked.entry(refusal.reason.as_str()).or_default() += 1,
@@ -420,7 +443,10 @@ fn tally(report: &mut Report, result: Result<pruning_engine::PruneOutcome, Engin
             PruneResult::Pruned { removed_count, .. } => {
                 report.pruned += 1;
                 report.parts += u64::from(removed_count);
-                report.bytes += outcome.receipt.map_or(0, |r| r.bytes_removed);
+                if let Some(receipt) = &outcome.receipt {
+                    report.bytes += receipt.bytes_removed;
+                    report.admitted(receipt.abandoned_run.as_ref());
+                }
             }
             PruneResult::Blocked { reason } => {
                 *report.blocked.entry(reason.as_str()).or_default() += 1;
@@ -431,6 +457,7 @@ fn tally(report: &mut Report, result: Result<pruning_engine::PruneOutcome, Engin
         // Committed with its receipt: pruned, though its event waits for the next run.
         Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
             report.pruned += 1;
+            report.admitted(receipt.abandoned_run.as_ref());
             report.unjournaled += 1;
             report.parts += u64::from(receipt.removed_count);
             report.bytes += receipt.bytes_removed;
@@ -485,6 +512,12 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) -> std::
         say!(
             "already pruned by an identical request: {}",
             report.already_pruned
+        )?;
+    }
+    if report.abandoned_runs > 0 {
+        say!(
+            "beside runs OpenCode left incomplete (idle for --abandoned-after; their own messages are left alone): {} run(s)",
+            report.abandoned_runs
         )?;
     }
     say!("nothing to prune: {} message(s)", report.nothing_to_prune)?;

@@ -169,7 +169,7 @@ fn plan(config: &Config, request: &PruneRequest) -> anyhow::Result<Outcome> {
             }
             return Ok(Outcome::Done);
         }
-        Ok(DryRun::Plan(plan)) => plan,
+        Ok(DryRun::Plan { plan, .. }) => plan,
     };
     let freed = store.freed_bytes(
         &request.session_id,

@@ -328,7 +328,7 @@ fn plan(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcom
                     let line = format!("already pruned (receipt {})", receipt.receipt_id);
                     (serde_json::to_value(result)?, line, false)
                 }
-                Ok(DryRun::Plan(plan)) => {
+                Ok(DryRun::Plan { plan, .. }) => {
                     would += 1;
                     let freed =
                         store.freed_bytes(&batch.session_id, id, &plan.remove, plan.bytes)?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::common;
 
+use common::cli::{json, run};
 use common::*;
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{AbandonedRun, BlockedReason, Engine, PruneRequest, PruneResult};
@@ -277,4 +278,37 @@ fn a_receipt_table_without_the_abandoned_run_column_gains_it() {
     );
     assert_eq!(column(&fx), 1);
     assert_eq!(engine.receipts(None).unwrap(), vec![settled, admitted]);
+}
+
+/// `clean` prunes a killed session's completed messages, leaves the run's message as it is,
+/// counts the run once in `abandonedRuns`, and its dry run says the same; with
+/// `--abandoned-after never` the session's prunes are refused and no run is counted.
+#[test]
+fn clean_counts_the_abandoned_runs_it_prunes_beside_and_its_dry_run_agrees() {
+    let fx = Fixture::new();
+    let last = kill_last_turn(&fx);
+    let killed = rows_of(&fx, &last);
+    let clean = ["--json", "clean", "--all", "--keep-last-turns", "0"];
+    let never: Vec<&str> = ["--abandoned-after", "never"]
+        .into_iter()
+        .chain(clean)
+        .collect();
+    let refused = json(&run(&fx.db, &never));
+    assert_eq!(refused["abandonedRuns"], 0);
+    let blocked = refused["blocked"]["maintenance_required"].as_u64().unwrap();
+    assert!(blocked > 0, "{refused}");
+
+    let dry = json(&run(&fx.db, &clean));
+    let applied = json(&run(&fx.db, &[&clean[..], &["--apply"]].concat()));
+    assert_eq!(dry["abandonedRuns"], 1, "{dry}");
+    assert_eq!(applied["abandonedRuns"], 1, "{applied}");
+    for key in ["pruned", "parts", "bytes", "blocked", "skipped"] {
+        assert_eq!(dry[key], applied[key], "{key}");
+    }
+    assert_eq!(applied["blocked"].get("maintenance_required"), None);
+    assert_eq!(
+        applied["pruned"].as_u64().unwrap(),
+        refused["pruned"].as_u64().unwrap() + blocked
+    );
+    assert_eq!(rows_of(&fx, &last), killed);
 }

@@ -438,7 +438,7 @@ fn a_dry_run_then_an_apply_in_the_same_process_prunes_as_without_plans() {
                         pruning_engine::dry_run(engine.store(), request)
                             .unwrap()
                             .map(|found| match found {
-                                pruning_engine::DryRun::Plan(plan) => format!("{plan:?}"),
+                                pruning_engine::DryRun::Plan { plan, .. } => format!("{plan:?}"),
                                 pruning_engine::DryRun::AlreadyPruned(r) => r.message_id,
                             })
                     )

@@ -184,7 +184,7 @@ fn a_snapshot_filed_under_another_sessions_aggregate_is_removed_and_counted() {
     let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
     let request = request(MANY_TURNS, TURN5, &revision, &indexes);
     let planned = match pruning_engine::dry_run(engine.store(), &request).unwrap() {
-        Ok(pruning_engine::DryRun::Plan(plan)) => plan,
+        Ok(pruning_engine::DryRun::Plan { plan, .. }) => plan,
         other => panic!("{other:?}"),
     };
     let predicted = engine
@@ -377,7 +377,7 @@ fn a_snapshot_whose_json_repeats_or_oddly_escapes_a_key_is_removed() {
     let (revision, indexes) = preview(&engine, MANY_TURNS, TURN5);
     let request = request(MANY_TURNS, TURN5, &revision, &indexes);
     let planned = match pruning_engine::dry_run(engine.store(), &request).unwrap() {
-        Ok(pruning_engine::DryRun::Plan(plan)) => plan,
+        Ok(pruning_engine::DryRun::Plan { plan, .. }) => plan,
         other => panic!("{other:?}"),
     };
     let predicted = engine

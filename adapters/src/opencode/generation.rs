@@ -130,7 +130,8 @@ pub(crate) fn apply(
 }
 
 /// What a prune of `request` would do (nothing is written): the checks before any write, inside
-/// the caller's transaction. `now_ms` is the time the fence compares with.
+/// the caller's transaction, with the abandoned run the receipt would record. `now_ms` is the
+/// time the fence compares with.
 pub(crate) fn dry_run(
     conn: &Connection,
     schema: &Schema,
@@ -138,7 +139,7 @@ pub(crate) fn dry_run(
     request: &PruneRequest,
     now_ms: i64,
     limits: FenceLimits,
-) -> rusqlite::Result<Prepared<Plan>> {
+) -> rusqlite::Result<Prepared<(Plan, Option<AbandonedRun>)>> {
     let key = hex::encode(pruning_engine::request_key(request));
     known.refresh(conn)?;
     let prepared = prepare(
@@ -150,7 +151,10 @@ pub(crate) fn dry_run(
         limits.at(now_ms),
         Texts::Skip,
     )?;
-    Ok(prepared.map(Planned::into_plan))
+    Ok(prepared.map(|planned| {
+        let abandoned = planned.abandoned(now_ms);
+        (planned.into_plan(), abandoned)
+    }))
 }
 
 /// A planned prune of either generation.

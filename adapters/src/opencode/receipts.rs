@@ -57,7 +57,8 @@ pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
 fn has_abandoned_column(conn: &Connection) -> rusqlite::Result<bool> {
     crate::opencode::cached::query_row(
         conn,
-        "SELECT count(*) FROM pragma_table_info('session_prune_receipt') WHERE name = ?1",
+        "SELECT count(*) FROM pragma_table_info('session_prune_receipt') \
+         WHERE name = ?1 COLLATE NOCASE",
         [ABANDONED_COLUMN],
         |row| row.get::<_, i64>(0),
     )

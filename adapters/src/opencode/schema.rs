@@ -48,7 +48,7 @@ const EVENT_REQUIRED: [(&str, &[&str]); 2] = [
 const V2_REQUIRED: [&str; 6] = ["id", "session_id", "type", "seq", "time_created", "data"];
 
 /// Tables whose columns the profile records.
-const PROFILED: [&str; 7] = [
+const PROFILED: [&str; 9] = [
     "session",
     "session_v2",
     "message",
@@ -56,6 +56,8 @@ const PROFILED: [&str; 7] = [
     "event",
     "event_sequence",
     "session_message",
+    "session_input",
+    "todo",
 ];
 
 /// What the database's event log looks like to a V1 prune.

@@ -552,7 +552,10 @@ impl SessionStore for OpenCodeStore {
         Ok(match prepared {
             Ok(Prepared::Refuse(refusal)) => Err(refusal),
             Ok(Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(receipt)),
-            Ok(Prepared::Plan(plan)) => Ok(DryRun::Plan(plan)),
+            Ok(Prepared::Plan((plan, abandoned_run))) => Ok(DryRun::Plan {
+                plan,
+                abandoned_run,
+            }),
             Err(error) => Err(sql_refusal(&error)),
         })
     }

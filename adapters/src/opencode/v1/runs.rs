@@ -4,12 +4,14 @@
 //! OpenCode never completes the message of a run that was killed (the terminal closed during a
 //! tool call, say), so such a session would be refused for good. A run is judged abandoned when
 //! nothing of its session has been written for at least the store's `abandoned_after`: the
-//! newest of the session row's `time_updated`, every message's and part's `time_created` and
-//! `time_updated`, and every event's `$.time` but the `message.part.removed.1` events (the
-//! events a prune appends, which say nothing of a run and carry no time). A time that is not a number (or an event that is
-//! not JSON) leaves the run judged alive: it never makes a run look older. The run's own
-//! messages are never pruned (the planner refuses an incomplete message or an unfinished tool
-//! part); the session's completed messages are. Source: docs/ARCHITECTURE.md, "Fence".
+//! newest of the session row's `time_updated`, the times of its messages, parts, V2 message
+//! rows, queued prompts and todos, and every event's `$.time`, `$.timestamp` and `created` but
+//! the `message.part.removed.1` events' (the events a prune appends, which say nothing of a
+//! run). A time that is not a number of ms (text, a number below 1973 in ms, which is a time in
+//! seconds) or an event that is not JSON leaves the run judged alive: it never makes a run look
+//! older. The run's own messages are never pruned (the planner refuses an incomplete message or
+//! an unfinished tool part); the session's completed messages are. Source:
+//! docs/ARCHITECTURE.md, "Fence".
 
 use pruning_engine::{BlockedReason, Refusal};
 use rusqlite::Connection;
@@ -108,14 +110,30 @@ pub(crate) fn judge(
         "{what}: a run is active, or was killed; nothing of the session was written for {}, and a run idle for {} (--abandoned-after) counts as abandoned: try again in {}",
         span(idle),
         span(threshold),
-        span(threshold - idle)
+        span(threshold.saturating_sub(idle))
     ))))
 }
 
+/// Where OpenCode writes for a session besides its session row and its events: each table's
+/// time columns, read where the table and the column exist (OpenCode 1.2 has no
+/// `session_message`; a queued prompt is a `session_input` row, a todo list a `todo` row).
+const WRITTEN: [(&str, &[&str]); 5] = [
+    ("message", &["time_created", "time_updated"]),
+    ("part", &["time_created", "time_updated"]),
+    ("session_message", &["time_created", "time_updated"]),
+    ("session_input", &["time_created"]),
+    ("todo", &["time_created", "time_updated"]),
+];
+
+/// The earliest number read as a time in ms: 1973-03-03. A smaller one is a time in seconds (or
+/// no time at all), which would make a run written now look decades idle.
+const MIN_MS: i64 = 100_000_000_000;
+
 /// The newest write of the session, ms since the Unix epoch: the newest of `updated` (the
-/// session row's `time_updated`), its messages' and parts' `time_created` and `time_updated`,
-/// and its events' `$.time` (but `message.part.removed.1`'s). `None` when one of those is not a number, or an event of the
-/// session is not JSON.
+/// session row's `time_updated`), the [`WRITTEN`] times of its rows, and its events' `$.time`,
+/// `$.timestamp` and `created` (but `message.part.removed.1`'s). `None` when one of those is
+/// not a number of ms (SQL NULL in a column, or a key a JSON event lacks, is no time), or an
+/// event of the session is not JSON.
 fn last_write(
     conn: &Connection,
     schema: &Schema,
@@ -123,42 +141,72 @@ fn last_write(
     updated: i64,
 ) -> rusqlite::Result<Option<i64>> {
     let mut newest = updated;
-    for table in ["message", "part"] {
-        let sql = format!(
-            "SELECT max(CASE WHEN typeof(time_created) IN ('integer', 'real') \
-                               AND typeof(time_updated) IN ('integer', 'real') \
-                             THEN max(time_created, time_updated) END), \
-                    count(*) FILTER (WHERE typeof(time_created) NOT IN ('integer', 'real') \
-                                        OR typeof(time_updated) NOT IN ('integer', 'real')) \
-             FROM {table} WHERE session_id = ?1"
-        );
-        let (max, odd): (Option<f64>, i64) =
-            crate::opencode::cached::query_row(conn, &sql, [session_id], |row| {
+    let mut fold = |(max, odd): (Option<f64>, i64)| {
+        if odd > 0 {
+            return false;
+        }
+        newest = newest.max(max.map_or(i64::MIN, as_ms));
+        true
+    };
+    for (table, columns) in WRITTEN {
+        if !schema.has_column(table, "session_id") {
+            continue;
+        }
+        for column in columns.iter().filter(|c| schema.has_column(table, c)) {
+            let sql = format!(
+                "SELECT max(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END), \
+                        count(*) FILTER (WHERE typeof({column}) NOT IN ('integer', 'real', 'null') \
+                          OR (typeof({column}) IN ('integer', 'real') AND {column} < {MIN_MS})) \
+                 FROM {table} WHERE session_id = ?1"
+            );
+            let found = crate::opencode::cached::query_row(conn, &sql, [session_id], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })?;
-        if odd > 0 {
-            return Ok(None);
+            if !fold(found) {
+                return Ok(None);
+            }
         }
-        newest = newest.max(max.map_or(i64::MIN, as_ms));
     }
     if let EventLog::Present { .. } = schema.event_log() {
-        let (max, odd): (Option<f64>, i64) = crate::opencode::cached::query_row(
-            conn,
+        for key in ["$.time", "$.timestamp"] {
             // CASE, not AND or OR: SQLite may evaluate both sides of those, and the JSON
             // functions fail on text that is not JSON.
-            "SELECT max(CASE WHEN json_valid(data) THEN \
-                          CASE WHEN json_type(data, '$.time') IN ('integer', 'real') \
-                            THEN json_extract(data, '$.time') END END), \
-                    count(*) FILTER (WHERE CASE WHEN json_valid(data) \
-                        THEN json_type(data, '$.time') NOT IN ('integer', 'real') ELSE 1 END) \
-             FROM event WHERE aggregate_id = ?1 AND type <> ?2",
-            [session_id, PART_REMOVED],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
-        if odd > 0 {
-            return Ok(None);
+            let found = crate::opencode::cached::query_row(
+                conn,
+                &format!(
+                    "SELECT max(CASE WHEN json_valid(data) THEN \
+                                  CASE WHEN json_type(data, '{key}') IN ('integer', 'real') \
+                                    THEN json_extract(data, '{key}') END END), \
+                            count(*) FILTER (WHERE CASE WHEN json_valid(data) \
+                                THEN json_type(data, '{key}') NOT IN ('integer', 'real') \
+                                  OR (json_type(data, '{key}') IN ('integer', 'real') \
+                                      AND json_extract(data, '{key}') < {MIN_MS}) \
+                                ELSE 1 END) \
+                     FROM event WHERE aggregate_id = ?1 AND type <> ?2"
+                ),
+                [session_id, PART_REMOVED],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
+            if !fold(found) {
+                return Ok(None);
+            }
         }
-        newest = newest.max(max.map_or(i64::MIN, as_ms));
+        if schema.has_column("event", "created") {
+            let found = crate::opencode::cached::query_row(
+                conn,
+                &format!(
+                    "SELECT max(CASE WHEN typeof(created) IN ('integer', 'real') THEN created END), \
+                            count(*) FILTER (WHERE typeof(created) NOT IN ('integer', 'real', 'null') \
+                              OR (typeof(created) IN ('integer', 'real') AND created < {MIN_MS})) \
+                     FROM event WHERE aggregate_id = ?1 AND type <> ?2"
+                ),
+                [session_id, PART_REMOVED],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
+            if !fold(found) {
+                return Ok(None);
+            }
+        }
     }
     Ok(Some(newest))
 }
