@@ -37,8 +37,9 @@ trap 'rm -rf "$PROBE_HOME"' EXIT
 
 installed_version() {
   [ -x "$BIN" ] || return 0
+  # TMPDIR too: every start unpacks a native library there and leaves it.
   HOME=$PROBE_HOME XDG_DATA_HOME=$PROBE_HOME/data XDG_CONFIG_HOME=$PROBE_HOME/config \
-    XDG_STATE_HOME=$PROBE_HOME/state XDG_CACHE_HOME=$PROBE_HOME/cache \
+    XDG_STATE_HOME=$PROBE_HOME/state XDG_CACHE_HOME=$PROBE_HOME/cache TMPDIR=$PROBE_HOME \
     OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
     "$BIN" --version 2>/dev/null </dev/null || true
 }

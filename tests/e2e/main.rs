@@ -40,6 +40,7 @@ mod journal_binds_to_one_database;
 mod journal_keeps_refusals_thirty_days;
 mod large_message_prunes_in_one_transaction;
 mod layouts_are_pruned_or_refused_in_words;
+mod opencode_continues_a_killed_session_after_clean;
 mod opencode_continues_after_clean_and_vacuum;
 mod opencode_continues_after_prune;
 mod planned_prunes_write_what_unplanned_ones_write;

@@ -1,6 +1,8 @@
 //! The mock model OpenCode talks to in the interop tests: an OpenAI-compatible server (axum) on
 //! loopback that answers every chat completion with a fixed text, streamed as server-sent
 //! `chat.completion.chunk` events when asked to stream, and records every request it receives.
+//! A turn whose newest message is a user message holding `[[bash:COMMAND]]` is answered with a
+//! call of OpenCode's `bash` tool running COMMAND instead (streamed requests only).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -170,7 +172,11 @@ async fn answer(
         RequestKind::Chat => REPLY_TEXT,
     };
     if parsed["stream"] == true {
-        let events = chunks(text).into_iter().map(Ok::<_, Infallible>);
+        let events = match bash_command(&parsed).filter(|_| kind == RequestKind::Chat) {
+            Some(command) => tool_call_chunks(&command),
+            None => chunks(text),
+        };
+        let events = events.into_iter().map(Ok::<_, Infallible>);
         Sse::new(stream::iter(events)).into_response()
     } else {
         Json(completion(text)).into_response()
@@ -229,6 +235,53 @@ fn completion(text: &str) -> Value {
         }],
         "usage": usage()
     })
+}
+
+/// The COMMAND of a `[[bash:COMMAND]]` tag in the request's newest message, when that message is
+/// the user's.
+fn bash_command(body: &Value) -> Option<String> {
+    let newest = body["messages"].as_array()?.last()?;
+    if newest["role"] != "user" {
+        return None;
+    }
+    let text = content_text(&newest["content"]);
+    let start = text.find("[[bash:")? + "[[bash:".len();
+    let end = start + text[start..].find("]]")?;
+    Some(text[start..end].to_string())
+}
+
+/// A call of the `bash` tool running `command`, as `chat.completion.chunk` events: the role,
+/// the whole call in one delta, an empty delta with `finish_reason: "tool_calls"` and usage,
+/// then `[DONE]`.
+fn tool_call_chunks(command: &str) -> Vec<Event> {
+    let arguments = json!({"command": command, "description": "Run the scripted command"});
+    let call = json!({
+        "index": 0,
+        "id": "call_interop",
+        "type": "function",
+        "function": {"name": "bash", "arguments": arguments.to_string()}
+    });
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-interop",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fixture",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        })
+    };
+    let mut last = chunk(json!({}), json!("tool_calls"));
+    last["usage"] = usage();
+    [
+        chunk(json!({"role": "assistant"}), Value::Null),
+        chunk(json!({"tool_calls": [call]}), Value::Null),
+        last,
+    ]
+    .into_iter()
+    .map(|chunk| chunk.to_string())
+    .chain(["[DONE]".to_string()])
+    .map(|data| Event::default().data(data))
+    .collect()
 }
 
 /// `text` as `chat.completion.chunk` events: the role, one chunk per word, an empty delta with
