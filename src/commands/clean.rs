@@ -78,6 +78,18 @@ struct Report {
     /// The incomplete messages of those runs.
     #[serde(skip)]
     runs: BTreeSet<String>,
+    /// With `--before-compaction` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    before_compaction: Option<BeforeCompaction>,
+}
+
+/// What `--before-compaction` let through, in assistant messages before the kept turns.
+#[derive(Debug, Default, Serialize)]
+struct BeforeCompaction {
+    /// Older than their session's last completed compaction: looked at.
+    qualified: u64,
+    /// Not older (or in a session without a compaction): left alone.
+    outside: u64,
 }
 
 impl Report {
@@ -132,6 +144,11 @@ pub struct Args {
     /// Leave reasoning parts alone.
     #[arg(long)]
     no_reasoning: bool,
+    /// Only messages older than the session's last completed compaction: OpenCode no longer
+    /// sends them to the model, so pruning them cannot change its next request. A session
+    /// without a compaction has none.
+    #[arg(long)]
+    before_compaction: bool,
     /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
     /// of the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
@@ -155,6 +172,8 @@ pub struct CleanConfig {
     pub policy: CleanPolicy,
     /// Remove unreferenced spill files of pruned parts.
     pub spill_files: bool,
+    /// Only messages older than each session's last completed compaction.
+    pub before_compaction: bool,
     /// Messages per batch (1 or more).
     pub batch_size: usize,
     /// Wait after each batch (a test seam for interruption).
@@ -193,6 +212,7 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
             reasoning: !args.no_reasoning,
         },
         spill_files: args.include_spill_files,
+        before_compaction: args.before_compaction,
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
     })
@@ -285,7 +305,9 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     // Each session's listing is read once: the totals for the progress line, then the walk.
     let listings = session_ids
         .iter()
-        .map(|id| store.clean_listing(id, clean.policy.keep_last_turns))
+        .map(|id| {
+            store.clean_listing_before(id, clean.policy.keep_last_turns, clean.before_compaction)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let total: u64 = listings.iter().map(|l| l.ids.len() as u64).sum();
     let kept: u64 = listings.iter().map(|l| l.kept).sum();
@@ -293,6 +315,10 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         status: if clean.apply { "cleaned" } else { "dry-run" },
         sessions: session_ids.len() as u64,
         kept_recent: kept,
+        before_compaction: clean.before_compaction.then(|| BeforeCompaction {
+            qualified: total,
+            outside: listings.iter().map(|l| l.after_compaction).sum(),
+        }),
         ..Report::default()
     };
     report.orphan_parts = session_ids
@@ -518,6 +544,13 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) -> std::
         say!(
             "beside runs OpenCode left incomplete (idle for --abandoned-after; their own messages are left alone): {} run(s)",
             report.abandoned_runs
+        )?;
+    }
+    if let Some(before) = &report.before_compaction {
+        say!(
+            "older than their session's last compaction: {} message(s) looked at, {} newer left alone",
+            before.qualified,
+            before.outside
         )?;
     }
     say!("nothing to prune: {} message(s)", report.nothing_to_prune)?;

@@ -13,7 +13,7 @@ use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::{
     PartClass, Plan, PreviewRequest, PruneRequest, StoreError, StoredMessage, Unprunable,
 };
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -148,17 +148,24 @@ pub struct Listing {
     pub ids: Vec<String>,
     /// Assistant messages in the last `keep_last_turns` turns, left alone.
     pub kept: u64,
+    /// With `before_compaction`: assistant messages before the kept turns that are not older
+    /// than the session's last completed compaction (OpenCode still sends them to the model),
+    /// left alone. 0 otherwise.
+    pub after_compaction: u64,
 }
 
 /// The messages of `session_id` a clean looks at, oldest first: assistant messages (V1 rows
 /// whose role is not `user`, so that unreadable rows are looked at and reported; V2 rows of
 /// type `assistant`) created before the session's `keep_last_turns`-th last user message, and
-/// those whose time is not a number (reported as unplaceable).
+/// those whose time is not a number (reported as unplaceable). With `before_compaction`, only
+/// those created before the session's last completed compaction too ([`compaction_boundary`]);
+/// a session without one has none.
 pub fn messages(
     conn: &Connection,
     schema: &Schema,
     session_id: &str,
     keep_last_turns: u32,
+    before_compaction: bool,
 ) -> rusqlite::Result<Listing> {
     let v1 = schema.has("message") && schema.has("part");
     let v2 = schema.has_v2();
@@ -220,23 +227,76 @@ pub fn messages(
                 return Ok(Listing {
                     ids: Vec::new(),
                     kept: total.max(0) as u64,
+                    after_compaction: 0,
                 })
             }
         }
     };
-    // Rows whose time is not a number come too (they are reported as unplaceable).
-    let sql = format!(
-        "SELECT id FROM ({all}) WHERE typeof(time_created) <> 'integer' OR time_created < ?2 \
-         ORDER BY CAST(time_created AS INTEGER), id"
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let ids = stmt
-        .query_map(rusqlite::params![session_id, before], |row| {
-            Ok(lenient_text(row.get_ref(0)?))
-        })?
-        .collect::<rusqlite::Result<Vec<String>>>()?;
+    // Rows whose time is not a number come too (they are reported as unplaceable), but not
+    // before a compaction: they cannot be placed before it.
+    let list = |before: i64, unplaced: bool| -> rusqlite::Result<Vec<String>> {
+        let unplaced = if unplaced {
+            "typeof(time_created) <> 'integer' OR"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT id FROM ({all}) WHERE {unplaced} \
+               (typeof(time_created) = 'integer' AND time_created < ?2) \
+             ORDER BY CAST(time_created AS INTEGER), id"
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let ids = stmt
+            .query_map(rusqlite::params![session_id, before], |row| {
+                Ok(lenient_text(row.get_ref(0)?))
+            })?
+            .collect::<rusqlite::Result<Vec<String>>>();
+        ids
+    };
+    let ids = list(before, true)?;
     let kept = (total.max(0) as u64).saturating_sub(ids.len() as u64);
-    Ok(Listing { ids, kept })
+    if !before_compaction {
+        return Ok(Listing {
+            ids,
+            kept,
+            after_compaction: 0,
+        });
+    }
+    let boundary = if v1 {
+        compaction_boundary(conn, session_id)?
+    } else {
+        None
+    };
+    let older = list(before.min(boundary.unwrap_or(i64::MIN)), false)?;
+    Ok(Listing {
+        after_compaction: (ids.len() - older.len()) as u64,
+        ids: older,
+        kept,
+    })
+}
+
+/// `time_created` (ms) of the user message that starts the session's last completed compaction:
+/// the parent (`parentID`) of the newest complete assistant message with `summary: true`, when
+/// that user message holds a `compaction` part. OpenCode sends the model nothing older than it
+/// (the summary stands in for it). `None` when the session (V1) has no such compaction.
+pub fn compaction_boundary(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<i64>> {
+    // CASE keeps the JSON functions off rows that are not JSON.
+    const SUMMARY: &str = "CASE WHEN json_valid(a.data) THEN \
+           json_extract(a.data, '$.role') = 'assistant' \
+           AND json_type(a.data, '$.summary') = 'true' \
+           AND json_type(a.data, '$.time.completed') IN ('integer', 'real') \
+           AND json_extract(a.data, '$.time.completed') > 0 END";
+    let sql = format!(
+        "SELECT u.time_created FROM message a JOIN message u \
+           ON u.session_id = a.session_id \
+          AND u.id = CASE WHEN json_valid(a.data) THEN json_extract(a.data, '$.parentID') END \
+         WHERE a.session_id = ?1 AND {SUMMARY} AND typeof(u.time_created) = 'integer' \
+           AND EXISTS (SELECT 1 FROM part p WHERE p.message_id = u.id \
+                 AND CASE WHEN json_valid(p.data) \
+                     THEN json_extract(p.data, '$.type') = 'compaction' END) \
+         ORDER BY a.time_created DESC, a.id DESC LIMIT 1"
+    );
+    crate::opencode::cached::query_row(conn, &sql, [session_id], |row| row.get(0)).optional()
 }
 
 /// Bytes of row data a prune of the parts at `indexes` of a message would remove, as its receipt

@@ -71,9 +71,29 @@ impl OpenCodeStore {
         session_id: &str,
         keep_last_turns: u32,
     ) -> Result<Listing, StoreError> {
+        self.clean_listing_before(session_id, keep_last_turns, false)
+    }
+
+    /// [`Self::clean_listing`], and with `before_compaction` only the messages older than the
+    /// session's last completed compaction (see `clean::messages`).
+    ///
+    /// Errors: [`StoreError`].
+    pub fn clean_listing_before(
+        &self,
+        session_id: &str,
+        keep_last_turns: u32,
+        before_compaction: bool,
+    ) -> Result<Listing, StoreError> {
         let conn = self.connection();
         let schema = self.schema_of(&conn).map_err(storage)?;
-        clean::messages(&conn, &schema, session_id, keep_last_turns).map_err(storage)
+        clean::messages(
+            &conn,
+            &schema,
+            session_id,
+            keep_last_turns,
+            before_compaction,
+        )
+        .map_err(storage)
     }
 
     /// What a clean with `policy` does with one message: prune which parts, nothing, or skip it
