@@ -46,6 +46,16 @@ pub enum ConfigError {
         /// What is wrong with it.
         problem: DurationProblem,
     },
+    /// A size flag (`clean --until-live-size`) is unreadable.
+    #[error("{flag} {value}: {problem} (a size such as 2GB, 500MiB or 1000000 bytes)")]
+    Size {
+        /// The flag.
+        flag: &'static str,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// `--batch-size 0`.
     #[error("--batch-size must be at least 1")]
     BatchSize,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use pruning_adapters::opencode::{spill_folder, CleanPolicy, OpenCodeStore, Planned};
 use pruning_engine::{
-    AbandonedRun, DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult,
+    AbandonedRun, DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult, Selection,
 };
 use serde::Serialize;
 
@@ -81,6 +81,52 @@ struct Report {
     /// With `--before-compaction` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     before_compaction: Option<BeforeCompaction>,
+    /// With `--until-live-size` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until_live_size: Option<UntilLiveSize>,
+}
+
+/// `--until-live-size`: the target, the database's live data before, and the estimate the clean
+/// stops by (bytes). The estimate is the live data before less the row data each planned
+/// prune frees, counted when the prune is planned, so that the dry run stops where the apply
+/// does.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UntilLiveSize {
+    /// The target: live data at most this, in bytes.
+    target: u64,
+    /// Pages in use times the page size before the clean, in bytes.
+    live_before: u64,
+    /// `live_before` less the row data of every planned prune, in bytes.
+    estimate_after: u64,
+    /// Whether the estimate reached the target; false when the policies left too little.
+    reached: bool,
+    /// With `--apply`: the live data measured after the clean, in bytes (the freed pages are
+    /// not exactly the row data; `vacuum` gives them back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    live_after: Option<u64>,
+}
+
+impl UntilLiveSize {
+    fn new(target: u64, live_before: u64) -> Self {
+        Self {
+            target,
+            live_before,
+            estimate_after: live_before,
+            reached: live_before <= target,
+            live_after: None,
+        }
+    }
+
+    /// Counts a planned prune that frees `bytes` of row data.
+    fn planned(&mut self, bytes: u64) {
+        self.estimate_after = self.estimate_after.saturating_sub(bytes);
+        self.reached = self.estimate_after <= self.target;
+    }
+
+    fn reached(&self) -> bool {
+        self.reached
+    }
 }
 
 /// What `--before-compaction` let through, in assistant messages before the kept turns.
@@ -149,6 +195,11 @@ pub struct Args {
     /// without a compaction has none.
     #[arg(long)]
     before_compaction: bool,
+    /// Prune the oldest completed messages first, across sessions, until the database's live
+    /// data (the pages in use: what `vacuum` would leave) is at most SIZE (2GB, 500MiB, or
+    /// bytes); every other policy still applies.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    until_live_size: Option<String>,
     /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
     /// of the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
@@ -174,6 +225,8 @@ pub struct CleanConfig {
     pub spill_files: bool,
     /// Only messages older than each session's last completed compaction.
     pub before_compaction: bool,
+    /// Oldest first across sessions, until the live data is at most this many bytes.
+    pub until_live_size: Option<u64>,
     /// Messages per batch (1 or more).
     pub batch_size: usize,
     /// Wait after each batch (a test seam for interruption).
@@ -213,6 +266,19 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
         },
         spill_files: args.include_spill_files,
         before_compaction: args.before_compaction,
+        until_live_size: match args.until_live_size {
+            None => None,
+            Some(text) => Some(
+                text.trim()
+                    .parse::<bytesize::ByteSize>()
+                    .map_err(|why| ConfigError::Size {
+                        flag: "--until-live-size",
+                        value: text.clone(),
+                        problem: why.to_string(),
+                    })?
+                    .as_u64(),
+            ),
+        },
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
     })
@@ -332,13 +398,43 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let mut pending = Pending::default();
     // The spill files the dry run's prunes point at, once per part.
     let mut spilled: Vec<String> = Vec::new();
-    'sessions: for (session_id, listing) in session_ids.iter().zip(&listings) {
-        for message_id in &listing.ids {
+    // Session by session; with --until-live-size, oldest first across sessions.
+    let mut order: Vec<(Option<i64>, &str, &str)> = session_ids
+        .iter()
+        .zip(&listings)
+        .flat_map(|(session_id, listing)| {
+            let times = listing.times.iter().copied();
+            times
+                .zip(&listing.ids)
+                .map(move |(time, id)| (time, session_id.as_str(), id.as_str()))
+        })
+        .collect();
+    if clean.until_live_size.is_some() {
+        // A time that is not a number sorts last.
+        order.sort_by_key(|&(time, session, id)| (time.is_none(), time, session, id));
+    }
+    let mut until = match clean.until_live_size {
+        Some(target) => Some(UntilLiveSize::new(target, store.vacuum_needs()?.live_bytes)),
+        None => None,
+    };
+    for (_, session_id, message_id) in order {
+        {
             if stop.load(Ordering::SeqCst) {
-                break 'sessions;
+                break;
+            }
+            if until.as_ref().is_some_and(UntilLiveSize::reached) {
+                break;
             }
             report.considered += 1;
-            match store.clean_plan(session_id, message_id, &clean.policy, now)? {
+            let planned = store.clean_plan(session_id, message_id, &clean.policy, now)?;
+            if let (Some(until), Planned::Prune { request, bytes, .. }) = (&mut until, &planned) {
+                let indexes: Vec<usize> = match &request.selection {
+                    Selection::Indexes(indexes) => indexes.iter().map(|&i| i as usize).collect(),
+                    Selection::AllTechnical => Vec::new(),
+                };
+                until.planned(store.freed_bytes(session_id, message_id, &indexes, *bytes)?);
+            }
+            match planned {
                 Planned::Nothing => report.nothing_to_prune += 1,
                 Planned::Skipped { reason, .. } => {
                     *report.skipped.entry(reason.as_str()).or_default() += 1;
@@ -385,6 +481,12 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    if let Some(mut until) = until {
+        if clean.apply {
+            until.live_after = Some(store.vacuum_needs()?.live_bytes);
+        }
+        report.until_live_size = Some(until);
+    }
     if stop.load(Ordering::SeqCst) {
         report.status = "interrupted";
         report.not_reached = total.saturating_sub(report.considered);
@@ -544,6 +646,23 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) -> std::
         say!(
             "beside runs OpenCode left incomplete (idle for --abandoned-after; their own messages are left alone): {} run(s)",
             report.abandoned_runs
+        )?;
+    }
+    if let Some(until) = &report.until_live_size {
+        let measured = until
+            .live_after
+            .map(|after| format!(", {} measured", output::bytes(after)))
+            .unwrap_or_default();
+        say!(
+            "live data: {} before, about {} after{measured} (target {}){}",
+            output::bytes(until.live_before),
+            output::bytes(until.estimate_after),
+            output::bytes(until.target),
+            if until.reached {
+                ""
+            } else {
+                "; the policies leave too little to reach the target"
+            }
         )?;
     }
     if let Some(before) = &report.before_compaction {

@@ -16,6 +16,7 @@ mod clean_keeps_its_promises_on_damaged_databases;
 mod clean_on_a_full_disk_counts_what_committed;
 mod clean_prunes_completed_messages_and_keeps_text;
 mod clean_prunes_what_it_planned_unless_opencode_wrote_since;
+mod clean_until_live_size_prunes_oldest_first;
 mod cli_commands_and_exit_codes;
 mod cli_history_and_prune_batch;
 mod cli_reports_the_journal_busy_while_serving;

@@ -146,6 +146,8 @@ pub fn all_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 pub struct Listing {
     /// The ids looked at, oldest first.
     pub ids: Vec<String>,
+    /// Their `time_created` (ms since the Unix epoch), `None` where it is not an integer.
+    pub times: Vec<Option<i64>>,
     /// Assistant messages in the last `keep_last_turns` turns, left alone.
     pub kept: u64,
     /// With `before_compaction`: assistant messages before the kept turns that are not older
@@ -225,42 +227,47 @@ pub fn messages(
             // Fewer user turns than kept: every turn is kept.
             None => {
                 return Ok(Listing {
-                    ids: Vec::new(),
                     kept: total.max(0) as u64,
-                    after_compaction: 0,
+                    ..Listing::default()
                 })
             }
         }
     };
     // Rows whose time is not a number come too (they are reported as unplaceable), but not
     // before a compaction: they cannot be placed before it.
-    let list = |before: i64, unplaced: bool| -> rusqlite::Result<Vec<String>> {
+    let list = |before: i64, unplaced: bool| -> rusqlite::Result<Vec<(String, Option<i64>)>> {
         let unplaced = if unplaced {
             "typeof(time_created) <> 'integer' OR"
         } else {
             ""
         };
         let sql = format!(
-            "SELECT id FROM ({all}) WHERE {unplaced} \
+            "SELECT id, CASE typeof(time_created) WHEN 'integer' THEN time_created END \
+             FROM ({all}) WHERE {unplaced} \
                (typeof(time_created) = 'integer' AND time_created < ?2) \
              ORDER BY CAST(time_created AS INTEGER), id"
         );
         let mut stmt = conn.prepare(&sql)?;
         let ids = stmt
             .query_map(rusqlite::params![session_id, before], |row| {
-                Ok(lenient_text(row.get_ref(0)?))
+                Ok((lenient_text(row.get_ref(0)?), row.get(1)?))
             })?
-            .collect::<rusqlite::Result<Vec<String>>>();
+            .collect::<rusqlite::Result<Vec<_>>>();
         ids
     };
-    let ids = list(before, true)?;
-    let kept = (total.max(0) as u64).saturating_sub(ids.len() as u64);
-    if !before_compaction {
-        return Ok(Listing {
+    let listed = |rows: Vec<(String, Option<i64>)>, kept: u64, after_compaction: u64| {
+        let (ids, times) = rows.into_iter().unzip();
+        Listing {
             ids,
+            times,
             kept,
-            after_compaction: 0,
-        });
+            after_compaction,
+        }
+    };
+    let rows = list(before, true)?;
+    let kept = (total.max(0) as u64).saturating_sub(rows.len() as u64);
+    if !before_compaction {
+        return Ok(listed(rows, kept, 0));
     }
     let boundary = if v1 {
         compaction_boundary(conn, session_id)?
@@ -268,11 +275,8 @@ pub fn messages(
         None
     };
     let older = list(before.min(boundary.unwrap_or(i64::MIN)), false)?;
-    Ok(Listing {
-        after_compaction: (ids.len() - older.len()) as u64,
-        ids: older,
-        kept,
-    })
+    let after_compaction = (rows.len() - older.len()) as u64;
+    Ok(listed(older, kept, after_compaction))
 }
 
 /// `time_created` (ms) of the user message that starts the session's last completed compaction:
