@@ -312,3 +312,52 @@ fn clean_counts_the_abandoned_runs_it_prunes_beside_and_its_dry_run_agrees() {
     );
     assert_eq!(rows_of(&fx, &last), killed);
 }
+
+/// The fixture's sessions OpenCode was killed in (mid-tool, mid-stream), idle for days: under
+/// the default threshold, a prune of the killed message is refused by the planner
+/// (`not_deletable`) and a clean prunes nothing of them; their rows stay byte-identical.
+#[test]
+fn the_fixtures_killed_runs_stay_byte_identical_under_every_command() {
+    let fx = Fixture::new();
+    let killed = [
+        (KILLED_MID_TOOL, KILLED_MID_TOOL_MSG),
+        (KILLED_MID_STREAM, KILLED_MID_STREAM_MSG),
+    ];
+    let before: Vec<String> = killed.iter().map(|(_, m)| rows_of(&fx, m)).collect();
+    for (session, message) in killed {
+        let rev = "0".repeat(64);
+        let out = run(
+            &fx.db,
+            &[
+                "--json",
+                "prune",
+                session,
+                message,
+                "--revision",
+                &rev,
+                "--all-technical",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(3), "{session}");
+        assert_eq!(json(&out)["reason"], "not_deletable", "{session}");
+    }
+    let report = json(&run(
+        &fx.db,
+        &[
+            "--json",
+            "clean",
+            "--all",
+            "--keep-last-turns",
+            "0",
+            "--apply",
+        ],
+    ));
+    assert_eq!(report["status"], "cleaned", "{report}");
+    assert_eq!(
+        report["abandonedRuns"], 0,
+        "nothing of theirs was pruned: {report}"
+    );
+    assert_eq!(report["skipped"]["incomplete"], 2, "{report}");
+    let after: Vec<String> = killed.iter().map(|(_, m)| rows_of(&fx, m)).collect();
+    assert_eq!(after, before);
+}
