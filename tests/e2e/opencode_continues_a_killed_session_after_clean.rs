@@ -7,16 +7,16 @@
 //! `support/binary.rs`); without one the test prints why and returns, except under
 //! `CI=true`, where it fails.
 
+use crate::common::cli::{assert_exit, json, run};
 use crate::common::MANY_TURNS;
 use crate::opencode_real;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use opencode_real::{http, query_value, MockModel, OpenCode};
 use rusqlite::Connection;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const PROMPT_TIMEOUT: Duration = Duration::from_secs(45);
 /// How long the killed run's tool is given to start.
@@ -36,24 +36,6 @@ fn pruned_canaries() -> Vec<String> {
 }
 /// Two days, in ms: how far the session's times are set back.
 const AGE_MS: i64 = 2 * 24 * 60 * 60 * 1000;
-
-/// Runs `session-prune --db DB --json ARGS` and returns its JSON document.
-fn session_prune(db: &Path, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
-        .arg("--db")
-        .arg(db)
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("run session-prune");
-    assert!(
-        out.status.success(),
-        "session-prune {args:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document")
-}
 
 /// The id of the many-turns session's message holding a running `bash` part, if any.
 fn running_message(db: &Path) -> Option<String> {
@@ -155,11 +137,20 @@ fn opencode_continues_a_session_killed_mid_tool_after_clean() {
 
     // A day later (the session's times set back two days), the clean prunes its completed turns.
     age_session(&db);
-    let run = rows_of(&db, &killed);
-    let report = session_prune(
+    let killed_rows = rows_of(&db, &killed);
+    let cleaned = run(
         &db,
-        &["clean", "--all", "--keep-last-turns", "0", "--apply"],
+        &[
+            "--json",
+            "clean",
+            "--all",
+            "--keep-last-turns",
+            "0",
+            "--apply",
+        ],
     );
+    assert_exit(&cleaned, 0);
+    let report = json(&cleaned);
     assert_eq!(report["status"], "cleaned", "{report}");
     assert_eq!(report["abandonedRuns"], 1, "{report}");
     assert_eq!(
@@ -169,7 +160,7 @@ fn opencode_continues_a_session_killed_mid_tool_after_clean() {
     );
     assert_eq!(
         rows_of(&db, &killed),
-        run,
+        killed_rows,
         "the killed run is left as it is"
     );
 
