@@ -1,0 +1,82 @@
+//! `clean --until-live-size` counts toward its target only the prunes that free something: a
+//! prune the fence refuses (a session OpenCode updated within the quiet period) frees no row
+//! data, so it neither lowers the estimate nor stops the clean early; and a size that is not a
+//! whole number of bytes, or does not fit in 64 bits, is bad input rather than rounded.
+
+use crate::common;
+
+use common::cli::{assert_exit, json, run};
+use common::Fixture;
+
+/// The session of the fixture's oldest assistant message, updated by OpenCode just now.
+fn oldest_session_busy(fx: &Fixture) {
+    let now = pruning_engine::now_ms();
+    fx.exec(&format!(
+        "UPDATE session SET time_updated = {now} WHERE id = \
+           (SELECT session_id FROM message WHERE json_extract(data, '$.role') = 'assistant' \
+            ORDER BY time_created LIMIT 1)"
+    ));
+}
+
+fn clean(fx: &Fixture, size: &str, apply: bool) -> serde_json::Value {
+    let mut args = vec![
+        "--json",
+        "clean",
+        "--all",
+        "--keep-last-turns",
+        "0",
+        "--until-live-size",
+        size,
+    ];
+    if apply {
+        args.push("--apply");
+    }
+    json(&run(&fx.db, &args))
+}
+
+#[test]
+fn a_refused_prune_does_not_count_toward_the_target() {
+    let fx = Fixture::new();
+    oldest_session_busy(&fx);
+    let dry = clean(&fx, "1900000", false);
+    let applied = clean(&fx, "1900000", true);
+    for report in [&dry, &applied] {
+        assert_ne!(report["blocked"], serde_json::json!({}), "{report}");
+        let until = &report["untilLiveSize"];
+        // Only what was (or would be) pruned lowers the estimate.
+        assert_eq!(
+            until["estimateAfter"].as_u64().unwrap(),
+            until["liveBefore"].as_u64().unwrap() - report["bytes"].as_u64().unwrap(),
+            "{report}"
+        );
+    }
+}
+
+#[test]
+fn a_clean_that_prunes_nothing_does_not_reach_the_target() {
+    let fx = Fixture::new();
+    // Every session updated just now: every prune is refused.
+    let now = pruning_engine::now_ms();
+    fx.exec(&format!("UPDATE session SET time_updated = {now}"));
+    let applied = clean(&fx, "1500000", true);
+    assert_eq!(applied["pruned"], 0, "{applied}");
+    let until = &applied["untilLiveSize"];
+    assert_eq!(until["estimateAfter"], until["liveBefore"], "{applied}");
+    assert_eq!(until["reached"], false, "{applied}");
+}
+
+#[test]
+fn a_fractional_or_overflowing_size_is_bad_input() {
+    let fx = Fixture::new();
+    let digest = fx.file_digest();
+    for size in ["1.5B", "0.5B", "1.0005KB", "99999999EB", "20EiB"] {
+        let out = run(
+            &fx.db,
+            &["clean", "--all", "--until-live-size", size, "--apply"],
+        );
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--until-live-size"), "{size}: {err}");
+    }
+    assert_eq!(fx.file_digest(), digest);
+}
