@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use pruning_adapters::opencode::{spill_folder, CleanPolicy, OpenCodeStore, Planned};
 use pruning_engine::{
-    AbandonedRun, DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult, Selection,
+    AbandonedRun, DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult,
 };
 use serde::Serialize;
 
@@ -87,9 +87,9 @@ struct Report {
 }
 
 /// `--until-live-size`: the target, the database's live data before, and the estimate the clean
-/// stops by (bytes). The estimate is the live data before less the row data each planned
-/// prune frees, counted when the prune is planned, so that the dry run stops where the apply
-/// does.
+/// stops by (bytes). The estimate is the live data before less the row data each prune frees
+/// that its dry run says would commit, counted when the prune is planned (the apply runs the
+/// same dry run), so that the dry run stops where the apply does.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct UntilLiveSize {
@@ -97,7 +97,7 @@ struct UntilLiveSize {
     target: u64,
     /// Pages in use times the page size before the clean, in bytes.
     live_before: u64,
-    /// `live_before` less the row data of every planned prune, in bytes.
+    /// `live_before` less the row data of every prune that would commit, in bytes.
     estimate_after: u64,
     /// Whether the estimate reached the target; false when the policies left too little.
     reached: bool,
@@ -212,6 +212,30 @@ pub struct Args {
     pause_ms: u64,
 }
 
+/// `text` as a number of bytes, read by `bytesize` (`2GB`, `1.1GiB`, `500 MiB`, `1000000`),
+/// rounded down to a whole byte. A fraction of a plain byte (`1.5`, `1.5B`) or an amount beyond
+/// 2^64 - 1 is an error, not rounded or capped.
+fn whole_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let size: bytesize::ByteSize = text.parse()?;
+    // bytesize rounds and saturates: the amount it read, computed again, tells.
+    let digits = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let unit = format!("1{}", unit.trim())
+        .parse::<bytesize::ByteSize>()?
+        .as_u64();
+    let number = number.parse::<f64>().map_err(|e| e.to_string())?;
+    if unit == 1 && number.fract() != 0.0 {
+        return Err(format!("{number} is not a whole number of bytes"));
+    }
+    if number * unit as f64 >= u64::MAX as f64 {
+        return Err("larger than 2^64 - 1 bytes".into());
+    }
+    Ok(size.as_u64())
+}
+
 /// A validated `clean`.
 #[derive(Debug, Clone)]
 pub struct CleanConfig {
@@ -268,16 +292,11 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
         before_compaction: args.before_compaction,
         until_live_size: match args.until_live_size {
             None => None,
-            Some(text) => Some(
-                text.trim()
-                    .parse::<bytesize::ByteSize>()
-                    .map_err(|why| ConfigError::Size {
-                        flag: "--until-live-size",
-                        value: text.clone(),
-                        problem: why.to_string(),
-                    })?
-                    .as_u64(),
-            ),
+            Some(text) => Some(whole_bytes(&text).map_err(|problem| ConfigError::Size {
+                flag: "--until-live-size",
+                value: text.clone(),
+                problem,
+            })?),
         },
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
@@ -426,15 +445,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                 break;
             }
             report.considered += 1;
-            let planned = store.clean_plan(session_id, message_id, &clean.policy, now)?;
-            if let (Some(until), Planned::Prune { request, bytes, .. }) = (&mut until, &planned) {
-                let indexes: Vec<usize> = match &request.selection {
-                    Selection::Indexes(indexes) => indexes.iter().map(|&i| i as usize).collect(),
-                    Selection::AllTechnical => Vec::new(),
-                };
-                until.planned(store.freed_bytes(session_id, message_id, &indexes, *bytes)?);
-            }
-            match planned {
+            match store.clean_plan(session_id, message_id, &clean.policy, now)? {
                 Planned::Nothing => report.nothing_to_prune += 1,
                 Planned::Skipped { reason, .. } => {
                     *report.skipped.entry(reason.as_str()).or_default() += 1;
@@ -443,23 +454,38 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                     request,
                     spill_files,
                     ..
-                } => match &engine {
-                    // A dry run checks what the prune would check, in a transaction it rolls back.
-                    None => {
+                } => {
+                    // A dry run checks what the prune would check, in a transaction it rolls
+                    // back. With --until-live-size the apply runs it too: only a prune that
+                    // would commit counts toward the size, in both.
+                    let checked = if engine.is_none() || until.is_some() {
                         let found = pruning_engine::dry_run(store, &request)?;
-                        if let Ok(DryRun::Plan { plan, .. }) = &found {
-                            report.bytes += store.freed_bytes(
+                        let freed = match &found {
+                            Ok(DryRun::Plan { plan, .. }) => Some(store.freed_bytes(
                                 session_id,
                                 message_id,
                                 &plan.remove,
                                 plan.bytes,
-                            )?;
+                            )?),
+                            _ => None,
+                        };
+                        if let (Some(until), Some(freed)) = (&mut until, freed) {
+                            until.planned(freed);
+                        }
+                        Some((found, freed))
+                    } else {
+                        None
+                    };
+                    if engine.is_some() {
+                        pending.requests.push(request);
+                    } else if let Some((found, freed)) = checked {
+                        if let Some(freed) = freed {
+                            report.bytes += freed;
                             spilled.extend(spill_files);
                         }
                         dry(&mut report, found);
                     }
-                    Some(_) => pending.requests.push(request),
-                },
+                }
             }
             if let Some(engine) = &engine {
                 if pending.requests.len() >= clean.batch_size {

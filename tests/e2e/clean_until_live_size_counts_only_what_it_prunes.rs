@@ -65,11 +65,21 @@ fn a_clean_that_prunes_nothing_does_not_reach_the_target() {
     assert_eq!(until["reached"], false, "{applied}");
 }
 
+/// A fraction of a plain byte, or an amount beyond 2^64 - 1, is bad input; a fraction of a
+/// larger unit (`1.1GiB`, `1.0005KB`) is read rounded down to a whole byte.
 #[test]
 fn a_fractional_or_overflowing_size_is_bad_input() {
     let fx = Fixture::new();
+    for (size, bytes) in [("1.0005KB", 1000), ("1.1GiB", 1_181_116_006u64)] {
+        let out = run(
+            &fx.db,
+            &["--json", "clean", "--all", "--until-live-size", size],
+        );
+        assert_exit(&out, 0);
+        assert_eq!(json(&out)["untilLiveSize"]["target"], bytes, "{size}");
+    }
     let digest = fx.file_digest();
-    for size in ["1.5B", "0.5B", "1.0005KB", "99999999EB", "20EiB"] {
+    for size in ["1.5B", "0.5B", "1.5", "99999999EB", "20EiB"] {
         let out = run(
             &fx.db,
             &["clean", "--all", "--until-live-size", size, "--apply"],

@@ -235,21 +235,34 @@ pub fn messages(
     };
     // Rows whose time is not a number come too (they are reported as unplaceable), but not
     // before a compaction: they cannot be placed before it.
-    let list = |before: i64, unplaced: bool| -> rusqlite::Result<Vec<(String, Option<i64>)>> {
+    // `below_id`: only ids below it too (a compaction's boundary, which OpenCode places by id).
+    let list = |before: i64,
+                unplaced: bool,
+                below_id: Option<&str>|
+     -> rusqlite::Result<Vec<(String, Option<i64>)>> {
         let unplaced = if unplaced {
             "typeof(time_created) <> 'integer' OR"
+        } else {
+            ""
+        };
+        let below = if below_id.is_some() {
+            "AND id < ?3"
         } else {
             ""
         };
         let sql = format!(
             "SELECT id, CASE typeof(time_created) WHEN 'integer' THEN time_created END \
              FROM ({all}) WHERE {unplaced} \
-               (typeof(time_created) = 'integer' AND time_created < ?2) \
+               (typeof(time_created) = 'integer' AND time_created < ?2 {below}) \
              ORDER BY CAST(time_created AS INTEGER), id"
         );
         let mut stmt = conn.prepare(&sql)?;
+        let mut params: Vec<&dyn rusqlite::ToSql> = vec![&session_id, &before];
+        if let Some(below_id) = &below_id {
+            params.push(below_id);
+        }
         let ids = stmt
-            .query_map(rusqlite::params![session_id, before], |row| {
+            .query_map(params.as_slice(), |row| {
                 Ok((lenient_text(row.get_ref(0)?), row.get(1)?))
             })?
             .collect::<rusqlite::Result<Vec<_>>>();
@@ -264,7 +277,7 @@ pub fn messages(
             after_compaction,
         }
     };
-    let rows = list(before, true)?;
+    let rows = list(before, true, None)?;
     let kept = (total.max(0) as u64).saturating_sub(rows.len() as u64);
     if !before_compaction {
         return Ok(listed(rows, kept, 0));
@@ -274,33 +287,75 @@ pub fn messages(
     } else {
         None
     };
-    let older = list(before.min(boundary.unwrap_or(i64::MIN)), false)?;
+    let older = match &boundary {
+        Some((time, id)) => list(before.min(*time), false, Some(id.as_str()))?,
+        None => Vec::new(),
+    };
     let after_compaction = (rows.len() - older.len()) as u64;
     Ok(listed(older, kept, after_compaction))
 }
 
-/// `time_created` (ms) of the user message that starts the session's last completed compaction:
-/// the parent (`parentID`) of the newest complete assistant message with `summary: true`, when
-/// that user message holds a `compaction` part. OpenCode sends the model nothing older than it
-/// (the summary stands in for it). `None` when the session (V1) has no such compaction.
-pub fn compaction_boundary(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<i64>> {
+/// The oldest message OpenCode still sends the model in a session with a completed
+/// compaction, as `(time_created in ms, id)`: the user message holding the `compaction` part
+/// that the newest finished summary (an assistant message with `summary: true`, a `finish`, no
+/// `error` and `time.completed`; newest by id, as OpenCode walks them) answers, or, when that
+/// part keeps a tail (`tail_start_id`), the tail's first message. OpenCode sends nothing older
+/// (the summary stands in for it). `None` when the session (V1) has no such compaction, or its
+/// tail names no message of the session (then OpenCode sends everything).
+pub fn compaction_boundary(
+    conn: &Connection,
+    session_id: &str,
+) -> rusqlite::Result<Option<(i64, String)>> {
     // CASE keeps the JSON functions off rows that are not JSON.
     const SUMMARY: &str = "CASE WHEN json_valid(a.data) THEN \
            json_extract(a.data, '$.role') = 'assistant' \
            AND json_type(a.data, '$.summary') = 'true' \
+           AND json_type(a.data, '$.finish') = 'text' AND json_extract(a.data, '$.finish') <> '' \
+           AND json_type(a.data, '$.error') IS NULL \
            AND json_type(a.data, '$.time.completed') IN ('integer', 'real') \
            AND json_extract(a.data, '$.time.completed') > 0 END";
     let sql = format!(
-        "SELECT u.time_created FROM message a JOIN message u \
+        "SELECT u.time_created, u.id, \
+                (SELECT CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.tail_start_id') END \
+                   FROM part p WHERE p.message_id = u.id \
+                    AND CASE WHEN json_valid(p.data) \
+                        THEN json_extract(p.data, '$.type') = 'compaction' END \
+                  ORDER BY p.id LIMIT 1) \
+         FROM message a JOIN message u \
            ON u.session_id = a.session_id \
           AND u.id = CASE WHEN json_valid(a.data) THEN json_extract(a.data, '$.parentID') END \
          WHERE a.session_id = ?1 AND {SUMMARY} AND typeof(u.time_created) = 'integer' \
            AND EXISTS (SELECT 1 FROM part p WHERE p.message_id = u.id \
                  AND CASE WHEN json_valid(p.data) \
                      THEN json_extract(p.data, '$.type') = 'compaction' END) \
-         ORDER BY a.time_created DESC, a.id DESC LIMIT 1"
+         ORDER BY a.id DESC LIMIT 1"
     );
-    crate::opencode::cached::query_row(conn, &sql, [session_id], |row| row.get(0)).optional()
+    let found: Option<(i64, String, Option<String>)> =
+        crate::opencode::cached::query_row(conn, &sql, [session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?;
+    let Some((time, id, tail)) = found else {
+        return Ok(None);
+    };
+    let Some(tail) = tail else {
+        return Ok(Some((time, id)));
+    };
+    let tail_time: Option<i64> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT time_created FROM message WHERE session_id = ?1 AND id = ?2 \
+           AND typeof(time_created) = 'integer'",
+        [session_id, tail.as_str()],
+        |row| row.get(0),
+    )
+    .optional()?;
+    Ok(tail_time.map(|tail_time| {
+        if (tail_time, tail.as_str()) < (time, id.as_str()) {
+            (tail_time, tail)
+        } else {
+            (time, id)
+        }
+    }))
 }
 
 /// Bytes of row data a prune of the parts at `indexes` of a message would remove, as its receipt
