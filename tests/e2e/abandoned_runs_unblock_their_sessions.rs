@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::cli::{json, run};
+use common::cli::{json, run, run_with_stdin};
 use common::*;
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{AbandonedRun, BlockedReason, Engine, PruneRequest, PruneResult};
@@ -315,7 +315,8 @@ fn clean_counts_the_abandoned_runs_it_prunes_beside_and_its_dry_run_agrees() {
 
 /// The fixture's sessions OpenCode was killed in (mid-tool, mid-stream), idle for days: under
 /// the default threshold, a prune of the killed message is refused by the planner
-/// (`not_deletable`) and a clean prunes nothing of them; their rows stay byte-identical.
+/// (`not_deletable`), `history --purpose prune` offers nothing of them to `prune-batch`, and a
+/// clean prunes nothing of them; their rows stay byte-identical.
 #[test]
 fn the_fixtures_killed_runs_stay_byte_identical_under_every_command() {
     let fx = Fixture::new();
@@ -340,6 +341,19 @@ fn the_fixtures_killed_runs_stay_byte_identical_under_every_command() {
         );
         assert_eq!(out.status.code(), Some(3), "{session}");
         assert_eq!(json(&out)["reason"], "not_deletable", "{session}");
+        // What `history --purpose prune` offers, fed to `prune-batch`.
+        let page = run(
+            &fx.db,
+            &["--json", "history", session, "--purpose", "prune"],
+        );
+        assert_eq!(page.status.code(), Some(0), "{session}");
+        let batch = run_with_stdin(
+            &fx.db,
+            &["--json", "prune-batch", session, "--candidates", "-"],
+            &page.stdout,
+        );
+        assert_eq!(batch.status.code(), Some(0), "{session}");
+        assert_eq!(json(&batch)["results"], serde_json::json!([]), "{session}");
     }
     let report = json(&run(
         &fx.db,
