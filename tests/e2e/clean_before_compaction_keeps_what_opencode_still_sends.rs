@@ -4,24 +4,19 @@
 //! part names a `tail_start_id` it sends the kept tail too: every message from that id on, even
 //! those older than the compaction. A summary that failed, or never finished, moves nothing.
 
+use crate::clean_before_compaction_leaves_the_next_request_unchanged::requests_around_clean;
 use crate::common::cli::{json, run};
 use crate::common::Fixture;
-use crate::opencode_real;
 
-use std::time::Duration;
+use serde_json::Value;
 
-use opencode_real::{http, query_value, MockModel, OpenCode, RequestKind};
-use serde_json::{json, Value};
-
-/// The fixture's compacted session (see `clean_before_compaction_leaves_the_next_request_unchanged`).
-const COMPACTED: &str = "ses_dd9927d77ffeCzugJZ3vDGPMn9";
-/// Its user message holding the compaction part.
+/// The user message of the fixture's compacted session (see
+/// `clean_before_compaction_leaves_the_next_request_unchanged`) holding the compaction part.
 const COMPACTION_USER: &str = "msg_2266d8e34001Wq9Eewd4zm8pjT";
 /// Its completed summary.
 const SUMMARY: &str = "msg_2266d8e5b001vs4Dxk6tdq3u3W";
 /// The user message of the last turn before the compaction (turn 83: TOOL_CANARY_T83).
 const LAST_TURN_BEFORE: &str = "msg_2266d89b80014SUm6Uf79iX23x";
-const PROMPT_TIMEOUT: Duration = Duration::from_secs(45);
 
 fn clean(fx: &Fixture, apply: bool) -> Value {
     let mut args = vec![
@@ -121,41 +116,9 @@ fn the_tail_a_compaction_keeps_is_left_alone() {
 
 #[test]
 fn opencode_sends_the_same_request_after_clean_before_a_compaction_with_a_tail() {
-    let Some(bin) = opencode_real::binary() else {
+    let Some((without_clean, with_clean, report)) = requests_around_clean(keep_a_tail) else {
         return;
     };
-    let mock = MockModel::start();
-    let env = OpenCode::new(&bin, &mock.base_url());
-    let db = env.install_database(
-        &opencode_real::workspace().join("tests/fixtures/opencode-1.18.34/opencode.db"),
-    );
-    keep_a_tail(&db);
-    let pristine = env.root().join("pristine.db");
-    std::fs::copy(&db, &pristine).expect("keep the pristine database");
-    let path = format!(
-        "/session/{COMPACTED}/message?directory={}",
-        query_value(env.work_dir().to_str().expect("UTF-8 path"))
-    );
-    let body = json!({
-        "parts": [{"type": "text", "text": "continue"}],
-        "model": {"providerID": "fixture", "modelID": "fixture"}
-    });
-    let continue_session = || -> String {
-        let asked_before = mock.requests().len();
-        let mut server = env.serve();
-        let reply = http(server.url(), "POST", &path, Some(&body), PROMPT_TIMEOUT)
-            .unwrap_or_else(|e| panic!("prompting: {e}\n{}", server.log()));
-        assert_eq!(reply.status, 200, "{}\n{}", reply.body, server.log());
-        server.stop();
-        let chats: Vec<String> = mock.requests()[asked_before..]
-            .iter()
-            .filter(|r| r.kind == RequestKind::Chat)
-            .map(|r| r.body.clone())
-            .collect();
-        assert_eq!(chats.len(), 1, "one chat request per prompt");
-        chats.into_iter().next().unwrap_or_default()
-    };
-    let without_clean = continue_session();
     assert!(
         without_clean.contains("SUMMARY_CANARY"),
         "the summary is sent"
@@ -164,23 +127,7 @@ fn opencode_sends_the_same_request_after_clean_before_a_compaction_with_a_tail()
         without_clean.contains("TOOL_CANARY_T83"),
         "the tail is sent"
     );
-    for side in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{side}", db.display()));
-    }
-    std::fs::copy(&pristine, &db).expect("restore the pristine database");
-    run(
-        &db,
-        &[
-            "--json",
-            "clean",
-            "--all",
-            "--keep-last-turns",
-            "0",
-            "--before-compaction",
-            "--apply",
-        ],
-    );
-    let with_clean = continue_session();
+    assert_eq!(report["pruned"], 2, "{report}");
     assert!(
         with_clean.contains("TOOL_CANARY_T83"),
         "the tail is still sent whole"

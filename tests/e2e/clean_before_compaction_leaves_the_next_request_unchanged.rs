@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use opencode_real::{http, query_value, MockModel, OpenCode, RequestKind};
 use rusqlite::Connection;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// The fixture's session compacted by OpenCode (`POST /session/{id}/summarize`) after three
 /// turns, with one more turn after it.
@@ -78,16 +78,18 @@ fn clean_before_compaction_prunes_only_messages_older_than_the_compaction() {
     );
 }
 
-#[test]
-fn opencode_sends_the_same_request_after_clean_before_compaction() {
-    let Some(bin) = opencode_real::binary() else {
-        return;
-    };
+/// The chat request OpenCode 1.18.34 sends to continue the fixture's compacted session, first
+/// on the fixture changed by `prepare`, then on the same database after `clean --all
+/// --keep-last-turns 0 --before-compaction --apply`; with the clean's report. `None` without
+/// the binary (outside CI).
+pub(crate) fn requests_around_clean(prepare: impl Fn(&Path)) -> Option<(String, String, Value)> {
+    let bin = opencode_real::binary()?;
     let mock = MockModel::start();
     let env = OpenCode::new(&bin, &mock.base_url());
     let db = env.install_database(
         &opencode_real::workspace().join("tests/fixtures/opencode-1.18.34/opencode.db"),
     );
+    prepare(&db);
     let pristine = env.root().join("pristine.db");
     std::fs::copy(&db, &pristine).expect("keep the pristine database");
     let path = format!(
@@ -116,10 +118,6 @@ fn opencode_sends_the_same_request_after_clean_before_compaction() {
     };
 
     let without_clean = continue_session();
-    assert!(
-        without_clean.contains("SUMMARY_CANARY"),
-        "the summary is sent"
-    );
     // The same database again, cleaned before its compaction.
     for side in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{side}", db.display()));
@@ -137,7 +135,19 @@ fn opencode_sends_the_same_request_after_clean_before_compaction() {
             "--apply",
         ],
     ));
-    assert_eq!(report["pruned"], 3, "{report}");
     let with_clean = continue_session();
+    Some((without_clean, with_clean, report))
+}
+
+#[test]
+fn opencode_sends_the_same_request_after_clean_before_compaction() {
+    let Some((without_clean, with_clean, report)) = requests_around_clean(|_| {}) else {
+        return;
+    };
+    assert!(
+        without_clean.contains("SUMMARY_CANARY"),
+        "the summary is sent"
+    );
+    assert_eq!(report["pruned"], 3, "{report}");
     assert_eq!(with_clean, without_clean);
 }
