@@ -217,16 +217,20 @@ pub struct Args {
 /// 2^64 - 1 is an error, not rounded or capped.
 fn whole_bytes(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let size: bytesize::ByteSize = text.parse()?;
+    let unreadable = |_| "not a size".to_string();
+    let size: bytesize::ByteSize = text.parse().map_err(unreadable)?;
     // bytesize rounds and saturates: the amount it read, computed again, tells.
     let digits = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
     let unit = format!("1{}", unit.trim())
-        .parse::<bytesize::ByteSize>()?
+        .parse::<bytesize::ByteSize>()
+        .map_err(unreadable)?
         .as_u64();
-    let number = number.parse::<f64>().map_err(|e| e.to_string())?;
+    let number = number
+        .parse::<f64>()
+        .map_err(|_| "not a size".to_string())?;
     if unit == 1 && number.fract() != 0.0 {
         return Err(format!("{number} is not a whole number of bytes"));
     }

@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use crate::clean_until_live_size_prunes_oldest_first::clean;
 use common::cli::{assert_exit, json, run};
 use common::Fixture;
 
@@ -16,22 +17,6 @@ fn oldest_session_busy(fx: &Fixture) {
            (SELECT session_id FROM message WHERE json_extract(data, '$.role') = 'assistant' \
             ORDER BY time_created LIMIT 1)"
     ));
-}
-
-fn clean(fx: &Fixture, size: &str, apply: bool) -> serde_json::Value {
-    let mut args = vec![
-        "--json",
-        "clean",
-        "--all",
-        "--keep-last-turns",
-        "0",
-        "--until-live-size",
-        size,
-    ];
-    if apply {
-        args.push("--apply");
-    }
-    json(&run(&fx.db, &args))
 }
 
 #[test]

@@ -7,8 +7,8 @@ use crate::common;
 use common::cli::{assert_exit, json, run};
 use common::Fixture;
 
-/// `clean --all --keep-last-turns 0 --until-live-size SIZE`, dry run or applied.
-fn clean(fx: &Fixture, size: &str, apply: bool) -> serde_json::Value {
+/// `clean --all --keep-last-turns 0 --until-live-size SIZE --json`, dry run or applied.
+pub(crate) fn clean(fx: &Fixture, size: &str, apply: bool) -> serde_json::Value {
     let mut args = vec![
         "--json",
         "clean",
@@ -128,6 +128,11 @@ fn an_unreadable_size_is_bad_input_and_changes_nothing() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("--until-live-size"), "{size}: {err}");
     }
+    let out = run(&fx.db, &["clean", "--all", "--until-live-size", "lots"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().next(),
+        Some("error: --until-live-size lots: not a size (a size such as 2GB, 500MiB or 1000000 bytes)")
+    );
     assert_eq!(fx.file_digest(), digest);
     assert!(!fx.has_table("session_prune_receipt"));
 }
