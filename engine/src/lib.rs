@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod batch;
 pub mod contract;
 pub mod engine;
@@ -20,6 +21,10 @@ pub mod revision;
 pub mod scope;
 pub mod store;
 
+pub use audit::{
+    audit, AuditReport, AuditScope, AwaitingRecovery, ChainSummary, ChangeKind, Discrepancy,
+    DiscrepancyKind, MessageChange, StoreAudit,
+};
 pub use batch::{BatchItem, BatchOutcome, BatchResult, PruneBatchRequest, MAX_BATCH};
 pub use contract::Refusal;
 pub use contract::{

@@ -10,6 +10,7 @@ use std::ops::ControlFlow;
 
 use uuid::Uuid;
 
+use crate::audit::{AuditScope, StoreAudit};
 use crate::contract::{BlockedReason, PreviewRequest, PruneRequest, Refusal};
 use crate::error::StoreError;
 use crate::history::scan::{HistoryScan, ScanEnd, ScannedMessage};
@@ -144,5 +145,22 @@ pub trait SessionStore: Send + Sync {
             BlockedReason::UnsupportedStorage,
             "this store cannot scan history",
         )))
+    }
+
+    /// The store's side of the audit of the receipts in `scope`, read-only: the receipt chain, and each receipt against the rows it removed and the
+    /// message it pruned (docs/ARCHITECTURE.md, "Audit"). The default, for a store that keeps no
+    /// receipt chain, checks nothing and lists [`SessionStore::receipts`].
+    ///
+    /// Errors: the store could not be read.
+    fn audit(&self, scope: AuditScope<'_>) -> Result<StoreAudit, StoreError> {
+        let all = self.receipts(None)?;
+        Ok(StoreAudit {
+            all_receipt_ids: all.iter().map(|r| r.receipt_id).collect(),
+            receipts: all
+                .into_iter()
+                .filter(|r| scope.admits(&r.session_id))
+                .collect(),
+            ..StoreAudit::default()
+        })
     }
 }

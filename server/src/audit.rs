@@ -1,13 +1,15 @@
 //! The audit and discovery routes: `GET /health`, `GET /api/workspaces`,
-//! `GET /api/workspaces/{id}/session-pruning/receipts[?sessionID=ID]` and
-//! `.../receipts/{receiptID}`. Receipts come from the receipt table in the OpenCode database
-//! (the authority), in the same JSON shape as `session-prune receipts --json`.
+//! `GET /api/workspaces/{id}/session-pruning/receipts[?sessionID=ID]`,
+//! `.../receipts/{receiptID}` and `.../audit[?sessionID=ID]`. Receipts come from the receipt
+//! table in the OpenCode database (the authority), in the same JSON shape as
+//! `session-prune receipts --json`; the audit is `session-prune audit --json`'s report.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use pruning_engine::{Receipt, ENGINE_VERSION};
+use pruning_adapters::opencode::OpenCodeStore;
+use pruning_engine::{AuditReport, AuditScope, Engine, Receipt, ENGINE_VERSION};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -169,6 +171,53 @@ pub async fn receipt(
     Ok(document::json(&found))
 }
 
+/// `GET .../audit[?sessionID=ID]` -> the audit of the workspace's receipts (or of one session's)
+/// against the database and the journal: `200` with the report whether or not everything holds
+/// (`ok` says which); the receipt chain is always walked whole (docs/ARCHITECTURE.md, "Audit").
+#[utoipa::path(
+    get,
+    path = "/api/workspaces/{id}/session-pruning/audit",
+    summary = "Audit: every receipt of the workspace checked against the database and the journal",
+    params(
+        ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
+        ("sessionID" = Option<String>, Query, description = "Only this session's receipts and events"),
+    ),
+    responses(
+        (status = 200, description = "The report; `ok` is false when anything does not hold", body = AuditReport),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+pub async fn audit(
+    State(state): State<AppState>,
+    Path(workspace): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let workspace = state.workspace(workspace).await?;
+    let session = query::parse(raw.as_deref(), &["sessionID"])?.remove("sessionID");
+    if let Some(session_id) = &session {
+        state.admit(&workspace, session_id).await?;
+    }
+    let report = state
+        .read(move |engine| -> Result<AuditReport, String> {
+            match &session {
+                Some(id) => engine.audit(AuditScope::Session(id)),
+                None => {
+                    let receipts = engine.receipts(None).map_err(|e| e.to_string())?;
+                    let sessions = sessions_inside(engine, &workspace, &receipts)?;
+                    engine.audit(AuditScope::Sessions(&sessions))
+                }
+            }
+            .map_err(|e| e.to_string())
+        })
+        .await?
+        .map_err(|error| ApiError::Internal(format!("the audit failed: {error}")))?;
+    Ok(document::json(&report))
+}
+
 /// The receipts (of `session`, or of every session) whose session lies in `workspace`.
 async fn in_workspace(
     state: &AppState,
@@ -180,31 +229,38 @@ async fn in_workspace(
             let receipts = engine
                 .receipts(session.as_deref())
                 .map_err(|e| e.to_string())?;
-            let scope = workspace.scope();
-            let mut inside: HashMap<String, bool> = HashMap::new();
-            let mut kept = Vec::new();
-            for receipt in receipts {
-                let admitted = match inside.get(&receipt.session_id) {
-                    Some(&admitted) => admitted,
-                    None => {
-                        let owner = engine
-                            .store()
-                            .owner(&receipt.session_id)
-                            .map_err(|e| e.to_string())?;
-                        let admitted =
-                            owner.is_some_and(|o| scope.admits(&o.as_ownership()).is_ok());
-                        inside.insert(receipt.session_id.clone(), admitted);
-                        admitted
-                    }
-                };
-                if admitted {
-                    kept.push(receipt);
-                }
-            }
-            Ok(kept)
+            let inside = sessions_inside(engine, &workspace, &receipts)?;
+            Ok(receipts
+                .into_iter()
+                .filter(|receipt| inside.contains(&receipt.session_id))
+                .collect())
         })
         .await?
         .map_err(|error: String| {
             ApiError::Internal(format!("reading the receipts failed: {error}"))
         })
+}
+
+/// The sessions of `receipts` that lie in `workspace` (a session deleted since lies in none).
+fn sessions_inside(
+    engine: &Engine<OpenCodeStore>,
+    workspace: &Workspace,
+    receipts: &[Receipt],
+) -> Result<HashSet<String>, String> {
+    let scope = workspace.scope();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut inside = HashSet::new();
+    for receipt in receipts {
+        if !seen.insert(&receipt.session_id) {
+            continue;
+        }
+        let owner = engine
+            .store()
+            .owner(&receipt.session_id)
+            .map_err(|e| e.to_string())?;
+        if owner.is_some_and(|o| scope.admits(&o.as_ownership()).is_ok()) {
+            inside.insert(receipt.session_id.clone());
+        }
+    }
+    Ok(inside)
 }

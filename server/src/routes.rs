@@ -28,6 +28,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(contract::prune_batch))
         .routes(routes!(audit::receipts))
         .routes(routes!(audit::receipt))
+        .routes(routes!(audit::audit))
         .routes(routes!(events::events))
 }
 

@@ -5,6 +5,7 @@
 //! the command's help) and its arm in [`Command::run`]. Two modules are not commands: `open`
 //! (opening the store, the journal and the engine) and `diagnose` (a failure's cause in words).
 
+mod audit;
 mod clean;
 mod demo;
 pub mod diagnose;
@@ -65,6 +66,10 @@ pub enum Command {
     Clean(clean::Args),
     /// List the receipts of committed prunes (the audit trail).
     Receipts(receipts::Args),
+    /// Check every receipt against the database and the journal: the receipt chain, each
+    /// receipt's journaled event, no removed part back, each pruned message's revision
+    /// (read-only). Exit 0 when everything holds, 1 with every discrepancy.
+    Audit(audit::Args),
     /// Print journaled prune events after a cursor, then (with --follow) new ones as they commit.
     Events(events::Args),
     /// Serve the engine over HTTP: the CodeNomad-compatible routes, receipts, and a resumable
@@ -99,6 +104,7 @@ impl Command {
             Command::PruneBatch(args) => prune_batch::run(args, config),
             Command::Clean(args) => clean::run(args, config),
             Command::Receipts(args) => receipts::run(args, config),
+            Command::Audit(args) => audit::run(args, config),
             Command::Events(args) => events::run(args, config),
             Command::Serve(args) => serve::run(args, config),
             Command::Demo(args) => demo::run(args, config),

@@ -472,10 +472,19 @@ fn damaged_journal_is_a_failure_with_a_json_error_not_a_crash() {
             assert_eq!(json(&out)["status"], "error");
         }
     }
+    // The audit cannot vouch for a damaged journal: a failure, in JSON, whichever way it shows.
+    let out = cli(&fx, &["--json", "audit"]);
+    assert_exit(&out, 1);
+    let answer = json(&out);
+    assert!(
+        answer["status"] == "error" || answer["ok"] == false,
+        "{answer}"
+    );
     let out = prune_turn5(&fx, &revision, &[]);
     assert_exit(&out, 1);
     assert_eq!(json(&out)["status"], "error");
     assert_eq!(fx.file_digest(), digest);
+    fx.skip_audit();
 }
 
 #[test]

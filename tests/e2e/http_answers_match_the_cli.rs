@@ -132,3 +132,27 @@ fn history_lists_what_the_cli_lists_and_prune_batch_answers_its_bytes() {
     assert_eq!(results[0]["result"]["status"], "pruned");
     assert_eq!(results[1]["result"]["status"], "pruned");
 }
+
+#[test]
+fn audit_answers_the_report_the_cli_prints() {
+    let fx = Fixture::new();
+    let cleaned = run(
+        &fx.db,
+        &["--abandoned-after", "never", "clean", "--all", "--apply"],
+    );
+    assert_exit(&cleaned, 0);
+    let app = App::start(&fx);
+    let (status, whole) = app.get(&app.route("audit"));
+    assert_eq!(status, 200, "{whole}");
+    let (status, of_session) = app.get(&format!("{}?sessionID={MANY_TURNS}", app.route("audit")));
+    assert_eq!(status, 200, "{of_session}");
+    app.stop();
+    let cli_whole = run(&fx.db, &["--json", "audit"]);
+    assert_exit(&cli_whole, 0);
+    assert_eq!(whole, String::from_utf8(cli_whole.stdout).unwrap());
+    let cli_session = run(&fx.db, &["--json", "audit", "--session", MANY_TURNS]);
+    assert_exit(&cli_session, 0);
+    assert_eq!(of_session, String::from_utf8(cli_session.stdout).unwrap());
+    assert_eq!(parse(&whole)["receipts"], 11);
+    assert!(parse(&of_session)["receipts"].as_u64().unwrap() < 11);
+}

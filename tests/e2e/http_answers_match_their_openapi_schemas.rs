@@ -279,6 +279,20 @@ fn every_answer_of_every_route_matches_the_document() {
         200,
     );
     assert_eq!(receipt, receipts[0]);
+    let audit = api.expect(
+        &route("GET", "audit"),
+        &path(PROJECT, "audit"),
+        Value::Null,
+        200,
+    );
+    assert_eq!(audit["ok"], true, "{audit}");
+    assert_eq!(audit["receipts"], 2, "{audit}");
+    api.expect(
+        &route("GET", "audit"),
+        &format!("{}?sessionID={SESSION}", path(PROJECT, "audit")),
+        Value::Null,
+        200,
+    );
     let replayed = api.events(&format!("{}?since=0", path(PROJECT, "events")), "heartbeat");
     let pruned_events = replayed.iter().filter(|(event, _)| event == PRUNED).count();
     assert_eq!(pruned_events, 2, "{replayed:?}");
@@ -308,6 +322,12 @@ fn every_answer_of_every_route_matches_the_document() {
         400,
     );
     api.expect(
+        &route("GET", "audit"),
+        &format!("{}?bogus=1", path(PROJECT, "audit")),
+        Value::Null,
+        400,
+    );
+    api.expect(
         &route("GET", "events"),
         &format!("{}?since=x", path(PROJECT, "events")),
         Value::Null,
@@ -332,18 +352,20 @@ fn every_answer_of_every_route_matches_the_document() {
             403,
         );
     }
-    api.expect(
-        &route("GET", "receipts"),
-        &format!("{}?sessionID={SESSION}", path(ELSEWHERE, "receipts")),
-        Value::Null,
-        403,
-    );
+    for name in ["receipts", "audit"] {
+        api.expect(
+            &route("GET", name),
+            &format!("{}?sessionID={SESSION}", path(ELSEWHERE, name)),
+            Value::Null,
+            403,
+        );
+    }
 
     // 404: no such workspace, no such receipt.
     for (name, body) in &contract_bodies {
         api.expect(&route("POST", name), &path("nope", name), body.clone(), 404);
     }
-    for name in ["receipts", "events"] {
+    for name in ["receipts", "audit", "events"] {
         api.expect(&route("GET", name), &path("nope", name), Value::Null, 404);
     }
     api.expect(
@@ -390,7 +412,7 @@ fn every_answer_of_every_route_matches_the_document() {
             500,
         );
     }
-    for name in ["receipts", "events"] {
+    for name in ["receipts", "audit", "events"] {
         api.expect(&route("GET", name), &path(PROJECT, name), Value::Null, 500);
     }
     api.expect(

@@ -39,6 +39,7 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         format!("POST {pruning}/prune-batch"),
         format!("GET {pruning}/receipts"),
         format!("GET {pruning}/receipts/{{receiptID}}"),
+        format!("GET {pruning}/audit"),
         format!("GET {pruning}/events"),
     ]
     .into_iter()

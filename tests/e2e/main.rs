@@ -10,6 +10,7 @@ mod opencode_real;
 mod abandoned_runs_fail_closed_on_odd_times_and_tables;
 mod abandoned_runs_see_every_write_of_their_session;
 mod abandoned_runs_unblock_their_sessions;
+mod audit_finds_each_kind_of_tampering;
 mod clean_before_compaction_and_until_live_size_combine;
 mod clean_before_compaction_keeps_what_opencode_still_sends;
 mod clean_before_compaction_leaves_the_next_request_unchanged;

@@ -94,6 +94,7 @@ fn every_read_command_makes_no_sync_call() {
         &["history", MANY_TURNS, "--purpose", "prune"],
         &["history", "--all", "--purpose", "stats"],
         &["receipts"],
+        &["audit"],
         &["events"],
         &["clean", "--all"],
     ];

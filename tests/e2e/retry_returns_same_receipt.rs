@@ -51,6 +51,8 @@ fn retry_after_reopen_returns_same_receipt() {
 #[test]
 fn retry_with_a_new_journal_finds_the_receipt_in_the_database() {
     let fx = Fixture::new();
+    // The first journal is deleted: its receipt has no event in the new one.
+    fx.skip_audit();
     let (req, first) = prune_turn5_once(&fx);
     std::fs::remove_file(&fx.journal).unwrap();
 
@@ -101,6 +103,8 @@ fn different_selection_is_not_a_retry() {
 #[test]
 fn retry_after_restoring_a_backup_prunes_again() {
     let fx = Fixture::new();
+    // The restored backup lacks a receipt whose event the journal holds.
+    fx.skip_audit();
     let engine = fx.engine();
     let (rev1, idx1) = preview(&engine, MANY_TURNS, TURN1);
     engine

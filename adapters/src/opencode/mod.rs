@@ -6,6 +6,7 @@
 //! The modules are private: callers use [`OpenCodeStore`], its methods, and the types and few
 //! functions re-exported here. No caller outside this crate holds the connection or writes SQL.
 
+mod audit;
 mod cached;
 mod clean;
 mod generation;
@@ -15,6 +16,7 @@ mod media;
 mod ownership;
 mod paths;
 mod queries;
+mod receipt_chain;
 mod receipts;
 mod schema;
 mod sessions;

@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS session_prune_receipt (
   bytes_removed INTEGER NOT NULL,
   time_committed INTEGER NOT NULL,
   engine_version TEXT NOT NULL,
-  abandoned_run TEXT
+  abandoned_run TEXT,
+  chain_seq INTEGER,
+  chain_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
   ON session_prune_receipt (session_id, time_committed);
@@ -54,7 +56,7 @@ pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Whether the receipt table has [`ABANDONED_COLUMN`].
-fn has_abandoned_column(conn: &Connection) -> rusqlite::Result<bool> {
+pub(crate) fn has_abandoned_column(conn: &Connection) -> rusqlite::Result<bool> {
     crate::opencode::cached::query_row(
         conn,
         "SELECT count(*) FROM pragma_table_info('session_prune_receipt') \
@@ -67,7 +69,7 @@ fn has_abandoned_column(conn: &Connection) -> rusqlite::Result<bool> {
 
 /// The SELECT list of a receipt: [`COLUMNS`] and [`ABANDONED_COLUMN`] (NULL where the table
 /// lacks it).
-fn select_list(conn: &Connection) -> rusqlite::Result<String> {
+pub(crate) fn select_list(conn: &Connection) -> rusqlite::Result<String> {
     let abandoned = if has_abandoned_column(conn)? {
         ABANDONED_COLUMN
     } else {
@@ -76,7 +78,7 @@ fn select_list(conn: &Connection) -> rusqlite::Result<String> {
     Ok(format!("{COLUMNS}, {abandoned}"))
 }
 
-fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+pub(crate) fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     crate::opencode::cached::query_row(
         conn,
         "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
@@ -116,8 +118,9 @@ pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String
     )
 }
 
-/// Inserts a receipt. Call inside the write transaction, after [`ensure_tables`]. A receipt
-/// with an abandoned run adds [`ABANDONED_COLUMN`] to a table made without it.
+/// Inserts a receipt and chains it (see `super::receipt_chain`). Call inside the write
+/// transaction, after [`ensure_tables`]. A receipt with an abandoned run adds
+/// [`ABANDONED_COLUMN`] to a table made without it.
 pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
     let indexes = serde_json::to_string(&receipt.indexes).unwrap_or_else(|_| "[]".into());
     let part_ids = serde_json::to_string(&receipt.part_ids).unwrap_or_else(|_| "[]".into());
@@ -170,7 +173,9 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
     }
     conn.prepare_cached(sql)?
         .execute(rusqlite::params_from_iter(values))?;
-    Ok(())
+    let rowid = conn.last_insert_rowid();
+    let has_abandoned = abandoned.is_some() || has_abandoned_column(conn)?;
+    super::receipt_chain::extend(conn, has_abandoned, rowid)
 }
 
 /// The receipt stored under a request key (lowercase hex), if any.
@@ -225,32 +230,41 @@ pub fn list(conn: &Connection, session_id: Option<&str>) -> rusqlite::Result<Vec
 }
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Receipt> {
+    receipt_at(row, 0)
+}
+
+/// The receipt in the columns of `row` from `at` on, selected with [`select_list`].
+pub(crate) fn receipt_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Receipt> {
     let uuid = |i: usize| -> rusqlite::Result<Uuid> {
-        let text: String = row.get(i)?;
+        let text: String = row.get(at + i)?;
         Uuid::parse_str(&text).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+            rusqlite::Error::FromSqlConversionFailure(
+                at + i,
+                rusqlite::types::Type::Text,
+                Box::new(e),
+            )
         })
     };
-    let json = |i: usize| -> rusqlite::Result<String> { row.get(i) };
+    let json = |i: usize| -> rusqlite::Result<String> { row.get(at + i) };
     let parse_err = |i: usize, e: serde_json::Error| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+        rusqlite::Error::FromSqlConversionFailure(at + i, rusqlite::types::Type::Text, Box::new(e))
     };
-    let bytes: i64 = row.get(10)?;
+    let bytes: i64 = row.get(at + 10)?;
     Ok(Receipt {
         receipt_id: uuid(0)?,
-        request_key: row.get(1)?,
+        request_key: row.get(at + 1)?,
         intent_id: uuid(2)?,
-        session_id: row.get(3)?,
-        message_id: row.get(4)?,
-        revision_before: row.get(5)?,
-        revision_after: row.get(6)?,
+        session_id: row.get(at + 3)?,
+        message_id: row.get(at + 4)?,
+        revision_before: row.get(at + 5)?,
+        revision_after: row.get(at + 6)?,
         indexes: serde_json::from_str(&json(7)?).map_err(|e| parse_err(7, e))?,
         part_ids: serde_json::from_str(&json(8)?).map_err(|e| parse_err(8, e))?,
-        removed_count: row.get(9)?,
+        removed_count: row.get(at + 9)?,
         bytes_removed: u64::try_from(bytes).unwrap_or(0),
-        committed_at_ms: row.get(11)?,
-        engine_version: row.get(12)?,
-        abandoned_run: match row.get::<_, Option<String>>(13)? {
+        committed_at_ms: row.get(at + 11)?,
+        engine_version: row.get(at + 12)?,
+        abandoned_run: match row.get::<_, Option<String>>(at + 13)? {
             Some(text) => Some(serde_json::from_str(&text).map_err(|e| parse_err(13, e))?),
             None => None,
         },

@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
-    Applied, BlockedReason, DryRun, Durability, PreviewRequest, PruneCommand, PruneRequest,
-    Receipt, Refusal, SessionStore, StoreError, StoredMessage,
+    Applied, AuditScope, BlockedReason, DryRun, Durability, PreviewRequest, PruneCommand,
+    PruneRequest, Receipt, Refusal, SessionStore, StoreAudit, StoreError, StoredMessage,
 };
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
+use super::audit;
 use super::generation::{self, Generation};
 use super::history;
 use super::media::{immutable_is_safe, immutable_uri, read_only_cause, read_only_media};
@@ -566,6 +567,17 @@ impl SessionStore for OpenCodeStore {
 
     fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError> {
         receipts::list(&self.connection(), session_id).map_err(storage)
+    }
+
+    fn audit(&self, scope: AuditScope<'_>) -> Result<StoreAudit, StoreError> {
+        let conn = self.connection();
+        // One read transaction: the chain, the rows and the messages are one snapshot.
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let found = self
+            .schema_of(&conn)
+            .and_then(|schema| audit::audit(&conn, &schema, scope));
+        let _ = conn.execute_batch("COMMIT");
+        found.map_err(storage)
     }
 
     fn scan_history(

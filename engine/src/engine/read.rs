@@ -4,6 +4,7 @@
 use pruning_events::{Hub, Subscription};
 
 use super::{now_ms, Engine};
+use crate::audit::{AuditReport, AuditScope};
 use crate::contract::{PreviewRequest, PreviewResult, PruneRequest, Refusal};
 use crate::error::EngineError;
 use crate::event::{JournalReplay, PrunedEvent};
@@ -36,6 +37,14 @@ impl<S: SessionStore> Engine<S> {
             .into_iter()
             .map(PrunedEvent::from)
             .collect())
+    }
+
+    /// Audits the receipts in `scope` against the database and this engine's journal; see
+    /// [`crate::audit::audit`].
+    ///
+    /// Errors: the store's and the journal's reads.
+    pub fn audit(&self, scope: AuditScope<'_>) -> Result<AuditReport, EngineError> {
+        crate::audit::audit(&self.store, Some(self.journal()), scope)
     }
 
     /// The audit list: every receipt in the database, oldest first, optionally of one session.

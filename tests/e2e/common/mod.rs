@@ -2,6 +2,8 @@
 //! disk, an engine over it, and ways to look at the file and the journal from outside.
 #![allow(dead_code)]
 
+pub mod audit;
+
 use std::path::{Path, PathBuf};
 
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
@@ -28,14 +30,40 @@ pub const KILLED_MID_STREAM: &str = "ses_dd992446cffe9e9tU47UDk00bQ";
 /// Its incomplete assistant message.
 pub const KILLED_MID_STREAM_MSG: &str = "msg_2266dbbe90019dgXYRF0Odk2af";
 
-/// A private copy of the fixture database in a temporary folder.
+/// A private copy of the fixture database in a temporary folder. Dropping it audits the
+/// database and the journal (see `audit`) unless [`Fixture::skip_audit`] was called.
 pub struct Fixture {
     pub dir: TempDir,
     pub db: PathBuf,
     pub journal: PathBuf,
+    audited: std::cell::Cell<bool>,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if self.audited.get() {
+            audit::assert_audit_holds(&self.db, &self.journal);
+        }
+    }
 }
 
 impl Fixture {
+    /// A fixture of the database `db` in `dir`, with its journal at `journal`.
+    pub fn at(dir: TempDir, db: PathBuf, journal: PathBuf) -> Self {
+        Self {
+            dir,
+            db,
+            journal,
+            audited: std::cell::Cell::new(true),
+        }
+    }
+
+    /// For a test that tampers with the receipts, the rows or the journal on purpose: dropping
+    /// the fixture does not audit it.
+    pub fn skip_audit(&self) {
+        self.audited.set(false);
+    }
+
     /// Creates the engine's receipt and meta tables before the first prune, with a receipt
     /// table that accepts only rows whose `removed_count` satisfies `removed_count_check`
     /// (e.g. `removed_count < 2`): a receipt insert that fails after a prune's deletes ran.
@@ -59,7 +87,7 @@ impl Fixture {
             .join("tests/fixtures/opencode-1.18.34/opencode.db");
         std::fs::copy(&source, &db).expect("copy fixture");
         let journal = dir.path().join("opencode.db.prune-journal");
-        Self { dir, db, journal }
+        Self::at(dir, db, journal)
     }
 
     /// [`Fixture::new`] with the fixture's spill files in `tool-output/` beside the database.

@@ -42,10 +42,21 @@ CREATE TABLE kv (key text PRIMARY KEY, value text NOT NULL, time_created integer
 ";
 
 /// A V2 database on disk in a temporary folder.
+/// Dropping it audits the database and the journal (see `super::audit`) unless
+/// [`V2Fixture::skip_audit`] was called.
 pub struct V2Fixture {
     pub dir: TempDir,
     pub db: PathBuf,
     pub journal: PathBuf,
+    audited: std::cell::Cell<bool>,
+}
+
+impl Drop for V2Fixture {
+    fn drop(&mut self) {
+        if self.audited.get() {
+            super::audit::assert_audit_holds(&self.db, &self.journal);
+        }
+    }
 }
 
 impl V2Fixture {
@@ -57,6 +68,12 @@ impl V2Fixture {
     /// A build whose `session_v2` lacks `time_suspended` (the column renamed).
     pub fn without_claim_column() -> Self {
         Self::build(false)
+    }
+
+    /// For a test that tampers with the receipts, the rows or the journal on purpose: dropping
+    /// the fixture does not audit it.
+    pub fn skip_audit(&self) {
+        self.audited.set(false);
     }
 
     fn build(claim: bool) -> Self {
@@ -95,7 +112,12 @@ impl V2Fixture {
         )
         .unwrap();
         drop(conn);
-        Self { dir, db, journal }
+        Self {
+            dir,
+            db,
+            journal,
+            audited: std::cell::Cell::new(true),
+        }
     }
 
     /// A plain connection.

@@ -1,0 +1,436 @@
+//! The store's side of the audit, read-only: the receipt chain walked and every link hashed
+//! again (see `super::receipt_chain`), then each receipt checked against the database: no part
+//! it removed is back (in `part`, in a `message.part.updated.1` snapshot, in a V2 message's
+//! content), and each pruned message still has its newest receipt's revision, or is reported as
+//! changed since (written, deleted, unreadable).
+//!
+//! Source: docs/ARCHITECTURE.md, "Audit".
+
+use std::collections::{HashMap, HashSet};
+
+use pruning_engine::{
+    AuditScope, BlockedReason, ChangeKind, Discrepancy, DiscrepancyKind, MessageChange, Receipt,
+    StoreAudit, StoredMessage,
+};
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+use serde_json::Value;
+
+use super::receipt_chain::{self, Head};
+use super::receipts;
+use super::schema::Schema;
+use super::v1::events::PART_UPDATED;
+use super::v1::read::{self as v1_read, Texts};
+use super::v1::snapshot;
+use super::{v1, v2};
+
+/// One receipt row as the audit reads it: its place in the chain, the receipt (or why it cannot
+/// be read as one), and its chain link's payload.
+struct Row {
+    /// `rowid`: insertion order.
+    rowid: i64,
+    /// `chain_seq`, NULL for a row outside the chain.
+    chain_seq: Option<i64>,
+    /// `chain_hash` as stored.
+    chain_hash: Option<String>,
+    /// `id` as stored.
+    id: String,
+    /// `storage` (`v1`, `v2`).
+    storage: String,
+    /// The receipt, or why the row is not one.
+    receipt: Result<Receipt, String>,
+    /// [`receipt_chain::link_payload`] of the row.
+    payload: String,
+}
+
+/// Audits the receipts in `scope` on `conn`, inside one read transaction the caller holds.
+pub(crate) fn audit(
+    conn: &Connection,
+    schema: &Schema,
+    scope: AuditScope<'_>,
+) -> rusqlite::Result<StoreAudit> {
+    let mut found = StoreAudit::default();
+    if !receipts::table_exists(conn, receipts::RECEIPT_TABLE)? {
+        return Ok(found);
+    }
+    let rows = read_rows(conn)?;
+    let head = if receipts::table_exists(conn, receipts::META_TABLE)? {
+        Some(receipt_chain::head(conn)?)
+    } else {
+        None
+    };
+    check_chain(&rows, head.flatten(), &mut found);
+    for row in &rows {
+        if let Ok(receipt) = &row.receipt {
+            found.all_receipt_ids.insert(receipt.receipt_id);
+        }
+    }
+    let in_scope: Vec<&Row> = rows
+        .iter()
+        .filter(|row| match &row.receipt {
+            Ok(receipt) => scope.admits(&receipt.session_id),
+            // A row that is not a receipt names no session it can be scoped by.
+            Err(_) => matches!(scope, AuditScope::All),
+        })
+        .collect();
+    for row in &in_scope {
+        if let Err(why) = &row.receipt {
+            found.discrepancies.push(
+                Discrepancy::new(
+                    DiscrepancyKind::ReceiptUnreadable,
+                    format!("receipt row {} cannot be read as a receipt: {why}", row.id),
+                )
+                .receipt(&row.id),
+            );
+        }
+    }
+    let checked: Vec<(&Row, &Receipt)> = in_scope
+        .iter()
+        .filter_map(|row| row.receipt.as_ref().ok().map(|receipt| (*row, receipt)))
+        .collect();
+    check_removed_parts(conn, schema, &checked, &mut found)?;
+    check_messages(conn, &checked, &mut found)?;
+    let mut receipts: Vec<Receipt> = checked.iter().map(|(_, r)| (*r).clone()).collect();
+    receipts.sort_by_key(|r| (r.committed_at_ms, r.receipt_id));
+    found.receipts = receipts;
+    Ok(found)
+}
+
+/// Every receipt row, in insertion order.
+fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
+    let chain = if receipt_chain::has_chain_columns(conn)? {
+        "chain_seq, chain_hash"
+    } else {
+        "NULL, NULL"
+    };
+    let sql = format!(
+        "SELECT rowid, {chain}, {}, storage FROM session_prune_receipt ORDER BY rowid",
+        receipts::select_list(conn)?
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([], |row| {
+        // The linked columns in their chain order: storage goes after message_id.
+        let selected = (3..17)
+            .map(|i| row.get_ref(i))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let storage = row.get_ref(17)?;
+        let mut linked = selected[..5].to_vec();
+        linked.push(storage);
+        linked.extend_from_slice(&selected[5..]);
+        Ok(Row {
+            rowid: row.get(0)?,
+            chain_seq: row.get::<_, Option<i64>>(1).unwrap_or(None),
+            chain_hash: row.get::<_, Option<String>>(2).unwrap_or(None),
+            id: text_of(row.get_ref(3)?),
+            storage: text_of(storage),
+            receipt: receipts::receipt_at(row, 3).map_err(|error| error.to_string()),
+            payload: receipt_chain::link_payload(&linked),
+        })
+    })?;
+    rows.collect()
+}
+
+/// A column value as text for the report.
+fn text_of(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Text(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Null => "NULL".to_string(),
+        ValueRef::Blob(bytes) => hex::encode(bytes),
+    }
+}
+
+/// Walks the chain by `chain_seq` from 1, hashing every link again, and compares its end with
+/// the recorded head (`head`: `None` when the meta table has none).
+fn check_chain(rows: &[Row], head: Option<Head>, found: &mut StoreAudit) {
+    let mut chained: Vec<&Row> = rows.iter().filter(|row| row.chain_seq.is_some()).collect();
+    chained.sort_by_key(|row| (row.chain_seq, row.rowid));
+    let chain_exists = !chained.is_empty() || head.is_some();
+    if chain_exists {
+        for row in rows.iter().filter(|row| row.chain_seq.is_none()) {
+            found.discrepancies.push(
+                Discrepancy::new(
+                    DiscrepancyKind::ReceiptUnchained,
+                    format!(
+                        "receipt {} has no place in the receipt chain: it was inserted behind the engine's back",
+                        row.id
+                    ),
+                )
+                .receipt(&row.id),
+            );
+        }
+    }
+    let mut expected = 1i64;
+    let mut previous: Option<&str> = None;
+    for row in &chained {
+        let seq = row.chain_seq.unwrap_or_default();
+        if seq < expected {
+            found.discrepancies.push(
+                Discrepancy::new(
+                    DiscrepancyKind::ReceiptEdited,
+                    format!(
+                        "receipt {} claims place {seq} in the receipt chain, which another receipt holds: its row was edited",
+                        row.id
+                    ),
+                )
+                .receipt(&row.id),
+            );
+            continue;
+        }
+        let verifiable = seq == expected;
+        if !verifiable {
+            let detail = if seq - 1 == expected {
+                format!("receipt chain place {expected} is missing: a receipt was deleted")
+            } else {
+                format!(
+                    "receipt chain places {expected} to {} are missing: receipts were deleted",
+                    seq - 1
+                )
+            };
+            found
+                .discrepancies
+                .push(Discrepancy::new(DiscrepancyKind::ReceiptMissing, detail));
+        }
+        let stored = row.chain_hash.as_deref().unwrap_or_default();
+        if verifiable && receipt_chain::link_hash(previous, &row.payload) != stored {
+            found.discrepancies.push(
+                Discrepancy::new(
+                    DiscrepancyKind::ReceiptEdited,
+                    format!(
+                        "receipt {} (place {seq} in the receipt chain) does not match its chain hash: its row was edited",
+                        row.id
+                    ),
+                )
+                .receipt(&row.id),
+            );
+        }
+        previous = Some(stored);
+        expected = seq + 1;
+    }
+    let last = chained.last().map(|row| {
+        (
+            row.chain_seq.unwrap_or_default(),
+            row.chain_hash.clone().unwrap_or_default(),
+        )
+    });
+    match (&head, &last) {
+        (None, Some((seq, _))) => found.discrepancies.push(Discrepancy::new(
+            DiscrepancyKind::ReceiptMissing,
+            format!(
+                "the receipt chain's head is gone from session_prune_meta ({} key), though {seq} receipt(s) are chained",
+                receipt_chain::HEAD_KEY
+            ),
+        )),
+        (Some(head), None) => found.discrepancies.push(Discrepancy::new(
+            DiscrepancyKind::ReceiptMissing,
+            format!(
+                "the receipt chain's head names {} receipt(s), and no receipt is chained: receipts were deleted",
+                head.seq
+            ),
+        )),
+        (Some(head), Some((seq, hash))) if head.seq > *seq => {
+            found.discrepancies.push(Discrepancy::new(
+                DiscrepancyKind::ReceiptMissing,
+                format!(
+                    "the receipt chain's head names {} receipt(s), and the chain ends at {seq}: the newest receipt(s) were deleted",
+                    head.seq
+                ),
+            ))
+        }
+        (Some(head), Some((seq, hash))) if head.seq < *seq || head.hash != *hash => {
+            found.discrepancies.push(Discrepancy::new(
+                DiscrepancyKind::ReceiptEdited,
+                format!(
+                    "the receipt chain ends at place {seq}, which is not the head session_prune_meta records (place {}): the chain was edited",
+                    head.seq
+                ),
+            ))
+        }
+        _ => {}
+    }
+    found.chain_length = chained.len() as u64;
+    found.chain_head = last.map(|(_, hash)| hash);
+}
+
+/// No part a V1 receipt removed is in `part` or in a `message.part.updated.1` snapshot again, and
+/// no item a V2 receipt removed is in its message's content again (that is checked with the
+/// message, in [`check_messages`]).
+fn check_removed_parts(
+    conn: &Connection,
+    schema: &Schema,
+    checked: &[(&Row, &Receipt)],
+    found: &mut StoreAudit,
+) -> rusqlite::Result<()> {
+    let mut removed: HashMap<&str, &Receipt> = HashMap::new();
+    for (row, receipt) in checked {
+        if row.storage == v1::apply::STORAGE {
+            for part_id in &receipt.part_ids {
+                removed.insert(part_id.as_str(), receipt);
+            }
+        }
+    }
+    if removed.is_empty() {
+        return Ok(());
+    }
+    if schema.has_v1() {
+        // A receipt removes only tool and reasoning parts: another kind of row under the same
+        // id (a table without its primary key can hold two) is not the part it removed.
+        let mut stmt = conn.prepare_cached(
+            "SELECT message_id FROM part WHERE id = ?1 AND CASE WHEN json_valid(data) \
+             THEN json_extract(data, '$.type') IN ('tool', 'reasoning') ELSE 1 END",
+        )?;
+        let mut ids: Vec<&&str> = removed.keys().collect();
+        ids.sort();
+        for part_id in ids {
+            let mut rows = stmt.query([*part_id])?;
+            if let Some(found_row) = rows.next()? {
+                let message: String = found_row.get::<_, Option<String>>(0)?.unwrap_or_default();
+                let receipt = removed[*part_id];
+                found.discrepancies.push(
+                    Discrepancy::new(
+                        DiscrepancyKind::PartBack,
+                        format!(
+                            "part {part_id}, which receipt {} removed, is back in table part (message {message})",
+                            receipt.receipt_id
+                        ),
+                    )
+                    .receipt(receipt.receipt_id)
+                    .part(*part_id),
+                );
+            }
+        }
+    }
+    if schema.has_events() {
+        let mut stmt = conn.prepare("SELECT id, data FROM event WHERE type = ?1 ORDER BY id")?;
+        let mut rows = stmt.query([PART_UPDATED])?;
+        while let Some(row) = rows.next()? {
+            let Some(part_id) = snapshot::part_id(row.get_ref(1)?) else {
+                continue;
+            };
+            if let Some(receipt) = removed.get(part_id.as_str()) {
+                let event_id = text_of(row.get_ref(0)?);
+                found.discrepancies.push(
+                    Discrepancy::new(
+                        DiscrepancyKind::SnapshotBack,
+                        format!(
+                            "snapshot event {event_id} of part {part_id}, which receipt {} removed, is back in table event",
+                            receipt.receipt_id
+                        ),
+                    )
+                    .receipt(receipt.receipt_id)
+                    .part(part_id),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each pruned message against its newest receipt: the revision after that receipt, or a change
+/// reported; for V2, no removed item back in the content.
+fn check_messages(
+    conn: &Connection,
+    checked: &[(&Row, &Receipt)],
+    found: &mut StoreAudit,
+) -> rusqlite::Result<()> {
+    // The newest receipt of each message (rows come in insertion order), and every part id
+    // removed from it.
+    let mut newest: HashMap<(&str, &str), (&Row, &Receipt)> = HashMap::new();
+    let mut removed: HashMap<(&str, &str), HashSet<&str>> = HashMap::new();
+    let mut order: Vec<(&str, &str)> = Vec::new();
+    for (row, receipt) in checked {
+        let key = (receipt.session_id.as_str(), receipt.message_id.as_str());
+        if newest.insert(key, (row, receipt)).is_none() {
+            order.push(key);
+        }
+        removed
+            .entry(key)
+            .or_default()
+            .extend(receipt.part_ids.iter().map(String::as_str));
+    }
+    found.messages = order.len() as u64;
+    for key in order {
+        let (row, receipt) = newest[&key];
+        let (session_id, message_id) = key;
+        let loaded = if row.storage == v2::apply::STORAGE {
+            v2::load(conn, session_id, message_id)?.map(|(message, _)| message)
+        } else {
+            v1_read::read_message(conn, session_id, message_id, Texts::Skip)?
+                .map(|loaded| loaded.message)
+        };
+        let change = |change: ChangeKind, detail: String| MessageChange {
+            change,
+            receipt_id: receipt.receipt_id,
+            session_id: session_id.to_string(),
+            message_id: message_id.to_string(),
+            detail,
+        };
+        let message: StoredMessage = match loaded {
+            Ok(message) => message,
+            Err(refusal)
+                if refusal.reason == BlockedReason::NotDeletable && is_missing(conn, row, key)? =>
+            {
+                found.changes.push(change(
+                    ChangeKind::Deleted,
+                    format!(
+                        "message {message_id} is gone: it was deleted since receipt {}",
+                        receipt.receipt_id
+                    ),
+                ));
+                continue;
+            }
+            Err(refusal) => {
+                found.changes.push(change(
+                    ChangeKind::Unreadable,
+                    format!(
+                        "message {message_id} cannot be read as prunable content now: {}",
+                        refusal.detail
+                    ),
+                ));
+                continue;
+            }
+        };
+        if row.storage == v2::apply::STORAGE {
+            let gone = &removed[&key];
+            for part in &message.parts {
+                let Some(id) = part.value.get("id").and_then(Value::as_str) else {
+                    continue;
+                };
+                if gone.contains(id) {
+                    found.discrepancies.push(
+                        Discrepancy::new(
+                            DiscrepancyKind::ContentBack,
+                            format!(
+                                "item {id}, which a receipt removed from message {message_id}, is back in its content"
+                            ),
+                        )
+                        .receipt(receipt.receipt_id)
+                        .part(id),
+                    );
+                }
+            }
+        }
+        let revision = message.revision();
+        if revision != receipt.revision_after {
+            found.changes.push(change(
+                ChangeKind::Written,
+                format!(
+                    "message {message_id} was written since receipt {}: its revision is {revision}, not {}",
+                    receipt.receipt_id, receipt.revision_after
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the message of `key` has no row in its receipt's storage generation.
+fn is_missing(conn: &Connection, row: &Row, key: (&str, &str)) -> rusqlite::Result<bool> {
+    let (session_id, message_id) = key;
+    Ok(if row.storage == v2::apply::STORAGE {
+        !v2::has_message(conn, Some(session_id), message_id)?
+    } else {
+        !v1_read::has_message(conn, session_id, message_id)?
+    })
+}

@@ -1,0 +1,378 @@
+//! The audit: every receipt checked against the database and the journal. The store checks the
+//! receipt chain and the messages (`SessionStore::audit`); [`audit`] adds the journal's side
+//! (each receipt's intent committed with its event, each event with its receipt) and gives the
+//! whole [`AuditReport`].
+//!
+//! Source: docs/ARCHITECTURE.md, "Audit".
+
+use std::collections::{HashMap, HashSet};
+
+use pruning_journal::{IntentState, Journal};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::error::EngineError;
+use crate::receipt::Receipt;
+use crate::store::SessionStore;
+
+/// Which receipts, messages and events an audit checks (the receipt chain is always walked
+/// whole).
+#[derive(Debug, Clone, Copy)]
+pub enum AuditScope<'a> {
+    /// Every session's.
+    All,
+    /// One session's.
+    Session(&'a str),
+    /// These sessions' (a server's workspace).
+    Sessions(&'a HashSet<String>),
+}
+
+impl AuditScope<'_> {
+    /// Whether session `session_id` is in scope.
+    pub fn admits(&self, session_id: &str) -> bool {
+        match self {
+            AuditScope::All => true,
+            AuditScope::Session(id) => *id == session_id,
+            AuditScope::Sessions(ids) => ids.contains(session_id),
+        }
+    }
+}
+
+/// Journal events read per page while auditing.
+const EVENT_PAGE: usize = 4096;
+
+/// What kind of thing does not hold. Serialized in snake_case (`receipt_edited`, ...).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DiscrepancyKind {
+    /// A receipt's columns no longer hash to its place in the receipt chain: it was edited.
+    ReceiptEdited,
+    /// The receipt chain has a hole, or its head names a receipt that is gone: a receipt was
+    /// deleted.
+    ReceiptMissing,
+    /// A receipt row has no place in the chain: it was inserted behind the engine's back.
+    ReceiptUnchained,
+    /// A receipt row cannot be read as a receipt (a column of the wrong type or shape).
+    ReceiptUnreadable,
+    /// A receipt whose intent the journal does not hold as committed.
+    ReceiptNotJournaled,
+    /// A receipt whose committed event is gone from the journal (not removed by retention).
+    EventMissing,
+    /// A journaled event whose receipt is not in the database.
+    EventWithoutReceipt,
+    /// A part a receipt removed is in the `part` table again.
+    PartBack,
+    /// A snapshot event of a part a receipt removed is in the `event` table again.
+    SnapshotBack,
+    /// An item a receipt removed is in a V2 message's content again.
+    ContentBack,
+}
+
+/// One thing that does not hold, with the ids it concerns and a sentence for people.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Discrepancy {
+    /// What kind.
+    pub kind: DiscrepancyKind,
+    /// The receipt concerned, if one is.
+    #[serde(rename = "receiptID", skip_serializing_if = "Option::is_none")]
+    pub receipt_id: Option<String>,
+    /// The journal sequence number concerned, if one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The part concerned, if one is.
+    #[serde(rename = "partID", skip_serializing_if = "Option::is_none")]
+    pub part_id: Option<String>,
+    /// What does not hold, in words.
+    pub detail: String,
+}
+
+impl Discrepancy {
+    /// A discrepancy of `kind` described by `detail`, concerning nothing in particular yet.
+    pub fn new(kind: DiscrepancyKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            receipt_id: None,
+            seq: None,
+            part_id: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// The same, concerning receipt `id`.
+    pub fn receipt(mut self, id: impl ToString) -> Self {
+        self.receipt_id = Some(id.to_string());
+        self
+    }
+
+    /// The same, concerning journal sequence number `seq`.
+    pub fn at_seq(mut self, seq: u64) -> Self {
+        self.seq = Some(seq);
+        self
+    }
+
+    /// The same, concerning part `id`.
+    pub fn part(mut self, id: impl Into<String>) -> Self {
+        self.part_id = Some(id.into());
+        self
+    }
+}
+
+/// How a pruned message changed since its newest receipt. Serialized in snake_case.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// Its content revision is not the receipt's revision after: it was written since (OpenCode
+    /// continued or edited the message).
+    Written,
+    /// The message is gone (OpenCode deleted it, or its session).
+    Deleted,
+    /// The message cannot be read as prunable content any more (too large, not JSON, ...).
+    Unreadable,
+}
+
+/// A pruned message that changed since its newest receipt: not a discrepancy (OpenCode owns its
+/// messages), but reported so that the audit says why the revision no longer matches.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageChange {
+    /// How it changed.
+    pub change: ChangeKind,
+    /// The message's newest receipt.
+    #[serde(rename = "receiptID")]
+    pub receipt_id: Uuid,
+    /// Session id.
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    /// Message id.
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    /// What changed, in words.
+    pub detail: String,
+}
+
+/// A prune that committed (its receipt is in the database) while its intent is still pending in
+/// the journal: the process stopped before its commit mark was durable. Not a discrepancy: the
+/// next open of the journal for writing (any command that prunes) journals its event, with the
+/// sequence number it was announced with (docs/ARCHITECTURE.md, "Recovery").
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AwaitingRecovery {
+    /// The receipt.
+    #[serde(rename = "receiptID")]
+    pub receipt_id: Uuid,
+    /// Its pending intent.
+    #[serde(rename = "intentID")]
+    pub intent_id: Uuid,
+    /// The same, in words.
+    pub detail: String,
+}
+
+/// What a store found: the receipts in scope, the chain, and the discrepancies and changes of
+/// its own side (chain, rows, messages).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreAudit {
+    /// The receipts checked (those in scope), oldest first.
+    pub receipts: Vec<Receipt>,
+    /// Ids of every receipt in the database, of any session (to check events against).
+    pub all_receipt_ids: HashSet<Uuid>,
+    /// Receipts in the chain.
+    pub chain_length: u64,
+    /// The newest chain hash (64 lowercase hex), when the chain has a receipt.
+    pub chain_head: Option<String>,
+    /// What does not hold.
+    pub discrepancies: Vec<Discrepancy>,
+    /// Messages changed since their newest receipt.
+    pub changes: Vec<MessageChange>,
+    /// Distinct messages checked.
+    pub messages: u64,
+}
+
+/// The audit's answer. JSON: `{ok, receipts, events, messages, chain:{length, head}, discrepancies:
+/// [...], changedSince: [...], awaitingRecovery: [...]}`. `ok` is true when `discrepancies` is
+/// empty.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditReport {
+    /// True when everything holds.
+    pub ok: bool,
+    /// Receipts checked.
+    pub receipts: u64,
+    /// Journal events checked.
+    pub events: u64,
+    /// Distinct messages checked.
+    pub messages: u64,
+    /// The receipt chain.
+    pub chain: ChainSummary,
+    /// Everything that does not hold, receipts' side first, then the journal's.
+    pub discrepancies: Vec<Discrepancy>,
+    /// Pruned messages OpenCode changed since their newest receipt.
+    pub changed_since: Vec<MessageChange>,
+    /// Committed prunes whose intent the journal still holds as pending.
+    pub awaiting_recovery: Vec<AwaitingRecovery>,
+}
+
+/// The receipt chain's length and head.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainSummary {
+    /// Receipts in the chain.
+    pub length: u64,
+    /// The newest chain hash (64 lowercase hex), null for an empty chain.
+    pub head: Option<String>,
+}
+
+/// Audits the receipts in `scope` against the store and `journal`
+/// (`None`: no journal file exists, so no receipt can have its event).
+///
+/// Journal checks: each receipt's intent is journaled as committed, and its event is in the log
+/// unless retention removed it (sequence numbers up to [`Journal::trimmed_through`]); each
+/// event kept in the log (in scope) has its receipt in the database.
+///
+/// Errors: the store's ([`EngineError::Store`]) and the journal's reads.
+pub fn audit<S: SessionStore>(
+    store: &S,
+    journal: Option<&Journal>,
+    scope: AuditScope<'_>,
+) -> Result<AuditReport, EngineError> {
+    let found = store.audit(scope)?;
+    let mut discrepancies = found.discrepancies;
+    let mut awaiting_recovery = Vec::new();
+    let mut events = 0u64;
+    match journal {
+        None => {
+            if !found.receipts.is_empty() {
+                discrepancies.push(Discrepancy::new(
+                    DiscrepancyKind::ReceiptNotJournaled,
+                    format!(
+                        "there is no journal, so none of the {} receipt(s) has its event (pass the journal with --journal PATH)",
+                        found.receipts.len()
+                    ),
+                ));
+            }
+        }
+        Some(journal) => {
+            let trimmed = journal.trimmed_through()?;
+            let states: HashMap<Uuid, IntentState> = journal
+                .intents()?
+                .into_iter()
+                .map(|intent| (intent.intent_id, intent.state))
+                .collect();
+            for receipt in &found.receipts {
+                let state = states.get(&receipt.intent_id);
+                if state.is_some_and(IntentState::is_pending) {
+                    awaiting_recovery.push(AwaitingRecovery {
+                        receipt_id: receipt.receipt_id,
+                        intent_id: receipt.intent_id,
+                        detail: format!(
+                            "receipt {} committed while its intent {} is still pending in the \
+                             journal: the next command that prunes journals its event",
+                            receipt.receipt_id, receipt.intent_id
+                        ),
+                    });
+                    continue;
+                }
+                discrepancies.extend(check_journaled(journal, trimmed, state, receipt));
+            }
+            let mut since = trimmed;
+            loop {
+                let page = journal.events_after(since, EVENT_PAGE)?;
+                let Some(last) = page.last() else { break };
+                since = last.seq;
+                for event in &page {
+                    if !scope.admits(&event.session_id) {
+                        continue;
+                    }
+                    events += 1;
+                    if !found.all_receipt_ids.contains(&event.event_id) {
+                        discrepancies.push(
+                            Discrepancy::new(
+                                DiscrepancyKind::EventWithoutReceipt,
+                                format!(
+                                    "journal event {} (message {} of session {}) has no receipt {} in the database",
+                                    event.seq, event.message_id, event.session_id, event.event_id
+                                ),
+                            )
+                            .receipt(event.event_id)
+                            .at_seq(event.seq),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(AuditReport {
+        ok: discrepancies.is_empty(),
+        receipts: found.receipts.len() as u64,
+        events,
+        messages: found.messages,
+        chain: ChainSummary {
+            length: found.chain_length,
+            head: found.chain_head,
+        },
+        discrepancies,
+        changed_since: found.changes,
+        awaiting_recovery,
+    })
+}
+
+/// The journal's side of one receipt: its intent committed, with its event kept or trimmed.
+/// `None` when that holds.
+fn check_journaled(
+    journal: &Journal,
+    trimmed: u64,
+    state: Option<&IntentState>,
+    receipt: &Receipt,
+) -> Option<Discrepancy> {
+    let id = receipt.receipt_id;
+    let not_journaled = |detail: String| {
+        Some(Discrepancy::new(DiscrepancyKind::ReceiptNotJournaled, detail).receipt(id))
+    };
+    let seq = match state {
+        None => {
+            return not_journaled(format!(
+                "receipt {id} (message {}) names intent {}, which the journal does not hold",
+                receipt.message_id, receipt.intent_id
+            ))
+        }
+        // Reported apart, as awaiting recovery.
+        Some(IntentState::Pending) => return None,
+        Some(IntentState::Refused { reason } | IntentState::Abandoned { reason }) => {
+            return not_journaled(format!(
+                "receipt {id}'s intent {} is journaled as not committed ({reason})",
+                receipt.intent_id
+            ))
+        }
+        Some(IntentState::Committed { seq, .. }) => *seq,
+    };
+    if seq <= trimmed {
+        return None;
+    }
+    let detail = match journal.event(seq) {
+        Ok(Some(event)) if event.event_id == id => return None,
+        Ok(Some(event)) => format!(
+            "receipt {id}'s event {seq} in the journal announces receipt {} instead",
+            event.event_id
+        ),
+        Ok(None) => format!(
+            "receipt {id}'s event {seq} is gone from the journal (retention removed only events \
+             up to {trimmed})"
+        ),
+        Err(error) => {
+            format!("receipt {id}'s event {seq} cannot be read from the journal: {error}")
+        }
+    };
+    Some(
+        Discrepancy::new(DiscrepancyKind::EventMissing, detail)
+            .receipt(id)
+            .at_seq(seq),
+    )
+}

@@ -1,0 +1,87 @@
+//! `session-prune audit [--session ID]`: checks every receipt against the database and the
+//! journal (read-only: no write, no fsync). Exit 0 when everything holds, 1 with a report of
+//! every discrepancy. docs/ARCHITECTURE.md, "Audit", says what is checked.
+
+use pruning_engine::{AuditReport, AuditScope, Engine};
+
+use super::{open_journal_for_reading, open_store, Outcome};
+use crate::cli::config::Config;
+use crate::cli::error::ConfigError;
+use crate::output;
+use crate::output::say;
+
+/// `audit` flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only the receipts and events of this session (the receipt chain is always checked whole).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+}
+
+/// Audits, prints the report, and exits 0 when it holds, 1 otherwise.
+pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
+    if session.as_deref().is_some_and(|id| id.trim().is_empty()) {
+        return Err(ConfigError::EmptyScope("--session").into());
+    }
+    let store = open_store(config)?;
+    super::require_opencode(&store, &config.db)?;
+    let journal = open_journal_for_reading(&config.journal)?;
+    let scope = match session.as_deref() {
+        Some(id) => AuditScope::Session(id),
+        None => AuditScope::All,
+    };
+    let report = match journal {
+        // Opened read-only, with the engine's binding check: a journal of another database is
+        // refused, as every command refuses it.
+        Some(journal) => Engine::open_read_only(store, journal)?.audit(scope)?,
+        None => pruning_engine::audit(&store, None, scope)?,
+    };
+    if config.json {
+        output::json_document(&report)?;
+    } else {
+        print(&report)?;
+    }
+    Ok(if report.ok {
+        Outcome::Done
+    } else {
+        Outcome::Failed
+    })
+}
+
+/// The report in words: a summary line, then each discrepancy and each change, one per line.
+fn print(report: &AuditReport) -> std::io::Result<()> {
+    let verdict = if report.ok {
+        "everything holds".to_string()
+    } else {
+        format!("{} discrepancy(ies)", report.discrepancies.len())
+    };
+    say!(
+        "audit: {} receipt(s) of {} message(s), {} journal event(s), a receipt chain of {}: {verdict}",
+        report.receipts,
+        report.messages,
+        report.events,
+        report.chain.length,
+    )?;
+    for discrepancy in &report.discrepancies {
+        say!("  discrepancy: {}", output::printable(&discrepancy.detail))?;
+    }
+    if !report.changed_since.is_empty() {
+        say!(
+            "{} pruned message(s) changed since their newest receipt (not a discrepancy):",
+            report.changed_since.len()
+        )?;
+        for change in &report.changed_since {
+            say!("  {}", output::printable(&change.detail))?;
+        }
+    }
+    if !report.awaiting_recovery.is_empty() {
+        say!(
+            "{} committed prune(s) awaiting recovery (not a discrepancy):",
+            report.awaiting_recovery.len()
+        )?;
+        for pending in &report.awaiting_recovery {
+            say!("  {}", pending.detail)?;
+        }
+    }
+    Ok(())
+}
