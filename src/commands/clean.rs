@@ -210,6 +210,10 @@ pub struct Args {
     /// Wait this long after each batch (for testing interruption).
     #[arg(long, hide = true, default_value_t = 0, value_name = "MS")]
     pause_ms: u64,
+    /// Most messages whose listings are kept from the count to the walk (for testing the walk
+    /// that reads them again).
+    #[arg(long, hide = true, default_value_t = MAX_KEPT_IDS, value_name = "N")]
+    listing_budget: u64,
 }
 
 /// `text` as a number of bytes, read by `bytesize` (`2GB`, `1.1GiB`, `500 MiB`, `1000000`),
@@ -259,6 +263,9 @@ pub struct CleanConfig {
     pub batch_size: usize,
     /// Wait after each batch (a test seam for interruption).
     pub pause: Duration,
+    /// Most messages whose listings are kept from the count to the walk ([`MAX_KEPT_IDS`]
+    /// unless a test sets it).
+    pub listing_budget: u64,
 }
 
 fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
@@ -304,6 +311,7 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
         },
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
+        listing_budget: args.listing_budget,
     })
 }
 
@@ -391,22 +399,37 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         // Each was found above.
         Some(ids) => ids.clone(),
     };
-    // Each session's listing is read once: the totals for the progress line, then the walk.
-    let listings = session_ids
-        .iter()
-        .map(|id| {
-            store.clean_listing_before(id, clean.policy.keep_last_turns, clean.before_compaction)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let total: u64 = listings.iter().map(|l| l.ids.len() as u64).sum();
-    let kept: u64 = listings.iter().map(|l| l.kept).sum();
+    // The totals first (the progress line's, the kept and outside-compaction counts). The
+    // listings are kept for the walk while they hold at most `listing_budget` messages; beyond
+    // that they are dropped and the walk reads each session's listing again, so that memory
+    // does not grow with the database. With --until-live-size, which orders messages across
+    // sessions, every listing is kept.
+    let listing_of = |id: &str| {
+        store.clean_listing_before(id, clean.policy.keep_last_turns, clean.before_compaction)
+    };
+    let (mut total, mut kept, mut outside) = (0u64, 0u64, 0u64);
+    let mut kept_listings = Vec::new();
+    let mut read_again = false;
+    for id in &session_ids {
+        let listing = listing_of(id)?;
+        total += listing.ids.len() as u64;
+        kept += listing.kept;
+        outside += listing.after_compaction;
+        if clean.until_live_size.is_none() && total > clean.listing_budget {
+            read_again = true;
+            kept_listings = Vec::new();
+        }
+        if !read_again {
+            kept_listings.push(listing);
+        }
+    }
     let mut report = Report {
         status: if clean.apply { "cleaned" } else { "dry-run" },
         sessions: session_ids.len() as u64,
         kept_recent: kept,
-        before_compaction: clean.before_compaction.then(|| BeforeCompaction {
+        before_compaction: clean.before_compaction.then_some(BeforeCompaction {
             qualified: total,
-            outside: listings.iter().map(|l| l.after_compaction).sum(),
+            outside,
         }),
         ..Report::default()
     };
@@ -421,85 +444,107 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let mut pending = Pending::default();
     // The spill files the dry run's prunes point at, once per part.
     let mut spilled: Vec<String> = Vec::new();
-    // Session by session; with --until-live-size, oldest first across sessions.
-    let mut order: Vec<(Option<i64>, &str, &str)> = session_ids
-        .iter()
-        .zip(&listings)
-        .flat_map(|(session_id, listing)| {
-            let times = listing.times.iter().copied();
-            times
-                .zip(&listing.ids)
-                .map(move |(time, id)| (time, session_id.as_str(), id.as_str()))
-        })
-        .collect();
-    if clean.until_live_size.is_some() {
-        // A time that is not a number sorts last.
-        order.sort_by_key(|&(time, session, id)| (time.is_none(), time, session, id));
-    }
     let mut until = match clean.until_live_size {
         Some(target) => Some(UntilLiveSize::new(target, store.vacuum_needs()?.live_bytes)),
         None => None,
     };
-    for (_, session_id, message_id) in order {
-        {
-            if stop.load(Ordering::SeqCst) {
-                break;
+    // One message of the walk; `false` ends the walk (stopped, or the size reached).
+    let mut visit = |session_id: &str, message_id: &str| -> anyhow::Result<bool> {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        if until.as_ref().is_some_and(UntilLiveSize::reached) {
+            return Ok(false);
+        }
+        report.considered += 1;
+        match store.clean_plan(session_id, message_id, &clean.policy, now)? {
+            Planned::Nothing => report.nothing_to_prune += 1,
+            Planned::Skipped { reason, .. } => {
+                *report.skipped.entry(reason.as_str()).or_default() += 1;
             }
-            if until.as_ref().is_some_and(UntilLiveSize::reached) {
-                break;
-            }
-            report.considered += 1;
-            match store.clean_plan(session_id, message_id, &clean.policy, now)? {
-                Planned::Nothing => report.nothing_to_prune += 1,
-                Planned::Skipped { reason, .. } => {
-                    *report.skipped.entry(reason.as_str()).or_default() += 1;
-                }
-                Planned::Prune {
-                    request,
-                    spill_files,
-                    ..
-                } => {
-                    // A dry run checks what the prune would check, in a transaction it rolls
-                    // back. With --until-live-size the apply runs it too: only a prune that
-                    // would commit counts toward the size, in both.
-                    let checked = if engine.is_none() || until.is_some() {
-                        let found = pruning_engine::dry_run(store, &request)?;
-                        let freed = match &found {
-                            Ok(DryRun::Plan { plan, .. }) => Some(store.freed_bytes(
-                                session_id,
-                                message_id,
-                                &plan.remove,
-                                plan.bytes,
-                            )?),
-                            _ => None,
-                        };
-                        if let (Some(until), Some(freed)) = (&mut until, freed) {
-                            until.planned(freed);
-                        }
-                        Some((found, freed))
-                    } else {
-                        None
+            Planned::Prune {
+                request,
+                spill_files,
+                ..
+            } => {
+                // A dry run checks what the prune would check, in a transaction it rolls
+                // back. With --until-live-size the apply runs it too: only a prune that
+                // would commit counts toward the size, in both.
+                let checked = if engine.is_none() || until.is_some() {
+                    let found = pruning_engine::dry_run(store, &request)?;
+                    let freed = match &found {
+                        Ok(DryRun::Plan { plan, .. }) => Some(store.freed_bytes(
+                            session_id,
+                            message_id,
+                            &plan.remove,
+                            plan.bytes,
+                        )?),
+                        _ => None,
                     };
-                    if engine.is_some() {
-                        pending.requests.push(request);
-                    } else if let Some((found, freed)) = checked {
-                        if let Some(freed) = freed {
-                            report.bytes += freed;
-                            spilled.extend(spill_files);
-                        }
-                        dry(&mut report, found);
+                    if let (Some(until), Some(freed)) = (&mut until, freed) {
+                        until.planned(freed);
                     }
+                    Some((found, freed))
+                } else {
+                    None
+                };
+                if engine.is_some() {
+                    pending.requests.push(request);
+                } else if let Some((found, freed)) = checked {
+                    if let Some(freed) = freed {
+                        report.bytes += freed;
+                        spilled.extend(spill_files);
+                    }
+                    dry(&mut report, found);
                 }
             }
-            if let Some(engine) = &engine {
-                if pending.requests.len() >= clean.batch_size {
-                    pending.apply(engine, &stop, &mut report);
-                    if !clean.pause.is_zero() {
-                        std::thread::sleep(clean.pause);
-                    }
+        }
+        if let Some(engine) = &engine {
+            if pending.requests.len() >= clean.batch_size {
+                pending.apply(engine, &stop, &mut report);
+                if !clean.pause.is_zero() {
+                    std::thread::sleep(clean.pause);
                 }
             }
-            progress.update(report.considered, &report);
+        }
+        progress.update(report.considered, &report);
+        Ok(true)
+    };
+    if clean.until_live_size.is_some() {
+        // Oldest first across sessions; a time that is not a number sorts last.
+        let mut order: Vec<(Option<i64>, &str, &str)> = session_ids
+            .iter()
+            .zip(&kept_listings)
+            .flat_map(|(session_id, listing)| {
+                let times = listing.times.iter().copied();
+                times
+                    .zip(&listing.ids)
+                    .map(move |(time, id)| (time, session_id.as_str(), id.as_str()))
+            })
+            .collect();
+        order.sort_by_key(|&(time, session, id)| (time.is_none(), time, session, id));
+        for (_, session_id, message_id) in order {
+            if !visit(session_id, message_id)? {
+                break;
+            }
+        }
+    } else if read_again {
+        // Session by session, each listing read again.
+        'sessions: for session_id in &session_ids {
+            for message_id in &listing_of(session_id)?.ids {
+                if !visit(session_id, message_id)? {
+                    break 'sessions;
+                }
+            }
+        }
+    } else {
+        // Session by session.
+        'kept: for (session_id, listing) in session_ids.iter().zip(&kept_listings) {
+            for message_id in &listing.ids {
+                if !visit(session_id, message_id)? {
+                    break 'kept;
+                }
+            }
         }
     }
     if let Some(engine) = &engine {
@@ -753,6 +798,10 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) -> std::
     }
     Ok(())
 }
+
+/// Most messages whose listings a clean keeps from its count to its walk (about 10 MB of ids);
+/// a larger clean reads each session's listing again as it walks it.
+const MAX_KEPT_IDS: u64 = 100_000;
 
 /// Progress on stderr: a bar on a terminal, a line every 5 s otherwise, nothing for `--json`.
 struct Progress {

@@ -270,3 +270,44 @@ fn a_dry_run_reports_what_the_apply_then_does() {
     assert_eq!(applied["bytes"].as_i64().unwrap(), receipts);
     assert!(applied["keptRecent"].as_u64().unwrap() > 0);
 }
+
+/// A clean of more messages than it keeps listings for reads each session's listing again as
+/// it walks it: the same report, the same rows pruned, as when it keeps them all.
+#[test]
+fn a_clean_that_reads_its_listings_again_prunes_the_same() {
+    let kept = Fixture::new();
+    let read_again = Fixture::new();
+    let mut reports = Vec::new();
+    for (fx, extra) in [
+        (&kept, &[][..]),
+        (&read_again, &["--listing-budget", "1"][..]),
+    ] {
+        let mut args = vec![
+            "--abandoned-after",
+            "never",
+            "--json",
+            "clean",
+            "--all",
+            "--apply",
+        ];
+        args.extend_from_slice(extra);
+        let out = run(&fx.db, &args);
+        assert_exit(&out, 0);
+        reports.push(json(&out));
+    }
+    assert_eq!(reports[0], reports[1]);
+    assert_eq!(reports[0]["pruned"], 11, "{}", reports[0]);
+    let rows = |fx: &Fixture| -> Vec<(String, String)> {
+        let conn = fx.sql();
+        let mut stmt = conn
+            .prepare("SELECT id, data FROM part ORDER BY id")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    };
+    assert_eq!(rows(&kept), rows(&read_again));
+    assert_eq!(
+        kept.scalar("SELECT count(*) FROM event"),
+        read_again.scalar("SELECT count(*) FROM event")
+    );
+}
