@@ -10,6 +10,8 @@ mod opencode_real;
 mod abandoned_runs_fail_closed_on_odd_times_and_tables;
 mod abandoned_runs_see_every_write_of_their_session;
 mod abandoned_runs_unblock_their_sessions;
+mod audit_beside_a_prune_sees_it_whole_or_not_at_all;
+mod audit_compares_the_journal_with_each_receipt;
 mod audit_finds_each_kind_of_tampering;
 mod audit_keeps_a_forged_receipt_out_of_the_chain;
 mod audit_names_the_row_that_was_tampered_with;
