@@ -1,13 +1,13 @@
 //! The audit: every receipt checked against the database and the journal. The store checks the
 //! receipt chain and the messages (`SessionStore::audit`); [`audit`] adds the journal's side
-//! (each receipt's intent committed with its event, each event with its receipt) and gives the
-//! whole [`AuditReport`].
+//! (each receipt's intent committed with its event, each event with its receipt, and both saying
+//! what the receipt says) and gives the whole [`AuditReport`].
 //!
 //! Source: docs/ARCHITECTURE.md, "Audit".
 
 use std::collections::{HashMap, HashSet};
 
-use pruning_journal::{IntentState, Journal};
+use pruning_journal::{CommittedEvent, Intent, IntentState, Journal, Selection};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -60,6 +60,9 @@ pub enum DiscrepancyKind {
     ReceiptNotJournaled,
     /// A receipt whose committed event is gone from the journal (not removed by retention).
     EventMissing,
+    /// The journal's intent or event of a receipt says something else than the receipt (another
+    /// session, message, request, revision, selection, count or time): one of them was edited.
+    JournalMismatch,
     /// A journaled event whose receipt is not in the database.
     EventWithoutReceipt,
     /// A part a receipt removed is in the `part` table again.
@@ -235,7 +238,10 @@ pub struct ChainSummary {
 ///
 /// Journal checks: each receipt's intent is journaled as committed, and its event is in the log
 /// unless retention removed it (sequence numbers up to [`Journal::trimmed_through`]); each
-/// event kept in the log (in scope) has its receipt in the database.
+/// event kept in the log (in scope) has its receipt in the database (the events journaled
+/// before the store's snapshot: a prune committing meanwhile is not half seen); the intent and
+/// every event that announces the receipt name the same request, message, revisions, count and
+/// time ([`DiscrepancyKind::JournalMismatch`]).
 ///
 /// Errors: the store's ([`EngineError::Store`]) and the journal's reads.
 pub fn audit<S: SessionStore>(
@@ -243,6 +249,10 @@ pub fn audit<S: SessionStore>(
     journal: Option<&Journal>,
     scope: AuditScope<'_>,
 ) -> Result<AuditReport, EngineError> {
+    // The journal's newest event before the store's snapshot: a prune that commits while the
+    // audit runs (in `serve`) journals its event after it, and its receipt may be missing from
+    // the snapshot. Events up to this one committed before the snapshot was taken.
+    let journaled_before = journal.map(Journal::last_seq).transpose()?.unwrap_or(0);
     let found = store.audit(scope)?;
     let mut discrepancies = found.discrepancies;
     let mut awaiting_recovery = Vec::new();
@@ -261,14 +271,19 @@ pub fn audit<S: SessionStore>(
         }
         Some(journal) => {
             let trimmed = journal.trimmed_through()?;
-            let states: HashMap<Uuid, IntentState> = journal
+            let intents: HashMap<Uuid, Intent> = journal
                 .intents()?
                 .into_iter()
-                .map(|intent| (intent.intent_id, intent.state))
+                .map(|intent| (intent.intent_id, intent))
+                .collect();
+            let by_id: HashMap<Uuid, &Receipt> = found
+                .receipts
+                .iter()
+                .map(|receipt| (receipt.receipt_id, receipt))
                 .collect();
             for receipt in &found.receipts {
-                let state = states.get(&receipt.intent_id);
-                if state.is_some_and(IntentState::is_pending) {
+                let intent = intents.get(&receipt.intent_id);
+                if intent.is_some_and(|intent| intent.state.is_pending()) {
                     awaiting_recovery.push(AwaitingRecovery {
                         receipt_id: receipt.receipt_id,
                         intent_id: receipt.intent_id,
@@ -280,14 +295,14 @@ pub fn audit<S: SessionStore>(
                     });
                     continue;
                 }
-                discrepancies.extend(check_journaled(journal, trimmed, state, receipt));
+                discrepancies.extend(check_journaled(journal, trimmed, intent, receipt));
             }
             let mut since = trimmed;
-            loop {
+            while since < journaled_before {
                 let page = journal.events_after(since, EVENT_PAGE)?;
                 let Some(last) = page.last() else { break };
                 since = last.seq;
-                for event in &page {
+                for event in page.iter().filter(|event| event.seq <= journaled_before) {
                     if !scope.admits(&event.session_id) {
                         continue;
                     }
@@ -304,6 +319,15 @@ pub fn audit<S: SessionStore>(
                             .receipt(event.event_id)
                             .at_seq(event.seq),
                         );
+                        continue;
+                    }
+                    // The event of the receipt's own intent is checked with the receipt (see
+                    // `check_journaled`); another one announces it again (a retry whose
+                    // journal no longer held the first event, say), and must say the same.
+                    if let Some(receipt) = by_id.get(&event.event_id) {
+                        if event.intent_id != receipt.intent_id {
+                            discrepancies.extend(event_mismatch(event, receipt, false));
+                        }
                     }
                 }
             }
@@ -324,19 +348,19 @@ pub fn audit<S: SessionStore>(
     })
 }
 
-/// The journal's side of one receipt: its intent committed, with its event kept or trimmed.
-/// `None` when that holds.
+/// The journal's side of one receipt: its intent committed, with its event kept or trimmed, and
+/// the intent and the event saying what the receipt says. Empty when that holds.
 fn check_journaled(
     journal: &Journal,
     trimmed: u64,
-    state: Option<&IntentState>,
+    intent: Option<&Intent>,
     receipt: &Receipt,
-) -> Option<Discrepancy> {
+) -> Vec<Discrepancy> {
     let id = receipt.receipt_id;
     let not_journaled = |detail: String| {
-        Some(Discrepancy::new(DiscrepancyKind::ReceiptNotJournaled, detail).receipt(id))
+        vec![Discrepancy::new(DiscrepancyKind::ReceiptNotJournaled, detail).receipt(id)]
     };
-    let seq = match state {
+    let (intent, seq) = match intent {
         None => {
             return not_journaled(format!(
                 "receipt {id} (message {}) names intent {}, which the journal does not hold",
@@ -344,20 +368,38 @@ fn check_journaled(
             ))
         }
         // Reported apart, as awaiting recovery.
-        Some(IntentState::Pending) => return None,
-        Some(IntentState::Refused { reason } | IntentState::Abandoned { reason }) => {
+        Some(Intent {
+            state: IntentState::Pending,
+            ..
+        }) => return Vec::new(),
+        Some(Intent {
+            state: IntentState::Refused { reason } | IntentState::Abandoned { reason },
+            ..
+        }) => {
             return not_journaled(format!(
                 "receipt {id}'s intent {} is journaled as not committed ({reason})",
                 receipt.intent_id
             ))
         }
-        Some(IntentState::Committed { seq, .. }) => *seq,
+        Some(
+            intent @ Intent {
+                state: IntentState::Committed { seq, .. },
+                ..
+            },
+        ) => (intent, *seq),
     };
     if seq <= trimmed {
-        return None;
+        // The event is gone by retention: the intent is what is left to compare.
+        return intent_mismatch(intent, receipt).into_iter().collect();
     }
     let detail = match journal.event(seq) {
-        Ok(Some(event)) if event.event_id == id => return None,
+        Ok(Some(event)) if event.event_id == id => {
+            return intent_mismatch(intent, receipt)
+                .into_iter()
+                .chain(event_mismatch(&event, receipt, true))
+                .collect()
+        }
+        // The intent is another receipt's: this one only names it.
         Ok(Some(event)) => format!(
             "receipt {id}'s event {seq} in the journal announces receipt {} instead",
             event.event_id
@@ -370,9 +412,140 @@ fn check_journaled(
             format!("receipt {id}'s event {seq} cannot be read from the journal: {error}")
         }
     };
+    vec![Discrepancy::new(DiscrepancyKind::EventMissing, detail)
+        .receipt(id)
+        .at_seq(seq)]
+}
+
+/// One field where the journal and a receipt differ: its name, the journal's value, the
+/// receipt's.
+type Difference = (&'static str, String, String);
+
+/// The fields of `pairs` whose two values differ.
+fn differences(pairs: Vec<Difference>) -> Vec<Difference> {
+    pairs
+        .into_iter()
+        .filter(|(_, journal, receipt)| journal != receipt)
+        .collect()
+}
+
+/// `differences` in words: `field: journal X, receipt Y; ...`.
+fn in_words(differences: &[Difference]) -> String {
+    differences
+        .iter()
+        .map(|(field, journal, receipt)| format!("{field}: journal {journal}, receipt {receipt}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A committed intent against the receipt it produced: the same request (key, session,
+/// message, revision, and the indexes it named). `None` when they agree.
+fn intent_mismatch(intent: &Intent, receipt: &Receipt) -> Option<Discrepancy> {
+    let mut pairs = vec![
+        (
+            "requestKey",
+            hex::encode(intent.request_key),
+            receipt.request_key.clone(),
+        ),
+        (
+            "sessionID",
+            intent.session_id.clone(),
+            receipt.session_id.clone(),
+        ),
+        (
+            "messageID",
+            intent.message_id.clone(),
+            receipt.message_id.clone(),
+        ),
+        (
+            "revisionBefore",
+            intent.revision.clone(),
+            receipt.revision_before.clone(),
+        ),
+    ];
+    // Every technical part is whatever the message held: only named indexes can be compared.
+    if let Selection::Indexes(indexes) = &intent.selection {
+        let mut named = indexes.clone();
+        named.sort_unstable();
+        named.dedup();
+        let mut removed = receipt.indexes.clone();
+        removed.sort_unstable();
+        pairs.push(("indexes", format!("{named:?}"), format!("{removed:?}")));
+    }
+    let found = differences(pairs);
+    if found.is_empty() {
+        return None;
+    }
     Some(
-        Discrepancy::new(DiscrepancyKind::EventMissing, detail)
-            .receipt(id)
-            .at_seq(seq),
+        Discrepancy::new(
+            DiscrepancyKind::JournalMismatch,
+            format!(
+                "receipt {}'s intent {} in the journal says otherwise: {}",
+                receipt.receipt_id,
+                intent.intent_id,
+                in_words(&found)
+            ),
+        )
+        .receipt(receipt.receipt_id),
+    )
+}
+
+/// A journaled event against the receipt it announces: the same session, message, revision
+/// after, count and time, and, for the event of the receipt's own intent (`own`), that intent.
+/// `None` when they agree.
+fn event_mismatch(event: &CommittedEvent, receipt: &Receipt, own: bool) -> Option<Discrepancy> {
+    let mut pairs = vec![
+        (
+            "sessionID",
+            event.session_id.clone(),
+            receipt.session_id.clone(),
+        ),
+        (
+            "messageID",
+            event.message_id.clone(),
+            receipt.message_id.clone(),
+        ),
+        (
+            "revisionAfter",
+            event.revision.clone(),
+            receipt.revision_after.clone(),
+        ),
+        (
+            "removedCount",
+            event.removed_count.to_string(),
+            receipt.removed_count.to_string(),
+        ),
+        (
+            "committedAtMs",
+            event.committed_at_ms.to_string(),
+            receipt.committed_at_ms.to_string(),
+        ),
+    ];
+    if own {
+        pairs.insert(
+            0,
+            (
+                "intentID",
+                event.intent_id.to_string(),
+                receipt.intent_id.to_string(),
+            ),
+        );
+    }
+    let found = differences(pairs);
+    if found.is_empty() {
+        return None;
+    }
+    Some(
+        Discrepancy::new(
+            DiscrepancyKind::JournalMismatch,
+            format!(
+                "journal event {} of receipt {} says otherwise: {}",
+                event.seq,
+                receipt.receipt_id,
+                in_words(&found)
+            ),
+        )
+        .receipt(receipt.receipt_id)
+        .at_seq(event.seq),
     )
 }

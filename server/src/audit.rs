@@ -206,8 +206,13 @@ pub async fn audit(
             match &session {
                 Some(id) => engine.audit(AuditScope::Session(id)),
                 None => {
-                    let receipts = engine.receipts(None).map_err(|e| e.to_string())?;
-                    let sessions = sessions_inside(engine, &workspace, &receipts)?;
+                    // The sessions the receipt rows name, read without reading whole receipts:
+                    // a damaged row is for the audit to report, not a failure.
+                    let named = engine
+                        .store()
+                        .receipt_session_ids()
+                        .map_err(|e| e.to_string())?;
+                    let sessions = sessions_inside(engine, &workspace, named.iter())?;
                     engine.audit(AuditScope::Sessions(&sessions))
                 }
             }
@@ -229,7 +234,11 @@ async fn in_workspace(
             let receipts = engine
                 .receipts(session.as_deref())
                 .map_err(|e| e.to_string())?;
-            let inside = sessions_inside(engine, &workspace, &receipts)?;
+            let inside = sessions_inside(
+                engine,
+                &workspace,
+                receipts.iter().map(|receipt| &receipt.session_id),
+            )?;
             Ok(receipts
                 .into_iter()
                 .filter(|receipt| inside.contains(&receipt.session_id))
@@ -241,25 +250,25 @@ async fn in_workspace(
         })
 }
 
-/// The sessions of `receipts` that lie in `workspace` (a session deleted since lies in none).
-fn sessions_inside(
+/// The sessions of `session_ids` that lie in `workspace` (a session deleted since lies in none).
+fn sessions_inside<'a>(
     engine: &Engine<OpenCodeStore>,
     workspace: &Workspace,
-    receipts: &[Receipt],
+    session_ids: impl Iterator<Item = &'a String>,
 ) -> Result<HashSet<String>, String> {
     let scope = workspace.scope();
     let mut seen: HashSet<&str> = HashSet::new();
     let mut inside = HashSet::new();
-    for receipt in receipts {
-        if !seen.insert(&receipt.session_id) {
+    for session_id in session_ids {
+        if !seen.insert(session_id) {
             continue;
         }
         let owner = engine
             .store()
-            .owner(&receipt.session_id)
+            .owner(session_id)
             .map_err(|e| e.to_string())?;
         if owner.is_some_and(|o| scope.admits(&o.as_ownership()).is_ok()) {
-            inside.insert(receipt.session_id.clone());
+            inside.insert(session_id.clone());
         }
     }
     Ok(inside)

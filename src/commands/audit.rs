@@ -1,6 +1,7 @@
 //! `session-prune audit [--session ID]`: checks every receipt against the database and the
 //! journal (read-only: no write, no fsync). Exit 0 when everything holds, 1 with a report of
-//! every discrepancy. docs/ARCHITECTURE.md, "Audit", says what is checked.
+//! every discrepancy, 3 when another process (a prune, `serve`) holds the journal.
+//! docs/ARCHITECTURE.md, "Audit", says what is checked.
 
 use pruning_engine::{AuditReport, AuditScope, Engine};
 
@@ -25,7 +26,11 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
     }
     let store = open_store(config)?;
     super::require_opencode(&store, &config.db)?;
-    let journal = open_journal_for_reading(&config.journal)?;
+    let journal = match open_journal_for_reading(&config.journal) {
+        Ok(journal) => journal,
+        Err(error) if super::journal_busy(&error) => return busy(&error, config.json),
+        Err(error) => return Err(error),
+    };
     let scope = match session.as_deref() {
         Some(id) => AuditScope::Session(id),
         None => AuditScope::All,
@@ -46,6 +51,20 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Failed
     })
+}
+
+/// Reports the journal held by another process (exit 3: nothing was checked): the audit cannot
+/// vouch for receipts without their second witness, and `serve` answers `GET .../audit`.
+fn busy(error: &anyhow::Error, json: bool) -> anyhow::Result<Outcome> {
+    let detail = super::busy_detail(error);
+    eprintln!("blocked: {detail} (a running `serve` audits with GET /api/workspaces/{{id}}/session-pruning/audit)");
+    if json {
+        output::json_line(&serde_json::json!({
+            "status": "blocked",
+            "reason": "maintenance_required",
+        }))?;
+    }
+    Ok(Outcome::Blocked)
 }
 
 /// The report in words: a summary line, then each discrepancy and each change, one per line.

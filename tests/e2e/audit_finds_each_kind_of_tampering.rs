@@ -1,81 +1,16 @@
 //! `session-prune audit` on the real fixture after `clean --all --apply`: it holds (exit 0) as
 //! the engine left it and when OpenCode changed pruned messages since (reported, not failed),
 //! and fails (exit 1) with the right kind and words after each kind of tampering: a receipt
-//! edited, deleted (in the middle, the newest) or inserted behind the engine's back, a pruned
-//! part or snapshot put back, a journal event removed, the journal gone (docs/ARCHITECTURE.md,
-//! "Audit").
-
-use std::process::Output;
+//! edited, deleted (in the middle, the newest, the whole table) or inserted behind the engine's
+//! back, a pruned part or snapshot put back, a journal event removed, the journal gone
+//! (docs/ARCHITECTURE.md, "Audit").
 
 use crate::common;
 
+use common::audit::{audit, cleaned, details, kinds, receipt_at, CLEANED};
 use common::cli::{assert_exit, json, run};
 use common::*;
 use serde_json::Value;
-
-/// Receipts `clean --all --apply --abandoned-after never` writes on the fixture.
-const CLEANED: u64 = 11;
-
-/// The fixture after `clean --all --apply`: 11 receipts, 11 journal events.
-fn cleaned() -> Fixture {
-    let fx = Fixture::new();
-    let out = run(
-        &fx.db,
-        &["--abandoned-after", "never", "clean", "--all", "--apply"],
-    );
-    assert_exit(&out, 0);
-    assert_eq!(
-        fx.scalar("SELECT count(*) FROM session_prune_receipt") as u64,
-        CLEANED
-    );
-    fx
-}
-
-fn audit(fx: &Fixture, extra: &[&str]) -> Output {
-    let mut args = vec!["--json", "audit"];
-    args.extend_from_slice(extra);
-    run(&fx.db, &args)
-}
-
-/// `(kind, receiptID, seq, partID)` of a discrepancy.
-type Found = (String, Option<String>, Option<u64>, Option<String>);
-
-/// [`Found`] of each discrepancy of a JSON report.
-fn kinds(report: &Value) -> Vec<Found> {
-    report["discrepancies"]
-        .as_array()
-        .expect("discrepancies")
-        .iter()
-        .map(|d| {
-            (
-                d["kind"].as_str().expect("kind").to_string(),
-                d["receiptID"].as_str().map(str::to_string),
-                d["seq"].as_u64(),
-                d["partID"].as_str().map(str::to_string),
-            )
-        })
-        .collect()
-}
-
-/// The `detail` of each discrepancy.
-fn details(report: &Value) -> Vec<String> {
-    report["discrepancies"]
-        .as_array()
-        .expect("discrepancies")
-        .iter()
-        .map(|d| d["detail"].as_str().expect("detail").to_string())
-        .collect()
-}
-
-fn receipt_at(fx: &Fixture, chain_seq: i64) -> String {
-    fx.sql()
-        .query_row(
-            "SELECT id FROM session_prune_receipt WHERE chain_seq = ?1",
-            [chain_seq],
-            |row| row.get(0),
-        )
-        .expect("receipt at chain place")
-}
 
 /// The first part id receipt `id` removed.
 fn first_part_of(fx: &Fixture, id: &str) -> String {
@@ -612,4 +547,24 @@ fn an_item_put_back_into_a_v2_message_is_found() {
     let changes = report["changedSince"].as_array().expect("changes");
     assert_eq!(changes.len(), 1);
     assert_eq!(changes[0]["change"], "written");
+}
+
+#[test]
+fn a_dropped_receipt_table_is_found_by_the_chain_head() {
+    let fx = cleaned();
+    fx.skip_audit();
+    fx.exec("DROP TABLE session_prune_receipt");
+    std::fs::remove_file(&fx.journal).expect("remove the journal");
+    let out = audit(&fx, &[]);
+    assert_exit(&out, 1);
+    let report = json(&out);
+    assert_eq!(
+        kinds(&report),
+        vec![("receipt_missing".into(), None, None, None)]
+    );
+    assert_eq!(
+        details(&report),
+        vec![format!("the receipt chain's head names {CLEANED} receipt(s), and no receipt is chained: receipts were deleted")]
+    );
+    assert_eq!(report["receipts"], 0);
 }

@@ -1,5 +1,6 @@
 //! While `serve` holds the journal, CLI commands that need it say so and change nothing (exit 3,
-//! naming `serve`), and read-only commands work as usual.
+//! naming `serve`; `audit` also names the route that audits meanwhile), and read-only commands
+//! work as usual.
 
 use crate::common;
 
@@ -49,6 +50,28 @@ fn commands_that_need_the_journal_are_blocked_and_readers_work() {
     assert_eq!(
         serde_json::from_slice::<serde_json::Value>(&prune.stdout).unwrap(),
         serde_json::json!({ "status": "blocked", "reason": "maintenance_required" })
+    );
+    assert_eq!((fx.file_digest(), fx.journal_digest()), before);
+    drop(server);
+}
+
+#[test]
+fn the_audit_while_serving_is_blocked_and_names_the_route_that_audits() {
+    let fx = Fixture::new();
+    let server = Server::start(&fx.db, &[]);
+    let before = (fx.file_digest(), fx.journal_digest());
+    // The audit cannot read its second witness, the journal, while `serve` holds it.
+    let audit = run(&fx.db, &["--json", "audit"]);
+    assert_exit(&audit, 3);
+    assert_eq!(
+        String::from_utf8_lossy(&audit.stdout),
+        "{\"status\":\"blocked\",\"reason\":\"maintenance_required\"}\n"
+    );
+    let stderr = String::from_utf8_lossy(&audit.stderr);
+    assert!(
+        stderr.contains("another session-prune process holds the journal")
+            && stderr.contains("GET /api/workspaces/{id}/session-pruning/audit"),
+        "{stderr}"
     );
     assert_eq!((fx.file_digest(), fx.journal_digest()), before);
     drop(server);

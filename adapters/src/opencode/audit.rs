@@ -16,7 +16,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use super::receipt_chain::{self, Head};
+use super::receipt_chain::{self, Recorded};
 use super::receipts;
 use super::schema::Schema;
 use super::v1::events::PART_UPDATED;
@@ -50,16 +50,23 @@ pub(crate) fn audit(
     scope: AuditScope<'_>,
 ) -> rusqlite::Result<StoreAudit> {
     let mut found = StoreAudit::default();
-    if !receipts::table_exists(conn, receipts::RECEIPT_TABLE)? {
-        return Ok(found);
-    }
-    let rows = read_rows(conn)?;
-    let head = if receipts::table_exists(conn, receipts::META_TABLE)? {
-        Some(receipt_chain::head(conn)?)
+    // Without the receipt table there is no receipt, but a recorded head still says how many
+    // there were.
+    let mut rows = if receipts::table_exists(conn, receipts::RECEIPT_TABLE)? {
+        read_rows(conn)?
     } else {
-        None
+        Vec::new()
     };
-    check_chain(&rows, head.flatten(), &mut found);
+    let head = if receipts::table_exists(conn, receipts::META_TABLE)? {
+        receipt_chain::recorded(conn)?
+    } else {
+        Recorded::Absent
+    };
+    check_chain(&rows, head, &mut found);
+    // From here on, in the order the receipts were written: the chain's order where the rows
+    // have places (their rowids may have been renumbered or reordered), insertion order for
+    // rows without one.
+    rows.sort_by_key(|row| (row.chain_seq.is_none(), row.chain_seq, row.rowid));
     for row in &rows {
         if let Ok(receipt) = &row.receipt {
             found.all_receipt_ids.insert(receipt.receipt_id);
@@ -123,11 +130,55 @@ fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
             chain_hash: row.get::<_, Option<String>>(2).unwrap_or(None),
             id: text_of(row.get_ref(3)?),
             storage: text_of(storage),
-            receipt: receipts::receipt_at(row, 3).map_err(|error| error.to_string()),
+            receipt: receipts::receipt_at(row, 3).map_err(|error| unreadable(&error, 3)),
             payload: receipt_chain::link_payload(&linked),
         })
     })?;
     rows.collect()
+}
+
+/// Why a receipt row selected with [`receipts::select_list`] from column `first` on cannot be
+/// read, in words that name the column at fault.
+fn unreadable(error: &rusqlite::Error, first: usize) -> String {
+    let name = |index: usize| {
+        index
+            .checked_sub(first)
+            .and_then(|i| receipts::SELECTED_COLUMNS.get(i))
+            .copied()
+            .unwrap_or("?")
+    };
+    match error {
+        rusqlite::Error::InvalidColumnType(_, column, found) => {
+            format!(
+                "column {column} holds {}, not the type a receipt stores there",
+                type_name(*found)
+            )
+        }
+        rusqlite::Error::FromSqlConversionFailure(index, _, cause) => {
+            format!(
+                "column {} does not hold what a receipt stores there: {cause}",
+                name(*index)
+            )
+        }
+        rusqlite::Error::IntegralValueOutOfRange(index, value) => {
+            format!(
+                "column {} holds {value}, out of range for a receipt",
+                name(*index)
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// SQLite's name of a storage class, as `typeof()` says it.
+fn type_name(found: rusqlite::types::Type) -> &'static str {
+    match found {
+        rusqlite::types::Type::Null => "NULL",
+        rusqlite::types::Type::Integer => "an integer",
+        rusqlite::types::Type::Real => "a real",
+        rusqlite::types::Type::Text => "text",
+        rusqlite::types::Type::Blob => "a blob",
+    }
 }
 
 /// A column value as text for the report.
@@ -141,12 +192,28 @@ fn text_of(value: ValueRef<'_>) -> String {
     }
 }
 
+/// What a place's link is checked against: the row before it.
+enum Before {
+    /// Nothing: place 1.
+    Start,
+    /// Not known: the places before are missing.
+    Unknown,
+    /// The hash the previous place's row stores, and the hash it should have had (its link
+    /// computed again; the same unless that row's hash was edited).
+    Known { stored: String, computed: String },
+}
+
 /// Walks the chain by `chain_seq` from 1, hashing every link again, and compares its end with
-/// the recorded head (`head`: `None` when the meta table has none).
-fn check_chain(rows: &[Row], head: Option<Head>, found: &mut StoreAudit) {
+/// the head the meta table records.
+///
+/// A place is held by the row that hashes to it: another row claiming the same place is
+/// reported, not the one it copies. A link is checked against the stored hash of the row
+/// before it, or the hash that row should have had: an edited hash is reported on its own row,
+/// and the row after it still holds.
+fn check_chain(rows: &[Row], head: Recorded, found: &mut StoreAudit) {
     let mut chained: Vec<&Row> = rows.iter().filter(|row| row.chain_seq.is_some()).collect();
     chained.sort_by_key(|row| (row.chain_seq, row.rowid));
-    let chain_exists = !chained.is_empty() || head.is_some();
+    let chain_exists = !chained.is_empty() || !matches!(head, Recorded::Absent);
     if chain_exists {
         for row in rows.iter().filter(|row| row.chain_seq.is_none()) {
             found.discrepancies.push(
@@ -161,25 +228,29 @@ fn check_chain(rows: &[Row], head: Option<Head>, found: &mut StoreAudit) {
             );
         }
     }
+    let edited = |row: &Row, detail: String| {
+        Discrepancy::new(DiscrepancyKind::ReceiptEdited, detail).receipt(&row.id)
+    };
     let mut expected = 1i64;
-    let mut previous: Option<&str> = None;
-    for row in &chained {
-        let seq = row.chain_seq.unwrap_or_default();
+    let mut before = Before::Start;
+    // The place, stored hash and link computed again of the newest place's row.
+    let mut last: Option<(i64, String, String)> = None;
+    for group in chained.chunk_by(|a, b| a.chain_seq == b.chain_seq) {
+        let seq = group[0].chain_seq.unwrap_or_default();
         if seq < expected {
-            found.discrepancies.push(
-                Discrepancy::new(
-                    DiscrepancyKind::ReceiptEdited,
+            // Places start at 1 and each later one is above the last: only a place below 1.
+            for row in group {
+                found.discrepancies.push(edited(
+                    row,
                     format!(
-                        "receipt {} claims place {seq} in the receipt chain, which another receipt holds: its row was edited",
+                        "receipt {} claims place {seq} in the receipt chain, which has no such place: its row was edited",
                         row.id
                     ),
-                )
-                .receipt(&row.id),
-            );
+                ));
+            }
             continue;
         }
-        let verifiable = seq == expected;
-        if !verifiable {
+        if seq > expected {
             let detail = if seq - 1 == expected {
                 format!("receipt chain place {expected} is missing: a receipt was deleted")
             } else {
@@ -191,66 +262,109 @@ fn check_chain(rows: &[Row], head: Option<Head>, found: &mut StoreAudit) {
             found
                 .discrepancies
                 .push(Discrepancy::new(DiscrepancyKind::ReceiptMissing, detail));
+            before = Before::Unknown;
         }
-        let stored = row.chain_hash.as_deref().unwrap_or_default();
-        if verifiable && receipt_chain::link_hash(previous, &row.payload) != stored {
-            found.discrepancies.push(
-                Discrepancy::new(
-                    DiscrepancyKind::ReceiptEdited,
+        // (row, its link holds, the link computed from the stored hash before it)
+        let links: Vec<(&Row, bool, String)> = group
+            .iter()
+            .map(|row| {
+                let stored = row.chain_hash.as_deref().unwrap_or_default();
+                let (holds, computed) = match &before {
+                    Before::Start => {
+                        let computed = receipt_chain::link_hash(None, &row.payload);
+                        (computed == stored, computed)
+                    }
+                    Before::Unknown => (true, stored.to_string()),
+                    Before::Known {
+                        stored: previous,
+                        computed: should,
+                    } => {
+                        let computed = receipt_chain::link_hash(Some(previous), &row.payload);
+                        let holds = computed == stored
+                            || receipt_chain::link_hash(Some(should), &row.payload) == stored;
+                        (holds, computed)
+                    }
+                };
+                (*row, holds, computed)
+            })
+            .collect();
+        let holder = links
+            .iter()
+            .find(|(_, holds, _)| *holds)
+            .unwrap_or(&links[0]);
+        let (row, holds, computed) = holder;
+        if !holds {
+            found.discrepancies.push(edited(
+                row,
+                format!(
+                    "receipt {} (place {seq} in the receipt chain) does not match its chain hash: its row was edited",
+                    row.id
+                ),
+            ));
+        }
+        for (other, _, _) in &links {
+            if other.rowid != row.rowid {
+                found.discrepancies.push(edited(
+                    other,
                     format!(
-                        "receipt {} (place {seq} in the receipt chain) does not match its chain hash: its row was edited",
-                        row.id
+                        "receipt {} claims place {seq} in the receipt chain, which receipt {} holds: it is a copy, or its row was edited",
+                        other.id, row.id
                     ),
-                )
-                .receipt(&row.id),
-            );
+                ));
+            }
         }
-        previous = Some(stored);
-        expected = seq + 1;
+        let stored = row.chain_hash.clone().unwrap_or_default();
+        let should = if *holds {
+            stored.clone()
+        } else {
+            computed.clone()
+        };
+        before = Before::Known {
+            stored: stored.clone(),
+            computed: should.clone(),
+        };
+        last = Some((seq, stored, should));
+        // A place edited to the largest number has no next one: saturate, never overflow.
+        expected = seq.saturating_add(1);
     }
-    let last = chained.last().map(|row| {
-        (
-            row.chain_seq.unwrap_or_default(),
-            row.chain_hash.clone().unwrap_or_default(),
-        )
-    });
+    let missing = |detail: String| Discrepancy::new(DiscrepancyKind::ReceiptMissing, detail);
     match (&head, &last) {
-        (None, Some((seq, _))) => found.discrepancies.push(Discrepancy::new(
-            DiscrepancyKind::ReceiptMissing,
+        (Recorded::Absent, Some((seq, _, _))) => found.discrepancies.push(missing(format!(
+            "the receipt chain's head is gone from session_prune_meta ({} key), though {seq} receipt(s) are chained",
+            receipt_chain::HEAD_KEY
+        ))),
+        (Recorded::Unreadable(why), _) => found.discrepancies.push(Discrepancy::new(
+            DiscrepancyKind::ReceiptEdited,
             format!(
-                "the receipt chain's head is gone from session_prune_meta ({} key), though {seq} receipt(s) are chained",
+                "the receipt chain's head in session_prune_meta ({} key) cannot be read: {why}",
                 receipt_chain::HEAD_KEY
             ),
         )),
-        (Some(head), None) => found.discrepancies.push(Discrepancy::new(
-            DiscrepancyKind::ReceiptMissing,
-            format!(
-                "the receipt chain's head names {} receipt(s), and no receipt is chained: receipts were deleted",
+        (Recorded::Head(head), None) => found.discrepancies.push(missing(format!(
+            "the receipt chain's head names {} receipt(s), and no receipt is chained: receipts were deleted",
+            head.seq
+        ))),
+        (Recorded::Head(head), Some((seq, _, _))) if head.seq > *seq => {
+            found.discrepancies.push(missing(format!(
+                "the receipt chain's head names {} receipt(s), and the chain ends at {seq}: the newest receipt(s) were deleted",
                 head.seq
-            ),
-        )),
-        (Some(head), Some((seq, hash))) if head.seq > *seq => {
-            found.discrepancies.push(Discrepancy::new(
-                DiscrepancyKind::ReceiptMissing,
-                format!(
-                    "the receipt chain's head names {} receipt(s), and the chain ends at {seq}: the newest receipt(s) were deleted",
-                    head.seq
-                ),
-            ))
+            )))
         }
-        (Some(head), Some((seq, hash))) if head.seq < *seq || head.hash != *hash => {
+        (Recorded::Head(head), Some((seq, stored, should)))
+            if head.seq < *seq || (head.hash != *stored && head.hash != *should) =>
+        {
             found.discrepancies.push(Discrepancy::new(
                 DiscrepancyKind::ReceiptEdited,
                 format!(
-                    "the receipt chain ends at place {seq}, which is not the head session_prune_meta records (place {}): the chain was edited",
-                    head.seq
+                    "the receipt chain ends at place {seq} with hash {stored}, and the head session_prune_meta records is place {} with hash {}: the chain or its head was edited",
+                    head.seq, head.hash
                 ),
             ))
         }
         _ => {}
     }
     found.chain_length = chained.len() as u64;
-    found.chain_head = last.map(|(_, hash)| hash);
+    found.chain_head = last.map(|(_, stored, _)| stored);
 }
 
 /// No part a V1 receipt removed is in `part` or in a `message.part.updated.1` snapshot again, and
@@ -334,8 +448,8 @@ fn check_messages(
     checked: &[(&Row, &Receipt)],
     found: &mut StoreAudit,
 ) -> rusqlite::Result<()> {
-    // The newest receipt of each message (rows come in insertion order), and every part id
-    // removed from it.
+    // The newest receipt of each message (rows come in the order they were written), and every
+    // part id removed from it.
     let mut newest: HashMap<(&str, &str), (&Row, &Receipt)> = HashMap::new();
     let mut removed: HashMap<(&str, &str), HashSet<&str>> = HashMap::new();
     let mut order: Vec<(&str, &str)> = Vec::new();
@@ -391,6 +505,12 @@ fn check_messages(
                 continue;
             }
         };
+        let revision = message.revision();
+        if revision == receipt.revision_after {
+            // The content is what the newest prune left: nothing it removed can be back (an item
+            // it kept may share an id with one a prune removed).
+            continue;
+        }
         if row.storage == v2::apply::STORAGE {
             let gone = &removed[&key];
             for part in &message.parts {
@@ -411,16 +531,13 @@ fn check_messages(
                 }
             }
         }
-        let revision = message.revision();
-        if revision != receipt.revision_after {
-            found.changes.push(change(
-                ChangeKind::Written,
-                format!(
-                    "message {message_id} was written since receipt {}: its revision is {revision}, not {}",
-                    receipt.receipt_id, receipt.revision_after
-                ),
-            ));
-        }
+        found.changes.push(change(
+            ChangeKind::Written,
+            format!(
+                "message {message_id} was written since receipt {}: its revision is {revision}, not {}",
+                receipt.receipt_id, receipt.revision_after
+            ),
+        ));
     }
     Ok(())
 }

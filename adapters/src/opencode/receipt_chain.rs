@@ -101,17 +101,45 @@ pub(crate) fn has_chain_columns(conn: &Connection) -> rusqlite::Result<bool> {
     .map(|n| n == 2)
 }
 
-/// The head the meta table records, if any. `Ok(None)` also for a value that is not the
-/// expected JSON (the audit reports that; a new link then starts after the newest chained row).
+/// What the meta table holds under [`HEAD_KEY`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// No head: no receipt was chained yet, or the row was deleted.
+    Absent,
+    /// A value that is not `{"seq": n, "hash": "<hex>"}` text; the words say what it is.
+    Unreadable(String),
+    /// The head.
+    Head(Head),
+}
+
+/// The head the meta table records, if any. `Ok(None)` also for a value that cannot be read as
+/// one (the audit reports that, see [`recorded`]; a new link then starts after the newest
+/// chained row).
 pub(crate) fn head(conn: &Connection) -> rusqlite::Result<Option<Head>> {
-    let text: Option<String> = crate::opencode::cached::query_row(
-        conn,
-        "SELECT value FROM session_prune_meta WHERE key = ?1",
-        [HEAD_KEY],
-        |row| row.get(0),
-    )
-    .optional()?;
-    Ok(text.and_then(|text| parse_head(&text)))
+    Ok(match recorded(conn)? {
+        Recorded::Head(head) => Some(head),
+        Recorded::Absent | Recorded::Unreadable(_) => None,
+    })
+}
+
+/// What the meta table records under [`HEAD_KEY`], of whatever type it was stored as.
+pub(crate) fn recorded(conn: &Connection) -> rusqlite::Result<Recorded> {
+    let mut stmt = conn.prepare_cached("SELECT value FROM session_prune_meta WHERE key = ?1")?;
+    let mut rows = stmt.query([HEAD_KEY])?;
+    let Some(row) = rows.next()? else {
+        return Ok(Recorded::Absent);
+    };
+    Ok(match row.get_ref(0)? {
+        ValueRef::Text(bytes) => match std::str::from_utf8(bytes).ok().and_then(parse_head) {
+            Some(head) => Recorded::Head(head),
+            None => Recorded::Unreadable("it is not {\"seq\", \"hash\"} JSON".to_string()),
+        },
+        ValueRef::Blob(_) => Recorded::Unreadable("it is a blob, not text".to_string()),
+        ValueRef::Integer(_) | ValueRef::Real(_) => {
+            Recorded::Unreadable("it is a number, not text".to_string())
+        }
+        ValueRef::Null => Recorded::Unreadable("it is NULL".to_string()),
+    })
 }
 
 /// A head from its meta text.
@@ -124,36 +152,40 @@ pub(crate) fn parse_head(text: &str) -> Option<Head> {
 }
 
 /// Chains the receipt row just inserted (`rowid`) after the chain's head and records the new
-/// head. Call inside the write transaction, right after inserting the receipt. Where the meta
-/// table records no head (the first receipt since the chain was introduced), every row without
-/// a place is chained first, oldest row first, continuing after the newest chained row if any.
-/// Adds the chain columns to a receipt table made without them.
+/// head. Call inside the write transaction, right after inserting the receipt.
+///
+/// A receipt table made without the chain columns gets them here; when the meta table records
+/// no head either (the first receipt since the chain was introduced), every row without a place
+/// is chained first, oldest row first. Otherwise only the new row is chained: a row without a
+/// place in a table that has the columns was inserted behind the engine's back (or the head was
+/// deleted to hide one), and stays without one for the audit to report. Where the head is gone
+/// or unreadable, the new link continues after the newest chained row.
 pub(crate) fn extend(
     conn: &Connection,
     has_abandoned_column: bool,
     rowid: i64,
 ) -> rusqlite::Result<()> {
-    if !has_chain_columns(conn)? {
+    let introduced = !has_chain_columns(conn)?;
+    if introduced {
         conn.execute_batch(
             "ALTER TABLE session_prune_receipt ADD COLUMN chain_seq INTEGER;
              ALTER TABLE session_prune_receipt ADD COLUMN chain_hash TEXT;",
         )?;
     }
     let recorded = head(conn)?;
-    // With a head, only the new row is chained: a row without a place that someone else
-    // inserted stays without one, for the audit to report.
-    let (which, only): (&str, Option<i64>) = if recorded.is_some() {
-        ("rowid = ?1", Some(rowid))
-    } else {
+    let (which, only): (&str, Option<i64>) = if introduced && recorded.is_none() {
         ("chain_seq IS NULL", None)
+    } else {
+        ("rowid = ?1", Some(rowid))
     };
     let mut tip = match recorded {
         Some(head) => Some(head),
-        // No recorded head: continue after the newest chained row, if any.
+        // No readable head: continue after the newest chained row, if any.
         None => crate::opencode::cached::query_row(
             conn,
             "SELECT chain_seq, chain_hash FROM session_prune_receipt \
-             WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1",
+             WHERE typeof(chain_seq) = 'integer' AND typeof(chain_hash) = 'text' \
+             ORDER BY chain_seq DESC LIMIT 1",
             [],
             |row| {
                 Ok(Head {
@@ -178,7 +210,9 @@ pub(crate) fn extend(
         rows.collect::<rusqlite::Result<_>>()?
     };
     for (rowid, payload) in unchained {
-        let seq = tip.as_ref().map_or(1, |head| head.seq + 1);
+        // A head edited to the largest place has no next one: the link takes that place again,
+        // for the audit to report, rather than overflow.
+        let seq = tip.as_ref().map_or(1, |head| head.seq.saturating_add(1));
         let hash = link_hash(tip.as_ref().map(|head| head.hash.as_str()), &payload);
         crate::opencode::cached::execute(
             conn,

@@ -45,6 +45,25 @@ CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
 const COLUMNS: &str = "id, request_key, intent_id, session_id, message_id, revision_before, \
      revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, engine_version";
 
+/// The names of the columns [`select_list`] selects, in its order ([`COLUMNS`], then
+/// [`ABANDONED_COLUMN`]): what a column index of a row read with it names.
+pub(crate) const SELECTED_COLUMNS: [&str; 14] = [
+    "id",
+    "request_key",
+    "intent_id",
+    "session_id",
+    "message_id",
+    "revision_before",
+    "revision_after",
+    "indexes",
+    "part_ids",
+    "removed_count",
+    "bytes_removed",
+    "time_committed",
+    "engine_version",
+    ABANDONED_COLUMN,
+];
+
 /// The receipt column that records an abandoned run the fence admitted a prune beside (JSON
 /// `{"messageID", "idleMs"}`, NULL otherwise). Receipt tables made before it lack it; the first
 /// receipt that needs it adds it.
@@ -229,6 +248,21 @@ pub fn list(conn: &Connection, session_id: Option<&str>) -> rusqlite::Result<Vec
     rows.collect()
 }
 
+/// The session ids the receipt rows name, each once, in id order: also of rows that cannot be
+/// read as receipts otherwise (a damaged column elsewhere in the row), so that an audit can be
+/// scoped by them. A `session_id` that is not text names no session.
+pub fn session_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    if !table_exists(conn, RECEIPT_TABLE)? {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare(
+        "SELECT DISTINCT session_id FROM session_prune_receipt \
+         WHERE typeof(session_id) = 'text' ORDER BY session_id",
+    )?;
+    let rows = stmt.query_map([], |row| row.get(0))?;
+    rows.collect()
+}
+
 fn from_row(row: &Row<'_>) -> rusqlite::Result<Receipt> {
     receipt_at(row, 0)
 }
@@ -269,4 +303,15 @@ pub(crate) fn receipt_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Receipt> 
             None => None,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_selected_column_names_follow_the_select_list() {
+        assert_eq!(SELECTED_COLUMNS[..13].join(", "), COLUMNS);
+        assert_eq!(SELECTED_COLUMNS[13], ABANDONED_COLUMN);
+    }
 }

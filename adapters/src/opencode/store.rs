@@ -328,6 +328,14 @@ impl OpenCodeStore {
         ownership::find(&self.connection(), session_id).map_err(storage)
     }
 
+    /// The session ids the receipts name, each once (see [`receipts::session_ids`]): what an
+    /// audit of a set of sessions is scoped by, damaged receipt rows included.
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn receipt_session_ids(&self) -> Result<Vec<String>, StoreError> {
+        receipts::session_ids(&self.connection()).map_err(storage)
+    }
+
     /// [`Self::schema_of`] on this store's connection.
     ///
     /// Errors: [`StoreError::Storage`].

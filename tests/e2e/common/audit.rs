@@ -1,11 +1,84 @@
 //! The audit every test database gets when its fixture is dropped: whatever a test pruned, the
 //! receipts, the journal and the rows must agree (`session-prune audit` holds). A test that
-//! tampers with them on purpose calls `skip_audit` on its fixture.
+//! tampers with them on purpose calls `skip_audit` on its fixture. Also what the audit tests
+//! share: the cleaned fixture, `session-prune audit --json`, and the parts of its report.
 
 use std::path::Path;
+use std::process::Output;
 
 use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{AuditReport, AuditScope, Journal};
+use redb::ReadableTable;
+use serde_json::Value;
+
+use super::cli::{assert_exit, run};
+use super::Fixture;
+
+/// Receipts `clean --all --apply --abandoned-after never` writes on the fixture.
+pub const CLEANED: u64 = 11;
+
+/// The fixture after `clean --all --apply`: 11 receipts, 11 journal events.
+pub fn cleaned() -> Fixture {
+    let fx = Fixture::new();
+    let out = run(
+        &fx.db,
+        &["--abandoned-after", "never", "clean", "--all", "--apply"],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM session_prune_receipt") as u64,
+        CLEANED
+    );
+    fx
+}
+
+/// `session-prune --json audit` on the fixture, with `extra` arguments.
+pub fn audit(fx: &Fixture, extra: &[&str]) -> Output {
+    let mut args = vec!["--json", "audit"];
+    args.extend_from_slice(extra);
+    run(&fx.db, &args)
+}
+
+/// `(kind, receiptID, seq, partID)` of a discrepancy.
+pub type Found = (String, Option<String>, Option<u64>, Option<String>);
+
+/// [`Found`] of each discrepancy of a JSON report.
+pub fn kinds(report: &Value) -> Vec<Found> {
+    report["discrepancies"]
+        .as_array()
+        .expect("discrepancies")
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().expect("kind").to_string(),
+                d["receiptID"].as_str().map(str::to_string),
+                d["seq"].as_u64(),
+                d["partID"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+/// The `detail` of each discrepancy.
+pub fn details(report: &Value) -> Vec<String> {
+    report["discrepancies"]
+        .as_array()
+        .expect("discrepancies")
+        .iter()
+        .map(|d| d["detail"].as_str().expect("detail").to_string())
+        .collect()
+}
+
+/// The id of the receipt at `chain_seq` in the receipt chain.
+pub fn receipt_at(fx: &Fixture, chain_seq: i64) -> String {
+    fx.sql()
+        .query_row(
+            "SELECT id FROM session_prune_receipt WHERE chain_seq = ?1",
+            [chain_seq],
+            |row| row.get(0),
+        )
+        .expect("receipt at chain place")
+}
 
 /// The audit of the database at `db` with the journal at `journal` (none when the file is
 /// absent), or `None` when there is nothing to audit (no database, or not one the store
@@ -41,4 +114,55 @@ pub fn assert_audit_holds(db: &Path, journal: &Path) {
             report.discrepancies
         );
     }
+}
+
+/// Rewrites the intent `intent_id` in the journal file at `journal` with `edit`, as anyone with
+/// the file and redb could (the journal must not be open).
+pub fn edit_intent(
+    journal: &Path,
+    intent_id: uuid::Uuid,
+    edit: impl FnOnce(&mut pruning_journal::Intent),
+) {
+    let db = redb::Database::open(journal).expect("open the journal with redb");
+    let txn = db.begin_write().expect("write");
+    {
+        let mut intents = txn
+            .open_table(redb::TableDefinition::<[u8; 16], &[u8]>::new("intents"))
+            .expect("intents table");
+        let key = *intent_id.as_bytes();
+        let mut intent: pruning_journal::Intent = {
+            let stored = intents
+                .get(&key)
+                .expect("read")
+                .expect("the intent is there");
+            pruning_journal::codec::decode(stored.value()).expect("decode")
+        };
+        edit(&mut intent);
+        let bytes = pruning_journal::codec::encode(&intent).expect("encode");
+        intents.insert(&key, bytes.as_slice()).expect("write back");
+    }
+    txn.commit().expect("commit");
+}
+
+/// Rewrites the event `seq` in the journal file at `journal` with `edit`.
+pub fn edit_event(
+    journal: &Path,
+    seq: u64,
+    edit: impl FnOnce(&mut pruning_journal::CommittedEvent),
+) {
+    let db = redb::Database::open(journal).expect("open the journal with redb");
+    let txn = db.begin_write().expect("write");
+    {
+        let mut events = txn
+            .open_table(redb::TableDefinition::<u64, &[u8]>::new("events"))
+            .expect("events table");
+        let mut event: pruning_journal::CommittedEvent = {
+            let stored = events.get(seq).expect("read").expect("the event is there");
+            pruning_journal::codec::decode(stored.value()).expect("decode")
+        };
+        edit(&mut event);
+        let bytes = pruning_journal::codec::encode(&event).expect("encode");
+        events.insert(seq, bytes.as_slice()).expect("write back");
+    }
+    txn.commit().expect("commit");
 }
