@@ -57,7 +57,7 @@ impl Default for StoreOptions {
 /// ([`OpenCodeStore::open_read_only`]).
 ///
 /// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL`,
-/// `foreign_keys = ON`, `cache_size = -4000`, `wal_autocheckpoint = 10000` and the query
+/// `foreign_keys = ON`, `cache_size = -8000`, `wal_autocheckpoint = 10000` and the query
 /// planner's stability guarantee (`SQLITE_DBCONFIG_ENABLE_QPSG`); the file's
 /// `journal_mode` is never changed. The schema profile ([`Schema`]) is read once and read
 /// again only when SQLite's schema cookie changes (OpenCode migrated the file meanwhile).
@@ -177,7 +177,7 @@ impl OpenCodeStore {
         // of WAL) rather than 1,000: a clean rewrites many pages, and fewer checkpoints write
         // each of them to the database fewer times. Both are this connection's own settings.
         conn.execute_batch(
-            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -4000; PRAGMA wal_autocheckpoint = 10000;",
+            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -8000; PRAGMA wal_autocheckpoint = 10000;",
         )
         .map_err(storage)?;
         super::sql_functions::register(&conn).map_err(storage)?;
