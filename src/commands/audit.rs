@@ -3,7 +3,7 @@
 //! every discrepancy, 3 when another process (a prune, `serve`) holds the journal.
 //! docs/ARCHITECTURE.md, "Audit", says what is checked.
 
-use pruning_engine::{AuditReport, AuditScope, Engine};
+use pruning_engine::{AuditReport, AuditScope, DiscrepancyKind, Engine};
 
 use super::{open_journal_for_reading, open_store, Outcome};
 use crate::cli::config::Config;
@@ -84,6 +84,16 @@ fn print(report: &AuditReport) -> std::io::Result<()> {
     for discrepancy in &report.discrepancies {
         say!("  discrepancy: {}", output::printable(&discrepancy.detail))?;
     }
+    let mut advised: Vec<&str> = Vec::new();
+    for discrepancy in &report.discrepancies {
+        let advice = remedy(discrepancy.kind);
+        if !advised.contains(&advice) {
+            advised.push(advice);
+        }
+    }
+    for advice in advised {
+        say!("  what to do: {advice}")?;
+    }
     if !report.changed_since.is_empty() {
         say!(
             "{} pruned message(s) changed since their newest receipt (not a discrepancy):",
@@ -103,4 +113,37 @@ fn print(report: &AuditReport) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a person can do about a discrepancy of `kind`, in words (one sentence per family of
+/// kinds; docs/ARCHITECTURE.md, "Audit").
+fn remedy(kind: DiscrepancyKind) -> &'static str {
+    match kind {
+        DiscrepancyKind::ReceiptEdited
+        | DiscrepancyKind::ReceiptMissing
+        | DiscrepancyKind::ReceiptUnchained
+        | DiscrepancyKind::ReceiptUnreadable => {
+            "the receipt table was changed outside session-prune: restore session_prune_receipt \
+             and session_prune_meta from a copy of the database taken after its last prune (the \
+             journal still lists every committed prune: `session-prune events`)"
+        }
+        DiscrepancyKind::PartBack => {
+            "a pruned part is back (a restored backup or a sync wrote it): `clean --apply` prunes \
+             it again while its message is still prunable"
+        }
+        DiscrepancyKind::SnapshotBack => {
+            "a snapshot event holding a pruned part is back in table event (a restored backup or \
+             a sync wrote it): restore the database from a copy taken after the prune to drop it"
+        }
+        DiscrepancyKind::ContentBack => {
+            "an item a prune removed is back in a V2 message (a restored backup or a sync wrote \
+             it): preview the message and prune it again"
+        }
+        // The journal's side, and any kind added later.
+        _ => {
+            "the journal and the database disagree: check that --journal names this database's \
+             own journal; a copy of the database, or a backup restored without its journal, \
+             holds receipts another journal never saw (back the two files up together)"
+        }
+    }
 }

@@ -125,7 +125,7 @@ fn an_edited_receipt_breaks_its_chain_link() {
     assert_eq!(
         details(&report),
         vec![format!(
-            "receipt {edited} (place 3 in the receipt chain) does not match its chain hash: its row was edited"
+            "receipt {edited} (place 3 in the receipt chain) does not match its chain hash: its row, or the receipt before it, was edited or replaced"
         )]
     );
 }
@@ -153,7 +153,7 @@ fn a_deleted_receipt_leaves_a_hole_and_an_event_without_receipt() {
     );
     assert_eq!(
         details(&report)[0],
-        "receipt chain place 5 is missing: a receipt was deleted"
+        "receipt chain place 5 is missing: a receipt was deleted, or its chain place edited"
     );
     assert_eq!(report["receipts"], CLEANED - 1);
 }
@@ -213,7 +213,7 @@ fn a_receipt_inserted_behind_the_engines_back_is_outside_the_chain() {
     );
     assert_eq!(
         details(&report)[0],
-        format!("receipt {forged} has no place in the receipt chain: it was inserted behind the engine's back")
+        format!("receipt {forged} has no place in the receipt chain: it was inserted, or its chain columns cleared, behind the engine's back")
     );
 }
 
@@ -567,4 +567,32 @@ fn a_dropped_receipt_table_is_found_by_the_chain_head() {
         vec![format!("the receipt chain's head names {CLEANED} receipt(s), and no receipt is chained: receipts were deleted")]
     );
     assert_eq!(report["receipts"], 0);
+}
+
+#[test]
+fn the_text_report_says_what_to_do_once_per_kind_of_discrepancy() {
+    let fx = cleaned();
+    fx.skip_audit();
+    fx.exec(
+        "UPDATE session_prune_receipt SET bytes_removed = bytes_removed + 1 WHERE chain_seq IN (3, 4)",
+    );
+    let out = run(&fx.db, &["audit"]);
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let advice: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("  what to do: "))
+        .collect();
+    assert_eq!(
+        advice,
+        vec!["  what to do: the receipt table was changed outside session-prune: restore session_prune_receipt and session_prune_meta from a copy of the database taken after its last prune (the journal still lists every committed prune: `session-prune events`)"],
+        "{text}"
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("  discrepancy: "))
+            .count(),
+        2,
+        "{text}"
+    );
 }

@@ -83,7 +83,7 @@ fn a_receipt_inserted_while_the_chain_head_is_gone_stays_outside_the_chain() {
         assert_eq!(
             details(&report),
             vec![
-                format!("receipt {FORGED} has no place in the receipt chain: it was inserted behind the engine's back"),
+                format!("receipt {FORGED} has no place in the receipt chain: it was inserted, or its chain columns cleared, behind the engine's back"),
                 format!("receipt {FORGED}'s event 2 in the journal announces receipt {copied} instead"),
             ],
             "{head_edit}"

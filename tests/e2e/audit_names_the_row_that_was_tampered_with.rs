@@ -74,7 +74,7 @@ fn an_edited_chain_hash_is_reported_on_its_own_row_only() {
         assert_eq!(
             details(&report),
             vec![format!(
-                "receipt {edited} (place {place} in the receipt chain) does not match its chain hash: its row was edited"
+                "receipt {edited} (place {place} in the receipt chain) does not match its chain hash: its row, or the receipt before it, was edited or replaced"
             )],
             "{place} {value}"
         );
@@ -174,7 +174,7 @@ fn a_chain_place_edited_to_the_largest_number_is_reported_not_a_crash() {
     assert_eq!(
         details(&report)[0],
         format!(
-            "receipt chain places {CLEANED} to {} are missing: receipts were deleted",
+            "receipt chain places {CLEANED} to {} are missing: receipts were deleted, or their chain places edited",
             i64::MAX - 1
         )
     );

@@ -220,7 +220,7 @@ fn check_chain(rows: &[Row], head: Recorded, found: &mut StoreAudit) {
                 Discrepancy::new(
                     DiscrepancyKind::ReceiptUnchained,
                     format!(
-                        "receipt {} has no place in the receipt chain: it was inserted behind the engine's back",
+                        "receipt {} has no place in the receipt chain: it was inserted, or its chain columns cleared, behind the engine's back",
                         row.id
                     ),
                 )
@@ -252,10 +252,10 @@ fn check_chain(rows: &[Row], head: Recorded, found: &mut StoreAudit) {
         }
         if seq > expected {
             let detail = if seq - 1 == expected {
-                format!("receipt chain place {expected} is missing: a receipt was deleted")
+                format!("receipt chain place {expected} is missing: a receipt was deleted, or its chain place edited")
             } else {
                 format!(
-                    "receipt chain places {expected} to {} are missing: receipts were deleted",
+                    "receipt chain places {expected} to {} are missing: receipts were deleted, or their chain places edited",
                     seq - 1
                 )
             };
@@ -297,7 +297,7 @@ fn check_chain(rows: &[Row], head: Recorded, found: &mut StoreAudit) {
             found.discrepancies.push(edited(
                 row,
                 format!(
-                    "receipt {} (place {seq} in the receipt chain) does not match its chain hash: its row was edited",
+                    "receipt {} (place {seq} in the receipt chain) does not match its chain hash: its row, or the receipt before it, was edited or replaced",
                     row.id
                 ),
             ));
