@@ -23,6 +23,24 @@ fn first_part_of(fx: &Fixture, id: &str) -> String {
         .expect("part id")
 }
 
+/// The JSON report of an audit of `fx` that finds a discrepancy (exit 1).
+fn failing_audit(fx: &Fixture) -> Value {
+    let out = audit(fx, &[]);
+    assert_exit(&out, 1);
+    json(&out)
+}
+
+/// Copies row `id` of `table` from the attached pristine fixture back into the database.
+fn put_back(conn: &rusqlite::Connection, table: &str, id: &str) {
+    let copied = conn
+        .execute(
+            &format!("INSERT INTO main.{table} SELECT * FROM pristine.{table} WHERE id = ?1"),
+            [id],
+        )
+        .unwrap_or_else(|e| panic!("put {table} row {id} back: {e}"));
+    assert_eq!(copied, 1, "{table} row {id}");
+}
+
 /// A pristine copy of the fixture attached as `pristine` on a connection to `fx`.
 fn with_pristine(fx: &Fixture) -> (rusqlite::Connection, Fixture) {
     let pristine = Fixture::new();
@@ -114,9 +132,7 @@ fn an_edited_receipt_breaks_its_chain_link() {
     fx.exec(
         "UPDATE session_prune_receipt SET bytes_removed = bytes_removed + 1 WHERE chain_seq = 3",
     );
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(report["ok"], false);
     assert_eq!(
         kinds(&report),
@@ -136,9 +152,7 @@ fn a_deleted_receipt_leaves_a_hole_and_an_event_without_receipt() {
     fx.skip_audit();
     let deleted = receipt_at(&fx, 5);
     fx.exec("DELETE FROM session_prune_receipt WHERE chain_seq = 5");
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(
         kinds(&report),
         vec![
@@ -166,9 +180,7 @@ fn a_deleted_newest_receipt_is_found_by_the_chain_head() {
     fx.exec(&format!(
         "DELETE FROM session_prune_receipt WHERE chain_seq = {CLEANED}"
     ));
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(
         kinds(&report),
         vec![
@@ -200,9 +212,7 @@ fn a_receipt_inserted_behind_the_engines_back_is_outside_the_chain() {
            revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed,
            engine_version FROM session_prune_receipt WHERE chain_seq = 2"
     ));
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     // The forged receipt names a committed intent whose event announces another receipt.
     assert_eq!(
         kinds(&report),
@@ -224,17 +234,9 @@ fn a_pruned_part_put_back_is_found() {
     let receipt = receipt_at(&fx, 1);
     let part = first_part_of(&fx, &receipt);
     let (conn, _pristine) = with_pristine(&fx);
-    let copied = conn
-        .execute(
-            "INSERT INTO main.part SELECT * FROM pristine.part WHERE id = ?1",
-            [&part],
-        )
-        .expect("put the part back");
-    assert_eq!(copied, 1);
+    put_back(&conn, "part", &part);
     drop(conn);
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(
         kinds(&report),
         vec![(
@@ -274,17 +276,9 @@ fn a_pruned_snapshot_put_back_is_found() {
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
         .expect("a removed snapshot");
-    let copied = conn
-        .execute(
-            "INSERT INTO main.event SELECT * FROM pristine.event WHERE id = ?1",
-            [&event],
-        )
-        .expect("put the snapshot back");
-    assert_eq!(copied, 1);
+    put_back(&conn, "event", &event);
     drop(conn);
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(
         kinds(&report),
         vec![(
@@ -319,9 +313,7 @@ fn a_journal_event_removed_is_found() {
         }
         txn.commit().expect("commit");
     }
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(
         kinds(&report),
         vec![("event_missing".into(), Some(receipt.clone()), Some(4), None)]
@@ -340,9 +332,7 @@ fn without_its_journal_no_receipt_has_its_event() {
     let fx = cleaned();
     fx.skip_audit();
     std::fs::remove_file(&fx.journal).expect("remove the journal");
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(
         kinds(&report),
         vec![("receipt_not_journaled".into(), None, None, None)]
@@ -555,9 +545,7 @@ fn a_dropped_receipt_table_is_found_by_the_chain_head() {
     fx.skip_audit();
     fx.exec("DROP TABLE session_prune_receipt");
     std::fs::remove_file(&fx.journal).expect("remove the journal");
-    let out = audit(&fx, &[]);
-    assert_exit(&out, 1);
-    let report = json(&out);
+    let report = failing_audit(&fx);
     assert_eq!(
         kinds(&report),
         vec![("receipt_missing".into(), None, None, None)]
