@@ -584,3 +584,45 @@ fn the_text_report_says_what_to_do_once_per_kind_of_discrepancy() {
         "{text}"
     );
 }
+
+#[test]
+fn a_scoped_audit_reports_a_broken_chain_without_naming_receipts_outside_its_scope() {
+    let fx = cleaned();
+    fx.skip_audit();
+    // A receipt of another session than MANY_TURNS, edited.
+    let outside: String = fx
+        .sql()
+        .query_row(
+            &format!(
+                "SELECT id FROM session_prune_receipt WHERE session_id <> '{MANY_TURNS}' \
+                 ORDER BY chain_seq LIMIT 1"
+            ),
+            [],
+            |row| row.get(0),
+        )
+        .expect("a receipt of another session");
+    fx.exec(&format!(
+        "UPDATE session_prune_receipt SET bytes_removed = bytes_removed + 1 WHERE id = '{outside}'"
+    ));
+    let out = audit(&fx, &["--session", MANY_TURNS]);
+    assert_exit(&out, 1);
+    let report = json(&out);
+    assert_eq!(
+        kinds(&report),
+        vec![("receipt_edited".into(), None, None, None)]
+    );
+    assert_eq!(
+        details(&report),
+        vec!["a receipt of a session outside this audit's scope does not fit the receipt chain (edited); audit the whole database to see which".to_string()]
+    );
+    assert!(!out
+        .stdout
+        .windows(outside.len())
+        .any(|w| w == outside.as_bytes()));
+    // The whole database's audit names it.
+    let whole = failing_audit(&fx);
+    assert_eq!(
+        kinds(&whole),
+        vec![("receipt_edited".into(), Some(outside), None, None)]
+    );
+}

@@ -35,6 +35,8 @@ struct Row {
     chain_hash: Option<String>,
     /// `id` as stored.
     id: String,
+    /// `session_id` as stored, when it is text (what scopes the row, even unreadable).
+    session_id: Option<String>,
     /// `storage` (`v1`, `v2`).
     storage: String,
     /// The receipt, or why the row is not one.
@@ -63,6 +65,7 @@ pub(crate) fn audit(
         Recorded::Absent
     };
     check_chain(&rows, head, &mut found);
+    withhold_outside(&rows, scope, &mut found.discrepancies);
     // From here on, in the order the receipts were written: the chain's order where the rows
     // have places (their rowids may have been renumbered or reordered), insertion order for
     // rows without one.
@@ -129,6 +132,10 @@ fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
             chain_seq: row.get::<_, Option<i64>>(1).unwrap_or(None),
             chain_hash: row.get::<_, Option<String>>(2).unwrap_or(None),
             id: text_of(row.get_ref(3)?),
+            session_id: match row.get_ref(6)? {
+                ValueRef::Text(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+                _ => None,
+            },
             storage: text_of(storage),
             receipt: receipts::receipt_at(row, 3).map_err(|error| unreadable(&error, 3)),
             payload: receipt_chain::link_payload(&linked),
@@ -550,4 +557,44 @@ fn is_missing(conn: &Connection, row: &Row, key: (&str, &str)) -> rusqlite::Resu
     } else {
         !v1_read::has_message(conn, session_id, message_id)?
     })
+}
+
+/// A scoped audit (one session, a server's workspace) still walks the whole chain, but does not
+/// name a receipt outside its scope: the chain's discrepancies on such rows keep their kind and
+/// say only that the row lies outside, so that `ok` stays false without showing another
+/// workspace's ids. A row is placed by its `session_id` column as stored; one without a text
+/// `session_id` counts as outside.
+fn withhold_outside(rows: &[Row], scope: AuditScope<'_>, discrepancies: &mut [Discrepancy]) {
+    if matches!(scope, AuditScope::All) {
+        return;
+    }
+    let outside: HashSet<&str> = rows
+        .iter()
+        .filter(|row| !row.session_id.as_deref().is_some_and(|id| scope.admits(id)))
+        .map(|row| row.id.as_str())
+        .collect();
+    for discrepancy in discrepancies.iter_mut() {
+        if discrepancy
+            .receipt_id
+            .as_deref()
+            .is_some_and(|id| outside.contains(id))
+        {
+            discrepancy.receipt_id = None;
+            discrepancy.detail = format!(
+                "a receipt of a session outside this audit's scope does not fit the receipt chain \
+                 ({}); audit the whole database to see which",
+                kind_in_words(discrepancy.kind)
+            );
+        }
+    }
+}
+
+/// The chain discrepancy `kind` in a few words, for a row whose id is withheld.
+fn kind_in_words(kind: DiscrepancyKind) -> &'static str {
+    match kind {
+        DiscrepancyKind::ReceiptEdited => "edited",
+        DiscrepancyKind::ReceiptUnchained => "without a place in the chain",
+        DiscrepancyKind::ReceiptUnreadable => "unreadable",
+        _ => "does not hold",
+    }
 }
