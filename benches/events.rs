@@ -123,6 +123,7 @@ fn commit(engine: &Engine<OpenCodeStore>, intents: &[Intent]) -> Vec<PrunedEvent
                 revision_after: "1".repeat(64),
                 removed_count: 1,
                 committed_at_ms: pruning_engine::now_ms(),
+                kind: pruning_journal::EventKind::Pruned,
             })
             .collect();
         let committed = engine.journal().commit(&commits).expect("commit");

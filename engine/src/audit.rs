@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use pruning_journal::{CommittedEvent, Intent, IntentState, Journal, Selection};
+use pruning_journal::{CommittedEvent, EventKind, Intent, IntentState, Journal, Selection};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -71,6 +71,12 @@ pub enum DiscrepancyKind {
     SnapshotBack,
     /// An item a receipt removed is in a V2 message's content again.
     ContentBack,
+    /// An archived receipt's entry is not in the prune archive (and was not purged): the
+    /// archive file was deleted, replaced, or cut.
+    ArchiveMissing,
+    /// An archived receipt's entry does not read back to its entry hash: the archive was
+    /// damaged.
+    ArchiveDamaged,
 }
 
 /// One thing that does not hold, with the ids it concerns and a sentence for people.
@@ -196,11 +202,15 @@ pub struct StoreAudit {
     pub changes: Vec<MessageChange>,
     /// Distinct messages checked.
     pub messages: u64,
+    /// Archive entries of receipts in scope read back and hashed.
+    pub archive_checked: u64,
+    /// Receipts in scope whose archive entry was purged on purpose (`archive purge`).
+    pub archive_purged: u64,
 }
 
-/// The audit's answer. JSON: `{ok, receipts, events, messages, chain:{length, head}, discrepancies:
-/// [...], changedSince: [...], awaitingRecovery: [...]}`. `ok` is true when `discrepancies` is
-/// empty.
+/// The audit's answer. JSON: `{ok, receipts, events, messages, chain:{length, head}, archive:
+/// {checked, purged}, discrepancies: [...], changedSince: [...], awaitingRecovery: [...]}`. `ok`
+/// is true when `discrepancies` is empty.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -215,6 +225,8 @@ pub struct AuditReport {
     pub messages: u64,
     /// The receipt chain.
     pub chain: ChainSummary,
+    /// The archive entries of archived receipts.
+    pub archive: ArchiveSummary,
     /// Everything that does not hold, receipts' side first, then the journal's.
     pub discrepancies: Vec<Discrepancy>,
     /// Pruned messages OpenCode changed since their newest receipt.
@@ -231,6 +243,16 @@ pub struct ChainSummary {
     pub length: u64,
     /// The newest chain hash (64 lowercase hex), null for an empty chain.
     pub head: Option<String>,
+}
+
+/// What the audit found of the archive entries of the receipts it checked.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ArchiveSummary {
+    /// Entries read back and hashed.
+    pub checked: u64,
+    /// Entries purged on purpose (not discrepancies).
+    pub purged: u64,
 }
 
 /// Audits the receipts in `scope` against the store and `journal`
@@ -341,6 +363,10 @@ pub fn audit<S: SessionStore>(
         chain: ChainSummary {
             length: found.chain_length,
             head: found.chain_head,
+        },
+        archive: ArchiveSummary {
+            checked: found.archive_checked,
+            purged: found.archive_purged,
         },
         discrepancies,
         changed_since: found.changes,
@@ -519,6 +545,18 @@ fn event_mismatch(event: &CommittedEvent, receipt: &Receipt, own: bool) -> Optio
             "committedAtMs",
             event.committed_at_ms.to_string(),
             receipt.committed_at_ms.to_string(),
+        ),
+        (
+            "kind",
+            format!("{:?}", event.kind),
+            format!(
+                "{:?}",
+                if receipt.is_restore() {
+                    EventKind::Restored
+                } else {
+                    EventKind::Pruned
+                }
+            ),
         ),
     ];
     if own {

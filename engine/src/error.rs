@@ -231,6 +231,10 @@ pub enum StoreError {
     /// error (for OpenCode's store, `rusqlite::Error`) is kept as the source.
     #[error("storage error: {0}")]
     Storage(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The prune archive could not be opened, read or written (its words say which and what
+    /// to do); a prune that needed it was not committed.
+    #[error("{0}")]
+    Archive(String),
 }
 
 /// A failure of an [`crate::Engine`] operation.

@@ -1,8 +1,9 @@
-//! The announced event of a committed prune and the journal as its replay source.
+//! The announced event of a committed prune (or restore) and the journal as its replay source.
 //!
 //! An event is the journal's committed-event record seen through the contract: its data is
-//! `{sessionID, messageID, revision}` (CodeNomad's `rpc.codenomad.session-pruning.pruned`), its
-//! `seq` is the journal sequence number (the replay cursor), its `event_id` the receipt id.
+//! `{sessionID, messageID, revision}` (CodeNomad's `rpc.codenomad.session-pruning.pruned`, and
+//! `...restored` for a restore), its `seq` is the journal sequence number (the replay cursor),
+//! its `event_id` the receipt id.
 
 use std::sync::Arc;
 
@@ -11,9 +12,13 @@ use pruning_journal::{CommittedEvent, Journal};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::contract::{PrunedEventData, PRUNED_EVENT_TYPE};
+use pruning_journal::EventKind;
 
-/// One committed prune, as delivered to subscribers and printed by `session-prune events`.
+use crate::contract::{PrunedEventData, PRUNED_EVENT_TYPE};
+use crate::restore::RESTORED_EVENT_TYPE;
+
+/// One committed prune or restore, as delivered to subscribers and printed by `session-prune
+/// events`.
 ///
 /// JSON shape: `{seq, id, type, data:{sessionID, messageID, revision}, removedCount,
 /// committedAt}` with `committedAt` in ms since the Unix epoch.
@@ -23,12 +28,12 @@ pub struct PrunedEvent {
     pub seq: u64,
     /// Event id: the receipt id. A retry re-announces the same id.
     pub id: Uuid,
-    /// Always [`PRUNED_EVENT_TYPE`].
+    /// [`PRUNED_EVENT_TYPE`], or [`RESTORED_EVENT_TYPE`] for a restore.
     #[serde(rename = "type")]
     pub event_type: &'static str,
     /// The contract's event data.
     pub data: PrunedEventData,
-    /// Parts removed by the prune.
+    /// Parts removed by the prune (0 for a restore).
     #[serde(rename = "removedCount")]
     pub removed_count: u32,
     /// Commit time, ms since the Unix epoch.
@@ -41,7 +46,10 @@ impl From<CommittedEvent> for PrunedEvent {
         Self {
             seq: event.seq,
             id: event.event_id,
-            event_type: PRUNED_EVENT_TYPE,
+            event_type: match event.kind {
+                EventKind::Pruned => PRUNED_EVENT_TYPE,
+                EventKind::Restored => RESTORED_EVENT_TYPE,
+            },
             data: PrunedEventData {
                 session_id: event.session_id,
                 message_id: event.message_id,

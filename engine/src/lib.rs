@@ -17,13 +17,14 @@ pub mod history;
 pub mod planner;
 pub mod receipt;
 pub mod request_key;
+pub mod restore;
 pub mod revision;
 pub mod scope;
 pub mod store;
 
 pub use audit::{
-    audit, AuditReport, AuditScope, AwaitingRecovery, ChainSummary, ChangeKind, Discrepancy,
-    DiscrepancyKind, MessageChange, StoreAudit,
+    audit, ArchiveSummary, AuditReport, AuditScope, AwaitingRecovery, ChainSummary, ChangeKind,
+    Discrepancy, DiscrepancyKind, MessageChange, StoreAudit,
 };
 pub use batch::{BatchItem, BatchOutcome, BatchResult, PruneBatchRequest, MAX_BATCH};
 pub use contract::Refusal;
@@ -32,16 +33,21 @@ pub use contract::{
     PrunedEventData, Selection, PRUNED_EVENT_TYPE,
 };
 pub use engine::{
-    dry_run, now_ms, preview, Engine, PreviewOutcome, PruneOutcome, Recovery, ENGINE_VERSION,
+    dry_run, now_ms, preview, restore_dry_run, Engine, PreviewOutcome, PruneOutcome, Recovery,
+    RestoreOutcome, ENGINE_VERSION,
 };
 pub use error::{ContractError, EngineError, JournalError, StoreError};
 pub use event::{JournalReplay, PrunedEvent};
 pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpose};
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus, Unprunable};
 pub use receipt::{AbandonedRun, Receipt};
-pub use request_key::request_key;
+pub use request_key::{after_restore, request_key, restore_key};
+pub use restore::{RestoreRequest, RestoreResult, RESTORED_EVENT_TYPE};
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
-pub use store::{Applied, DryRun, Durability, PruneCommand, SessionStore};
+pub use store::{
+    Applied, DryRun, Durability, PruneCommand, RestoreApplied, RestoreCommand, RestorePlan,
+    SessionStore,
+};
 
 pub use pruning_events::{Delivery, Hub, RecvError, Subscription};
 pub use pruning_journal::{Intent, IntentState, Journal};

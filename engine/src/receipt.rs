@@ -48,6 +48,24 @@ pub struct Receipt {
     /// `abandoned_after` (docs/ARCHITECTURE.md, "Fence"). Absent from the JSON when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abandoned_run: Option<AbandonedRun>,
+    /// Set when the prune was archived: the entry hash of the rows it removed, lowercase hex
+    /// SHA-256 of their encoding in the prune archive (docs/ARCHITECTURE.md, "Archive"). Absent
+    /// from the JSON when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_hash: Option<String>,
+    /// Set on the receipt of a restore (not a prune): the id of the prune's receipt whose parts
+    /// it put back. Such a receipt's revisions are the message's before and after the restore,
+    /// its `indexes` and `partIds` those it put back, `removedCount` and `bytesRemoved` 0, and
+    /// `archiveHash` the entry it read. Absent from the JSON when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restores: Option<Uuid>,
+}
+
+impl Receipt {
+    /// Whether this is the receipt of a restore rather than of a prune.
+    pub fn is_restore(&self) -> bool {
+        self.restores.is_some()
+    }
 }
 
 /// The incomplete run a fence admitted a prune beside: `{messageID, idleMs}`.

@@ -3,6 +3,12 @@
 //! Source: CodeNomad `transaction.ts`: SHA-256 of the canonical JSON of `{sessionID, messageID,
 //! revision, indexes}` with indexes sorted ascending; in all-technical mode
 //! `{sessionID, messageID, revision, allTechnical: true}`.
+//!
+//! A restore puts a message back as it was, so pruning it again is the same request as the
+//! prune that was undone. Its key is then [`after_restore`] of the undone receipt's key (and
+//! again after each later restore): the store finds the key a request has now with
+//! `SessionStore::live_request_key`. A restore's own key is [`restore_key`]
+//! (docs/ARCHITECTURE.md, "Restore").
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -25,6 +31,25 @@ pub fn request_key(request: &PruneRequest) -> [u8; 32] {
         };
     }
     Sha256::digest(canonical_json(&body).as_bytes()).into()
+}
+
+/// The key of a prune request whose earlier identical prune, with receipt `receipt_id` under
+/// `key`, was undone by a restore: SHA-256 of `key`'s lowercase hex, `/`, and the receipt id.
+pub fn after_restore(key: &[u8; 32], receipt_id: uuid::Uuid) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(hex::encode(key).as_bytes());
+    hasher.update(b"/");
+    hasher.update(receipt_id.to_string().as_bytes());
+    hasher.finalize().into()
+}
+
+/// The key of the restore of the prune with receipt `receipt_id`: SHA-256 of `restore/` and the
+/// receipt id. One prune has one restore: an identical retry finds it by this key.
+pub fn restore_key(receipt_id: uuid::Uuid) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"restore/");
+    hasher.update(receipt_id.to_string().as_bytes());
+    hasher.finalize().into()
 }
 
 #[cfg(test)]

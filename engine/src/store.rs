@@ -16,6 +16,7 @@ use crate::error::StoreError;
 use crate::history::scan::{HistoryScan, ScanEnd, ScannedMessage};
 use crate::planner::{Plan, StoredMessage};
 use crate::receipt::{AbandonedRun, Receipt};
+use crate::restore::RestoreRequest;
 
 /// Everything a store needs to apply one journaled prune intent.
 #[derive(Debug, Clone)]
@@ -78,6 +79,51 @@ pub enum DryRun {
     AlreadyPruned(Box<Receipt>),
 }
 
+/// Everything a store needs to apply one journaled restore intent.
+#[derive(Debug, Clone)]
+pub struct RestoreCommand<'a> {
+    /// The request.
+    pub request: &'a RestoreRequest,
+    /// The journaled intent.
+    pub intent_id: Uuid,
+    /// The restore's request key ([`crate::restore_key`]).
+    pub request_key: [u8; 32],
+    /// Id for the restore's receipt if it commits.
+    pub receipt_id: Uuid,
+    /// The identity the journal is bound to (as [`PruneCommand::database_id`]).
+    pub database_id: &'a str,
+    /// Now, ms since the Unix epoch.
+    pub now_ms: i64,
+}
+
+/// The outcome of [`SessionStore::restore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreApplied {
+    /// The restore committed, or an identical one had (`replayed`): `receipt` is its receipt.
+    Restored {
+        /// The restore's receipt.
+        receipt: Box<Receipt>,
+        /// True when the receipt already existed and nothing was written now.
+        replayed: bool,
+    },
+    /// Refused; nothing was written.
+    Refused(Refusal),
+}
+
+/// What a restore would put back now, from [`SessionStore::restore_dry_run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestorePlan {
+    /// The receipt of the prune it undoes.
+    pub pruned: Receipt,
+    /// Rows it puts back, over every table.
+    pub rows: usize,
+    /// Bytes of those rows' `data`.
+    pub bytes: u64,
+    /// An identical restore already committed with this receipt (then nothing would be
+    /// written).
+    pub already: Option<Receipt>,
+}
+
 /// A storage generation of OpenCode, seen by the engine.
 ///
 /// Implementations are synchronous; the engine calls them from whatever thread it runs on.
@@ -116,6 +162,15 @@ pub trait SessionStore: Send + Sync {
         now_ms: i64,
     ) -> Result<Result<DryRun, Refusal>, StoreError>;
 
+    /// Called by a batch before its prunes are applied, with their commands (their receipt ids
+    /// fixed): a store that archives what prunes remove writes their entries ahead, durable in
+    /// one sync, so that each prune need not wait for its own (docs/ARCHITECTURE.md, "Archive").
+    /// Nothing here may change what a prune does; a failure shows when the prune is applied.
+    /// The default does nothing.
+    fn archive_ahead(&self, commands: &[PruneCommand<'_>]) {
+        let _ = commands;
+    }
+
     /// Makes every prune this store committed with [`Durability::Deferred`] durable. The
     /// default does nothing (a store whose commits are always durable).
     ///
@@ -127,6 +182,51 @@ pub trait SessionStore: Send + Sync {
 
     /// The receipt stored under a request key, if any (read-only).
     fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError>;
+
+    /// The receipt with this id, if any (read-only). The default looks through
+    /// [`SessionStore::receipts`].
+    fn receipt(&self, receipt_id: Uuid) -> Result<Option<Receipt>, StoreError> {
+        Ok(self
+            .receipts(None)?
+            .into_iter()
+            .find(|r| r.receipt_id == receipt_id))
+    }
+
+    /// The key a prune request with key `request_key` ([`crate::request_key()`]) has now: the
+    /// same key, or, while the receipt under it was undone by a restore, the
+    /// [`crate::after_restore`] key of that receipt, followed as far as it goes (read-only).
+    /// The default, for a store that cannot restore, is the key itself.
+    fn live_request_key(&self, request_key: &[u8; 32]) -> Result<[u8; 32], StoreError> {
+        Ok(*request_key)
+    }
+
+    /// Applies a restore in one transaction with its receipt: the prune's receipt is checked
+    /// (known, a prune's, archived, in the request's scope), the fence passes, the message's
+    /// revision is still the one the prune left, and the archived rows go back exactly.
+    /// Refusals leave the database unchanged; a restore receipt already stored under the same
+    /// request key is returned unchanged. The default refuses (`unsupported_storage`).
+    fn restore(&self, command: &RestoreCommand<'_>) -> Result<RestoreApplied, StoreError> {
+        let _ = command;
+        Ok(RestoreApplied::Refused(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "this store cannot restore prunes",
+        )))
+    }
+
+    /// Runs every check of [`SessionStore::restore`] and reads the archived rows, then rolls
+    /// back: nothing is written. `now_ms` is ms since the Unix epoch. The default refuses
+    /// (`unsupported_storage`).
+    fn restore_dry_run(
+        &self,
+        request: &RestoreRequest,
+        now_ms: i64,
+    ) -> Result<Result<RestorePlan, Refusal>, StoreError> {
+        let _ = (request, now_ms);
+        Ok(Err(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            "this store cannot restore prunes",
+        )))
+    }
 
     /// All receipts, oldest commit first, optionally of one session (read-only).
     fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError>;

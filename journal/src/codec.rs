@@ -4,11 +4,23 @@
 //! Decoding checks the version byte first and refuses anything but [`FORMAT_VERSION`] with
 //! [`CodecError::UnknownFormatVersion`]: a record written by another format is an error, never
 //! a guess. It also refuses trailing bytes after the value.
+//!
+//! Intents and events have a second record version, [`RECORD_VERSION`] (2), written only by the
+//! records that need it, so that a journal that never restored anything stays readable by a
+//! build that reads version 1 alone: an intent whose selection is [`Selection::Restore`] (the
+//! same layout as version 1, with that variant added at the end), and an event whose kind is
+//! not [`EventKind::Pruned`] (version 1's fields, then `kind`). Version 1 records read as
+//! before, their events as `Pruned`.
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use crate::error::CodecError;
+use crate::record::{CommittedEvent, EventKind, Intent, Selection};
+
+/// The newest intent and event record version this build writes and reads.
+pub const RECORD_VERSION: u8 = 2;
 
 /// The record format this build writes and reads (the leading byte of every record value, and
 /// the value of the journal's `format_version` meta entry).
@@ -49,6 +61,109 @@ pub fn check_version(version: u8) -> Result<(), CodecError> {
             supported: FORMAT_VERSION,
         })
     }
+}
+
+/// `[version] ++ postcard(value)`.
+fn encode_as<T: Serialize>(version: u8, value: &T) -> Result<Vec<u8>, CodecError> {
+    postcard::to_extend(value, vec![version]).map_err(CodecError::Encode)
+}
+
+/// The value after the version byte, refusing trailing bytes.
+fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, CodecError> {
+    let (value, rest) = postcard::take_from_bytes(body).map_err(CodecError::Decode)?;
+    if rest.is_empty() {
+        Ok(value)
+    } else {
+        Err(CodecError::TrailingBytes { count: rest.len() })
+    }
+}
+
+/// The version byte of an intent or event record and the bytes after it.
+fn split_record(bytes: &[u8]) -> Result<(u8, &[u8]), CodecError> {
+    let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
+    if version == 0 || version > RECORD_VERSION {
+        return Err(CodecError::UnknownFormatVersion {
+            found: version,
+            supported: RECORD_VERSION,
+        });
+    }
+    Ok((version, body))
+}
+
+/// Encodes an intent: version 1, or 2 when its selection is a restore.
+///
+/// Errors: [`CodecError::Encode`].
+pub fn encode_intent(intent: &Intent) -> Result<Vec<u8>, CodecError> {
+    let version = match intent.selection {
+        Selection::Restore(_) => RECORD_VERSION,
+        Selection::Indexes(_) | Selection::AllTechnical => FORMAT_VERSION,
+    };
+    encode_as(version, intent)
+}
+
+/// Decodes an intent of version 1 or 2.
+///
+/// Errors: as [`decode`], with versions 1 and 2 known.
+pub fn decode_intent(bytes: &[u8]) -> Result<Intent, CodecError> {
+    let (_, body) = split_record(bytes)?;
+    decode_body(body)
+}
+
+/// Version 1's event: [`CommittedEvent`] without its kind (always a prune).
+#[derive(Serialize, Deserialize)]
+struct EventV1 {
+    seq: u64,
+    event_id: Uuid,
+    intent_id: Uuid,
+    session_id: String,
+    message_id: String,
+    revision: String,
+    removed_count: u32,
+    committed_at_ms: i64,
+}
+
+/// Encodes an event: version 1 for a prune's, 2 for any other kind.
+///
+/// Errors: [`CodecError::Encode`].
+pub fn encode_event(event: &CommittedEvent) -> Result<Vec<u8>, CodecError> {
+    match event.kind {
+        EventKind::Pruned => encode_as(
+            FORMAT_VERSION,
+            &EventV1 {
+                seq: event.seq,
+                event_id: event.event_id,
+                intent_id: event.intent_id,
+                session_id: event.session_id.clone(),
+                message_id: event.message_id.clone(),
+                revision: event.revision.clone(),
+                removed_count: event.removed_count,
+                committed_at_ms: event.committed_at_ms,
+            },
+        ),
+        EventKind::Restored => encode_as(RECORD_VERSION, event),
+    }
+}
+
+/// Decodes an event of version 1 (a prune's) or 2.
+///
+/// Errors: as [`decode`], with versions 1 and 2 known.
+pub fn decode_event(bytes: &[u8]) -> Result<CommittedEvent, CodecError> {
+    let (version, body) = split_record(bytes)?;
+    if version == RECORD_VERSION {
+        return decode_body(body);
+    }
+    let v1: EventV1 = decode_body(body)?;
+    Ok(CommittedEvent {
+        seq: v1.seq,
+        event_id: v1.event_id,
+        intent_id: v1.intent_id,
+        session_id: v1.session_id,
+        message_id: v1.message_id,
+        revision: v1.revision,
+        removed_count: v1.removed_count,
+        committed_at_ms: v1.committed_at_ms,
+        kind: EventKind::Pruned,
+    })
 }
 
 #[cfg(test)]

@@ -33,8 +33,8 @@ mod record;
 mod retention;
 mod store;
 
-pub use codec::FORMAT_VERSION;
+pub use codec::{FORMAT_VERSION, RECORD_VERSION};
 pub use error::{BindError, CodecError, OpenError, ReadError, WriteError};
-pub use record::{Commit, CommittedEvent, Intent, IntentState, Resolution, Selection};
+pub use record::{Commit, CommittedEvent, EventKind, Intent, IntentState, Resolution, Selection};
 pub use retention::Retention;
 pub use store::{Journal, OPEN_RETRY};

@@ -2,8 +2,8 @@
 //! [`IntentState`]), [`CommittedEvent`], and the caller-supplied [`Commit`].
 //!
 //! These are plain data: encoding lives in `codec`, storage in `store`. Field order is part of
-//! the on-disk format (postcard encodes fields positionally): changing it needs a new
-//! `FORMAT_VERSION`.
+//! the on-disk format (postcard encodes fields positionally): changing it needs a new record
+//! version (see `codec`: version 2 added [`Selection::Restore`] and [`CommittedEvent::kind`]).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -15,6 +15,18 @@ pub enum Selection {
     Indexes(Vec<u32>),
     /// Every technical part (tool calls with their outputs, reasoning) of the message.
     AllTechnical,
+    /// Not a prune: the restore of the prune whose receipt id this is (its parts put back from
+    /// the archive). Record version 2.
+    Restore(Uuid),
+}
+
+/// What a committed intent did, as its event announces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// Parts were pruned.
+    Pruned,
+    /// A prune was undone: its parts were put back (record version 2).
+    Restored,
 }
 
 /// Where an intent stands. `Pending` is the only non-terminal state: an intent leaves it at
@@ -109,10 +121,12 @@ pub struct CommittedEvent {
     pub message_id: String,
     /// The message's revision AFTER the prune.
     pub revision: String,
-    /// How many parts the prune removed.
+    /// How many parts the prune removed (0 for a restore).
     pub removed_count: u32,
     /// Commit time, ms since the Unix epoch.
     pub committed_at_ms: i64,
+    /// What the intent did (`Pruned` for every record of version 1).
+    pub kind: EventKind,
 }
 
 /// What the caller supplies to mark an intent committed; the journal assigns the `seq`.
@@ -124,10 +138,12 @@ pub struct Commit {
     pub event_id: Uuid,
     /// The message's revision after the prune.
     pub revision_after: String,
-    /// How many parts the prune removed.
+    /// How many parts the prune removed (0 for a restore).
     pub removed_count: u32,
     /// Commit time, ms since the Unix epoch.
     pub committed_at_ms: i64,
+    /// What the intent did.
+    pub kind: EventKind,
 }
 
 impl Commit {
@@ -142,6 +158,7 @@ impl Commit {
             revision: self.revision_after.clone(),
             removed_count: self.removed_count,
             committed_at_ms: self.committed_at_ms,
+            kind: self.kind,
         }
     }
 }

@@ -239,7 +239,7 @@ where
     E: From<redb::Error> + From<CodecError>,
 {
     match intents.get(intent_id.as_bytes()).storage()? {
-        Some(value) => Ok(Some(codec::decode(value.value())?)),
+        Some(value) => Ok(Some(codec::decode_intent(value.value())?)),
         None => Ok(None),
     }
 }
@@ -253,7 +253,7 @@ where
     E: From<redb::Error> + From<CodecError>,
 {
     match events.get(seq).storage()? {
-        Some(value) => Ok(Some(codec::decode(value.value())?)),
+        Some(value) => Ok(Some(codec::decode_event(value.value())?)),
         None => Ok(None),
     }
 }

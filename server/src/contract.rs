@@ -1,5 +1,6 @@
 //! The routes that mirror CodeNomad's session-pruning RPC:
-//! `POST /api/workspaces/{id}/session-pruning/{preview,prune,history,prune-batch}`.
+//! `POST /api/workspaces/{id}/session-pruning/{preview,prune,history,prune-batch}`, and the
+//! restore of an archived prune (`.../restore`), which answers the same way.
 //!
 //! Each answers `200` with exactly the contract's shape (a refusal is `200`
 //! `{status:"blocked", reason}`); a body that breaks the contract is `400`, over 1 MiB `413`,
@@ -15,15 +16,17 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::contract::{RawPreview, RawPrune};
+use pruning_engine::restore::RawRestore;
 use pruning_engine::{
     batch::RawBatch, history::request::RawHistory, BatchItem, BatchResult, BlockedReason,
     ContractError, Engine, EngineError, HistoryRequest, HistoryResult, PreviewRequest,
-    PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Refusal, Scope,
+    PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Refusal, RestoreRequest,
+    RestoreResult, Scope, SessionStore,
 };
 use serde::Serialize;
 
 use super::error::ApiError;
-use super::responses::ContractFailures;
+use super::responses::{ContractFailures, RestoreFailures};
 use super::state::{Admission, AppState};
 use super::{body, document};
 
@@ -116,6 +119,32 @@ pub async fn prune_batch(
     request: Body,
 ) -> Result<Response, ApiError> {
     handle::<PruneBatchRequest>(&state, workspace, &headers, request).await
+}
+
+/// `restore {receiptID}` -> `{status:"restored", receiptID, sessionID, messageID, revision,
+/// restoredCount}`; the `rpc.codenomad.session-pruning.restored` event is announced before the
+/// answer is sent. A receipt that is unknown, or whose session lies outside the workspace, is
+/// `blocked/not_deletable` with nothing journaled.
+#[utoipa::path(
+    post,
+    path = "/api/workspaces/{id}/session-pruning/restore",
+    summary = "Undo an archived prune: put back exactly the rows it removed, when the message is \
+        unchanged since; journaled, applied in one transaction with a receipt of the restore, \
+        announced as an event. An identical retry returns the same answer.",
+    params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
+    request_body = RawRestore,
+    responses(
+        (status = 200, description = "Restored, or `blocked`", body = RestoreResult),
+        RestoreFailures,
+    )
+)]
+pub async fn restore(
+    State(state): State<AppState>,
+    Path(workspace): Path<String>,
+    headers: HeaderMap,
+    request: Body,
+) -> Result<Response, ApiError> {
+    handle::<RestoreRequest>(&state, workspace, &headers, request).await
 }
 
 /// What one contract route does with its validated request.
@@ -326,6 +355,63 @@ impl Route for PruneBatchRequest {
             }
         }
         Ok(outcome.result())
+    }
+}
+
+impl Route for RestoreRequest {
+    const NAME: &'static str = "restore";
+    const WRITES: bool = true;
+    type Answer = RestoreResult;
+
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        Self::from_json(body)
+    }
+
+    /// The session is the receipt's, found by [`Route::run`].
+    fn session(&self) -> Option<&str> {
+        None
+    }
+
+    fn within(self, scope: Scope) -> Self {
+        RestoreRequest::within(self, scope)
+    }
+
+    fn missing(&self) -> Option<RestoreResult> {
+        None
+    }
+
+    fn run(self, engine: &Engine<OpenCodeStore>) -> Result<RestoreResult, ApiError> {
+        let subject = self.receipt_id.to_string();
+        // Another workspace's receipt is answered as an unknown one, before anything is
+        // journaled: its existence is not given away.
+        let admitted = engine
+            .store()
+            .receipt(self.receipt_id)
+            .and_then(|receipt| match receipt {
+                None => Ok(false),
+                Some(receipt) => Ok(engine
+                    .store()
+                    .owner(&receipt.session_id)?
+                    .is_some_and(|owner| self.scope.admits(&owner.as_ownership()).is_ok())),
+            });
+        let result = match admitted {
+            Ok(false) => Ok((
+                RestoreResult::Blocked {
+                    reason: BlockedReason::NotDeletable,
+                },
+                Some(Refusal::new(
+                    BlockedReason::NotDeletable,
+                    format!("no receipt {subject} in this workspace"),
+                )),
+            )),
+            Ok(true) => engine
+                .restore(&self)
+                .map(|outcome| (outcome.result, outcome.refusal)),
+            Err(error) => Err(error.into()),
+        };
+        answer(Self::NAME, &subject, result, |reason| {
+            RestoreResult::Blocked { reason }
+        })
     }
 }
 

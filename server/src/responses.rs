@@ -68,3 +68,28 @@ pub enum ContractFailures {
     #[response(status = 500)]
     Internal(#[ref_response] Internal),
 }
+
+/// The failures of the restore route: [`ContractFailures`] but `403`, which it never answers
+/// (a receipt of another workspace's session is `blocked/not_deletable`, as an unknown one).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum RestoreFailures {
+    /// See [`BadRequest`].
+    #[response(status = 400)]
+    BadRequest(#[ref_response] BadRequest),
+    /// See [`Unauthorized`].
+    #[response(status = 401)]
+    Unauthorized(#[ref_response] Unauthorized),
+    /// See [`NotFound`].
+    #[response(status = 404)]
+    NotFound(#[ref_response] NotFound),
+    /// See [`BodyTimeout`].
+    #[response(status = 408)]
+    BodyTimeout(#[ref_response] BodyTimeout),
+    /// See [`TooLarge`].
+    #[response(status = 413)]
+    TooLarge(#[ref_response] TooLarge),
+    /// See [`Internal`].
+    #[response(status = 500)]
+    Internal(#[ref_response] Internal),
+}

@@ -26,6 +26,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(contract::prune))
         .routes(routes!(contract::history))
         .routes(routes!(contract::prune_batch))
+        .routes(routes!(contract::restore))
         .routes(routes!(audit::receipts))
         .routes(routes!(audit::receipt))
         .routes(routes!(audit::audit))

@@ -24,6 +24,9 @@ pub enum ConfigError {
     /// The journal path names a folder.
     #[error("--journal {0} is a folder; the journal is a file (name one inside it, e.g. {0}/opencode.db.prune-journal)")]
     JournalIsFolder(String),
+    /// A receipt id is not a UUID.
+    #[error("`{0}` is not a receipt id (a UUID such as 0190f5c2-...; `receipts` lists them)")]
+    ReceiptId(String),
     /// An index is not an integer.
     #[error("--indexes: `{0}` is not an integer (expected e.g. --indexes 0,2)")]
     Index(String),

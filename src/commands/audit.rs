@@ -81,6 +81,13 @@ fn print(report: &AuditReport) -> std::io::Result<()> {
         report.events,
         report.chain.length,
     )?;
+    if report.archive.checked > 0 || report.archive.purged > 0 {
+        say!(
+            "  archive: {} entry(ies) read back and hashed, {} purged on purpose",
+            report.archive.checked,
+            report.archive.purged
+        )?;
+    }
     for discrepancy in &report.discrepancies {
         say!("  discrepancy: {}", output::printable(&discrepancy.detail))?;
     }
@@ -138,6 +145,11 @@ fn remedy(kind: DiscrepancyKind) -> &'static str {
         DiscrepancyKind::ContentBack => {
             "an item a prune removed is back in a V2 message (a restored backup or a sync wrote \
              it): preview the message and prune it again"
+        }
+        DiscrepancyKind::ArchiveMissing | DiscrepancyKind::ArchiveDamaged => {
+            "the prune archive (<database>.prune-archive) lost or damaged entries, so those \
+             prunes cannot be restored: put back the archive from a backup taken with the \
+             database (the pruned rows themselves are gone from the database either way)"
         }
         // The journal's side, and any kind added later.
         _ => {

@@ -49,6 +49,10 @@ struct Report {
     /// Bytes of row data removed (or, in a dry run, that would be): the part rows and their
     /// event snapshots, as the receipts count them.
     bytes: u64,
+    /// With `--archive`: bytes written to the prune archive for the prunes that committed
+    /// (their rows, compressed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    archive_bytes: Option<u64>,
     /// Messages left alone, by reason (`oversize`, `malformed`, `incomplete`, ...).
     skipped: BTreeMap<&'static str, u64>,
     /// Messages the prune refused, by contract reason (`maintenance_required`, `conflict`, ...).
@@ -204,6 +208,11 @@ pub struct Args {
     /// of the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
     include_spill_files: bool,
+    /// Keep the rows each prune removes in the archive beside the database
+    /// (`<database>.prune-archive`), durable before the prunes commit; the report gives the
+    /// archive bytes written beside the bytes freed.
+    #[arg(long, requires = "apply")]
+    archive: bool,
     /// Messages per batch: their intents share one journal write, their commits one WAL sync.
     #[arg(long, default_value_t = 256, value_name = "N")]
     batch_size: usize,
@@ -259,6 +268,8 @@ pub struct CleanConfig {
     pub before_compaction: bool,
     /// Oldest first across sessions, until the live data is at most this many bytes.
     pub until_live_size: Option<u64>,
+    /// Archive what each prune removes (`--archive`).
+    pub archive: bool,
     /// Messages per batch (1 or more).
     pub batch_size: usize,
     /// Wait after each batch (a test seam for interruption).
@@ -309,6 +320,7 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
                 problem,
             })?),
         },
+        archive: args.archive,
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
         listing_budget: args.listing_budget,
@@ -345,7 +357,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     }
     let engine = if clean.apply {
-        match open_engine_unless_busy(config)? {
+        match open_engine_unless_busy(config, clean.archive.into())? {
             Ok(engine) => Some(engine),
             Err(detail) => {
                 if config.json {
@@ -556,6 +568,11 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    if clean.archive {
+        report.archive_bytes = engine
+            .as_ref()
+            .map(|engine| engine.store().archived_bytes());
+    }
     if let Some(mut until) = until {
         if clean.apply {
             until.live_after = Some(store.vacuum_needs()?.live_bytes);
@@ -711,6 +728,12 @@ fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) -> std::
         report.parts,
         output::bytes(report.bytes)
     )?;
+    if let Some(archived) = report.archive_bytes {
+        say!(
+            "archived: {} written to the prune archive for them (their rows, compressed; `restore RECEIPT` puts one back)",
+            output::bytes(archived)
+        )?;
+    }
     if report.already_pruned > 0 {
         say!(
             "already pruned by an identical request: {}",

@@ -5,6 +5,7 @@
 //! the command's help) and its arm in [`Command::run`]. Two modules are not commands: `open`
 //! (opening the store, the journal and the engine) and `diagnose` (a failure's cause in words).
 
+mod archive;
 mod audit;
 mod clean;
 mod demo;
@@ -17,6 +18,7 @@ mod preview;
 mod prune;
 mod prune_batch;
 mod receipts;
+mod restore;
 mod serve;
 mod sessions;
 mod stats;
@@ -27,7 +29,7 @@ use clap::Subcommand;
 pub(crate) use open::{
     busy_detail, check_binding, check_binding_unless_busy, journal_busy, open_engine,
     open_engine_unless_busy, open_journal_for_reading, open_store, open_store_for_writing,
-    require_opencode,
+    require_opencode, Archiving,
 };
 
 use crate::cli::config::Config;
@@ -66,6 +68,13 @@ pub enum Command {
     Clean(clean::Args),
     /// List the receipts of committed prunes (the audit trail).
     Receipts(receipts::Args),
+    /// Undo an archived prune: put back exactly the rows it removed, when the message is
+    /// unchanged since (journaled and announced like a prune). Exit 0 restored, 3 blocked, 2
+    /// bad input.
+    Restore(restore::Args),
+    /// The prune archive beside the database: `stats` (entries, bytes, compression, oldest),
+    /// `purge --older-than DURATION` (its retention).
+    Archive(archive::Args),
     /// Check every receipt against the database and the journal: the receipt chain, each
     /// receipt's journaled event, no removed part back, each pruned message's revision
     /// (read-only). Exit 0 when everything holds, 1 with every discrepancy.
@@ -104,6 +113,8 @@ impl Command {
             Command::PruneBatch(args) => prune_batch::run(args, config),
             Command::Clean(args) => clean::run(args, config),
             Command::Receipts(args) => receipts::run(args, config),
+            Command::Restore(args) => restore::run(args, config),
+            Command::Archive(args) => archive::run(args, config),
             Command::Audit(args) => audit::run(args, config),
             Command::Events(args) => events::run(args, config),
             Command::Serve(args) => serve::run(args, config),

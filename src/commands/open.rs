@@ -121,27 +121,48 @@ pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> 
     Ok(store)
 }
 
+/// Whether the prunes of an engine are archived (`--archive`: docs/ARCHITECTURE.md, "Archive").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Archiving {
+    /// Prunes keep nothing of what they remove.
+    Off,
+    /// Each prune keeps what it removes in the archive beside the database.
+    On,
+}
+
+impl From<bool> for Archiving {
+    fn from(archive: bool) -> Self {
+        if archive {
+            Self::On
+        } else {
+            Self::Off
+        }
+    }
+}
+
 /// [`open_engine`], or `Ok(Err(detail))` when another process holds the journal past the
 /// open's retry window: nothing was journaled or written, and the caller reports the request
 /// as blocked (`maintenance_required`).
 pub fn open_engine_unless_busy(
     config: &Config,
+    archiving: Archiving,
 ) -> anyhow::Result<Result<Engine<OpenCodeStore>, String>> {
-    match open_engine(config) {
+    match open_engine(config, archiving) {
         Ok(engine) => Ok(Ok(engine)),
         Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
         Err(error) => Err(error),
     }
 }
 
-/// Opens the store and its journal, runs recovery and reports what it did on stderr.
+/// Opens the store and its journal, runs recovery and reports what it did on stderr; with
+/// [`Archiving::On`], opens the archive beside the database too (recovering it as well).
 ///
 /// Closing the store leaves the WAL as it is: every commit is already durable in it, and the
 /// checkpoint a last connection runs on close would cost two more syncs (the WAL's and the
 /// database file's) and, by resetting the WAL, two in the next process (the WAL's header and
 /// its folder). SQLite's own checkpoints during a long run (every 1,000 pages) and OpenCode's
 /// still move the WAL into the database file.
-pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
+pub fn open_engine(config: &Config, archiving: Archiving) -> anyhow::Result<Engine<OpenCodeStore>> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
         abandoned_after: config.abandoned_after,
@@ -169,6 +190,9 @@ pub fn open_engine(config: &Config) -> anyhow::Result<Engine<OpenCodeStore>> {
             recovery.completed.len(),
             recovery.abandoned.len()
         );
+    }
+    if archiving == Archiving::On {
+        engine.store().archive_prunes()?;
     }
     Ok(engine)
 }

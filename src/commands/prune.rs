@@ -6,7 +6,7 @@
 use pruning_engine::{BlockedReason, DryRun, Plan, PruneOutcome, PruneRequest, PruneResult};
 use serde::Serialize;
 
-use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
+use super::{open_engine_unless_busy, open_store_for_writing, Archiving, Outcome};
 use clap::ArgGroup;
 
 use crate::cli::args::ScopeArgs;
@@ -67,6 +67,11 @@ pub struct Args {
     /// Check the request against the message now and print what would be removed; write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Keep the rows the prune removes in the archive beside the database
+    /// (`<database>.prune-archive`), durable before the prune commits; its receipt records the
+    /// entry's hash.
+    #[arg(long)]
+    archive: bool,
     #[command(flatten)]
     scope: ScopeArgs,
 }
@@ -81,7 +86,12 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         }
         None => PruneRequest::all_technical(args.session, args.message, args.revision)?,
     };
-    execute(config, &request.within(scope), args.dry_run)
+    execute(
+        config,
+        &request.within(scope),
+        args.dry_run,
+        args.archive.into(),
+    )
 }
 
 /// Parses `0,2,5` (spaces allowed). An empty list is left for the contract to reject.
@@ -99,11 +109,16 @@ fn parse_indexes(list: &str) -> Result<Vec<i64>, ConfigError> {
 }
 
 /// Prunes (or plans) one message.
-pub fn execute(config: &Config, request: &PruneRequest, dry_run: bool) -> anyhow::Result<Outcome> {
+pub fn execute(
+    config: &Config,
+    request: &PruneRequest,
+    dry_run: bool,
+    archiving: Archiving,
+) -> anyhow::Result<Outcome> {
     if dry_run {
         return plan(config, request);
     }
-    let engine = match open_engine_unless_busy(config)? {
+    let engine = match open_engine_unless_busy(config, archiving)? {
         Ok(engine) => engine,
         Err(detail) => return busy(config, &detail),
     };

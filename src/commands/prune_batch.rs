@@ -16,7 +16,7 @@ use pruning_engine::{
 use serde::Serialize;
 
 use super::prune::DryRunDocument;
-use super::{open_engine_unless_busy, open_store_for_writing, Outcome};
+use super::{open_engine_unless_busy, open_store_for_writing, Archiving, Outcome};
 use crate::cli::args::ScopeArgs;
 use crate::cli::config::{scope, Config};
 use crate::cli::error::ConfigError;
@@ -36,6 +36,10 @@ pub struct Args {
     /// Check each candidate as a prune would and print what would be removed; write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Keep the rows each prune removes in the archive beside the database
+    /// (`<database>.prune-archive`), durable before the prunes commit.
+    #[arg(long)]
+    archive: bool,
     #[command(flatten)]
     scope: ScopeArgs,
 }
@@ -61,7 +65,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
                 .map(|batch| batch.within(scope.clone()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    execute(config, &batches, args.dry_run)
+    execute(config, &batches, args.dry_run, args.archive.into())
 }
 
 /// A batch body as a file may hold it: `{sessionID, candidates}` and nothing else.
@@ -139,6 +143,7 @@ fn execute(
     config: &Config,
     batches: &[PruneBatchRequest],
     dry_run: bool,
+    archiving: Archiving,
 ) -> anyhow::Result<Outcome> {
     if batches.is_empty() {
         if config.json {
@@ -153,7 +158,7 @@ fn execute(
     if dry_run {
         plan(config, batches)
     } else {
-        prune(config, batches)
+        prune(config, batches, archiving)
     }
 }
 
@@ -168,8 +173,12 @@ fn report(config: &Config, message_id: &str, line: &str, refused: bool) -> std::
     Ok(())
 }
 
-fn prune(config: &Config, batches: &[PruneBatchRequest]) -> anyhow::Result<Outcome> {
-    let engine = match open_engine_unless_busy(config)? {
+fn prune(
+    config: &Config,
+    batches: &[PruneBatchRequest],
+    archiving: Archiving,
+) -> anyhow::Result<Outcome> {
+    let engine = match open_engine_unless_busy(config, archiving)? {
         Ok(engine) => engine,
         Err(detail) => return all_blocked(config, batches, &detail),
     };

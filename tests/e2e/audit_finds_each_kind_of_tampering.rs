@@ -75,6 +75,7 @@ fn audit_holds_on_what_the_engine_wrote() {
         serde_json::json!({
             "ok": true, "receipts": CLEANED, "events": CLEANED, "messages": CLEANED,
             "chain": {"length": CLEANED, "head": head},
+            "archive": {"checked": 0, "purged": 0},
             "discrepancies": [], "changedSince": [], "awaitingRecovery": []
         })
     );

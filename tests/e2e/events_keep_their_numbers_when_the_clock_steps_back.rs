@@ -64,6 +64,7 @@ fn events_keep_their_numbers_when_the_clock_stepped_back_inside_a_batch() {
             revision_after: receipt.revision_after.clone(),
             removed_count: receipt.removed_count,
             committed_at_ms: receipt.committed_at_ms,
+            kind: pruning_journal::EventKind::Pruned,
         });
     }
     store.make_durable().unwrap();

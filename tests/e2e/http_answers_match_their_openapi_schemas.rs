@@ -279,6 +279,18 @@ fn every_answer_of_every_route_matches_the_document() {
         200,
     );
     assert_eq!(receipt, receipts[0]);
+    // The server does not archive: its prunes cannot be restored.
+    let restore = json!({ "receiptID": receipt_id });
+    let refused = api.expect(
+        &route("POST", "restore"),
+        &path(PROJECT, "restore"),
+        restore.clone(),
+        200,
+    );
+    assert_eq!(
+        refused,
+        json!({ "status": "blocked", "reason": "not_deletable" })
+    );
     let audit = api.expect(
         &route("GET", "audit"),
         &path(PROJECT, "audit"),
@@ -300,7 +312,7 @@ fn every_answer_of_every_route_matches_the_document() {
     assert_eq!(resync[0].1, json!({ "firstKept": 1, "resumeAfter": 2 }));
 
     // 400: bodies that break the contract, unknown parameters, a malformed id or cursor.
-    for name in ["preview", "prune", "history", "prune-batch"] {
+    for name in ["preview", "prune", "history", "prune-batch", "restore"] {
         let error = api.expect(
             &route("POST", name),
             &path(PROJECT, name),
@@ -365,6 +377,12 @@ fn every_answer_of_every_route_matches_the_document() {
     for (name, body) in &contract_bodies {
         api.expect(&route("POST", name), &path("nope", name), body.clone(), 404);
     }
+    api.expect(
+        &route("POST", "restore"),
+        &path("nope", "restore"),
+        restore.clone(),
+        404,
+    );
     for name in ["receipts", "audit", "events"] {
         api.expect(&route("GET", name), &path("nope", name), Value::Null, 404);
     }
@@ -382,7 +400,7 @@ fn every_answer_of_every_route_matches_the_document() {
     );
 
     // 408 and 413: a body that never comes, and one over 1 MiB.
-    for name in ["preview", "prune", "history", "prune-batch"] {
+    for name in ["preview", "prune", "history", "prune-batch", "restore"] {
         let never =
             Body::from_stream(futures_util::stream::pending::<Result<Bytes, std::io::Error>>());
         let mut request = json_request(Method::POST, &path(PROJECT, name), never);
@@ -404,7 +422,10 @@ fn every_answer_of_every_route_matches_the_document() {
     // 500: the workspaces cannot be read.
     fx.exec("ALTER TABLE project RENAME COLUMN worktree TO gone");
     api.expect("GET /api/workspaces", "/api/workspaces", Value::Null, 500);
-    for (name, body) in &contract_bodies {
+    for (name, body) in contract_bodies
+        .iter()
+        .chain([&("restore", restore.clone())])
+    {
         api.expect(
             &route("POST", name),
             &path(PROJECT, name),

@@ -37,6 +37,7 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         format!("POST {pruning}/prune"),
         format!("POST {pruning}/history"),
         format!("POST {pruning}/prune-batch"),
+        format!("POST {pruning}/restore"),
         format!("GET {pruning}/receipts"),
         format!("GET {pruning}/receipts/{{receiptID}}"),
         format!("GET {pruning}/audit"),

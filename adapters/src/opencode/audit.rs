@@ -16,6 +16,9 @@ use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde_json::Value;
 
+use pruning_archive::ArchiveReader;
+
+use super::archive::entry_key;
 use super::receipt_chain::{self, Recorded};
 use super::receipts;
 use super::schema::Schema;
@@ -45,11 +48,14 @@ struct Row {
     payload: String,
 }
 
-/// Audits the receipts in `scope` on `conn`, inside one read transaction the caller holds.
+/// Audits the receipts in `scope` on `conn`, inside one read transaction the caller holds, with
+/// the archive entries of archived receipts read from `archive` (`Ok(None)`: no archive file;
+/// `Err`: why the file cannot be read as an archive).
 pub(crate) fn audit(
     conn: &Connection,
     schema: &Schema,
     scope: AuditScope<'_>,
+    archive: Result<&Option<ArchiveReader>, &String>,
 ) -> rusqlite::Result<StoreAudit> {
     let mut found = StoreAudit::default();
     // Without the receipt table there is no receipt, but a recorded head still says how many
@@ -98,8 +104,16 @@ pub(crate) fn audit(
         .iter()
         .filter_map(|row| row.receipt.as_ref().ok().map(|receipt| (*row, receipt)))
         .collect();
-    check_removed_parts(conn, schema, &checked, &mut found)?;
-    check_messages(conn, &checked, &mut found)?;
+    // A restore's receipt removed nothing, and a restored prune's parts are back by design.
+    let restored: HashSet<uuid::Uuid> = checked.iter().filter_map(|(_, r)| r.restores).collect();
+    let pruned: Vec<(&Row, &Receipt)> = checked
+        .iter()
+        .filter(|(_, r)| !r.is_restore() && !restored.contains(&r.receipt_id))
+        .copied()
+        .collect();
+    check_removed_parts(conn, schema, &pruned, &mut found)?;
+    check_messages(conn, &checked, &pruned, &mut found)?;
+    check_archive(archive, &checked, &mut found);
     let mut receipts: Vec<Receipt> = checked.iter().map(|(_, r)| (*r).clone()).collect();
     receipts.sort_by_key(|r| (r.committed_at_ms, r.receipt_id));
     found.receipts = receipts;
@@ -120,10 +134,10 @@ fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map([], |row| {
         // The linked columns in their chain order: storage goes after message_id.
-        let selected = (3..17)
+        let selected = (3..19)
             .map(|i| row.get_ref(i))
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let storage = row.get_ref(17)?;
+        let storage = row.get_ref(19)?;
         let mut linked = selected[..5].to_vec();
         linked.push(storage);
         linked.extend_from_slice(&selected[5..]);
@@ -448,11 +462,13 @@ fn check_removed_parts(
     Ok(())
 }
 
-/// Each pruned message against its newest receipt: the revision after that receipt, or a change
-/// reported; for V2, no removed item back in the content.
+/// Each pruned message against its newest receipt (a prune's or a restore's): the revision after
+/// that receipt, or a change reported; for V2, no item a prune still standing (`pruned`: not
+/// restored) removed back in the content.
 fn check_messages(
     conn: &Connection,
     checked: &[(&Row, &Receipt)],
+    pruned: &[(&Row, &Receipt)],
     found: &mut StoreAudit,
 ) -> rusqlite::Result<()> {
     // The newest receipt of each message (rows come in the order they were written), and every
@@ -465,6 +481,10 @@ fn check_messages(
         if newest.insert(key, (row, receipt)).is_none() {
             order.push(key);
         }
+        removed.entry(key).or_default();
+    }
+    for (_, receipt) in pruned {
+        let key = (receipt.session_id.as_str(), receipt.message_id.as_str());
         removed
             .entry(key)
             .or_default()
@@ -547,6 +567,72 @@ fn check_messages(
         ));
     }
     Ok(())
+}
+
+/// Every archived receipt's entry is in the archive and reads back to its entry hash, or was
+/// purged on purpose (counted, not a discrepancy).
+fn check_archive(
+    archive: Result<&Option<ArchiveReader>, &String>,
+    checked: &[(&Row, &Receipt)],
+    found: &mut StoreAudit,
+) {
+    // A restore's receipt names the entry of the prune it undid: that prune's receipt checks it.
+    for (_, receipt) in checked.iter().filter(|(_, r)| !r.is_restore()) {
+        let Some(hash) = receipt.archive_hash.as_deref() else {
+            continue;
+        };
+        let id = receipt.receipt_id;
+        let missing =
+            |detail: String| Discrepancy::new(DiscrepancyKind::ArchiveMissing, detail).receipt(id);
+        let Some(key) = entry_key(&id.to_string(), hash) else {
+            found.discrepancies.push(
+                Discrepancy::new(
+                    DiscrepancyKind::ReceiptUnreadable,
+                    format!("receipt {id} records an archive hash that is not one: {hash}"),
+                )
+                .receipt(id),
+            );
+            continue;
+        };
+        let archive = match archive {
+            Ok(Some(archive)) => archive,
+            Ok(None) => {
+                found.discrepancies.push(missing(format!(
+                    "receipt {id} was archived, and there is no archive beside the database"
+                )));
+                continue;
+            }
+            Err(why) => {
+                found.discrepancies.push(
+                    Discrepancy::new(
+                        DiscrepancyKind::ArchiveDamaged,
+                        format!("receipt {id} was archived, and the archive cannot be read: {why}"),
+                    )
+                    .receipt(id),
+                );
+                continue;
+            }
+        };
+        if archive.index().purged_entry(&key).is_some() {
+            found.archive_purged += 1;
+            continue;
+        }
+        match archive.read(&key) {
+            Ok(_) => found.archive_checked += 1,
+            Err(pruning_archive::ArchiveError::NoEntry { .. }) => {
+                found.discrepancies.push(missing(format!(
+                    "receipt {id} was archived, and its entry (hash {hash}) is not in the archive"
+                )))
+            }
+            Err(error) => found.discrepancies.push(
+                Discrepancy::new(
+                    DiscrepancyKind::ArchiveDamaged,
+                    format!("the archive entry of receipt {id} does not read back: {error}"),
+                )
+                .receipt(id),
+            ),
+        }
+    }
 }
 
 /// Whether the message of `key` has no row in its receipt's storage generation.

@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
+use super::archive::StoreArchive;
 use super::schema::Schema;
-use super::v1::apply::V1Plan;
+use super::v1::apply::{PlanUse, V1Plan};
 use super::v1::fence::{FenceClock, FenceLimits};
 use super::v1::known::Known;
 use super::v1::read::{self, Texts};
@@ -110,18 +111,20 @@ pub(crate) fn read(
 /// The schema profile comes from `schema_of`, called inside the transaction, so that a
 /// migration OpenCode committed before the write lock was taken is seen. What `known` learnt
 /// stays for the next transaction only when this one committed its writes (or wrote nothing);
-/// otherwise it is forgotten.
+/// otherwise it is forgotten. With `archive`, the rows the prune removes are archived, durable
+/// before the commit (see `super::archive`).
 pub(crate) fn apply(
     conn: &Connection,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     command: &PruneCommand<'_>,
     limits: FenceLimits,
+    archive: Option<&mut StoreArchive>,
 ) -> Result<Applied, StoreError> {
     let applied = write::in_transaction(conn, || {
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
-        prune(conn, &schema, known, command, limits)
+        prune(conn, &schema, known, command, limits, archive)
     });
     if !matches!(applied, Ok(Applied::Pruned { .. })) {
         known.forget();
@@ -140,7 +143,10 @@ pub(crate) fn dry_run(
     now_ms: i64,
     limits: FenceLimits,
 ) -> rusqlite::Result<Prepared<(Plan, Option<AbandonedRun>)>> {
-    let key = hex::encode(pruning_engine::request_key(request));
+    let key = hex::encode(super::receipts::live_key(
+        conn,
+        pruning_engine::request_key(request),
+    )?);
     known.refresh(conn)?;
     let prepared = prepare(
         conn,
@@ -155,6 +161,49 @@ pub(crate) fn dry_run(
         let abandoned = planned.abandoned(now_ms);
         (planned.into_plan(), abandoned)
     }))
+}
+
+/// The rows the prune of `request` would remove, read inside the caller's read transaction after
+/// the checks a prune runs before writing (at `now_ms`, ms since the Unix epoch), as its archive
+/// entry holds them; `None` when the prune would write nothing (refused, or already committed).
+/// A prune a clean planned is left for the prune.
+pub(crate) fn capture_ahead(
+    conn: &Connection,
+    schema: &Schema,
+    known: &mut Known,
+    request: &PruneRequest,
+    now_ms: i64,
+    limits: FenceLimits,
+) -> rusqlite::Result<Option<pruning_archive::ArchivedRows>> {
+    let key = hex::encode(super::receipts::live_key(
+        conn,
+        pruning_engine::request_key(request),
+    )?);
+    known.refresh(conn)?;
+    let clock = limits.at(now_ms);
+    match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
+        Generation::V1 => {
+            match v1::apply::prepare(
+                conn,
+                schema,
+                known,
+                request,
+                &key,
+                clock,
+                Texts::Skip,
+                PlanUse::Peek,
+            )? {
+                Prepared::Plan(planned) => {
+                    v1::apply::capture_ahead(conn, schema, known, request, &planned)
+                }
+                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
+            }
+        }
+        Generation::V2 => match v2::apply::prepare(conn, schema, request, &key)? {
+            Prepared::Plan(_) => v2::apply::capture_row(conn, request).map(Some),
+            Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
+        },
+    }
 }
 
 /// A planned prune of either generation.
@@ -213,10 +262,17 @@ fn prepare(
 ) -> rusqlite::Result<Prepared<Planned>> {
     Ok(
         match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
-            Generation::V1 => {
-                v1::apply::prepare(conn, schema, known, request, request_key, clock, texts)?
-                    .map(Planned::V1)
-            }
+            Generation::V1 => v1::apply::prepare(
+                conn,
+                schema,
+                known,
+                request,
+                request_key,
+                clock,
+                texts,
+                PlanUse::Take,
+            )?
+            .map(Planned::V1),
             Generation::V2 => {
                 v2::apply::prepare(conn, schema, request, request_key)?.map(Planned::V2)
             }
@@ -231,6 +287,7 @@ fn prune(
     known: &mut Known,
     command: &PruneCommand<'_>,
     limits: FenceLimits,
+    archive: Option<&mut StoreArchive>,
 ) -> Result<Step, Failure> {
     let request = command.request;
     let key = hex::encode(command.request_key);
@@ -248,20 +305,32 @@ fn prune(
         Prepared::Replayed(receipt) => return Ok(Step::Replayed(receipt)),
         Prepared::Plan(planned) => planned,
     };
-    write::claim_identity(conn, schema, command)?;
+    write::claim_identity(conn, schema, command.database_id)?;
+    let capture = archive.is_some();
     let written = match &planned {
-        Planned::V1(planned) => v1::apply::write(conn, schema, known, command, planned)?,
-        Planned::V2(planned) => v2::apply::write(conn, request, planned)?,
+        Planned::V1(planned) => v1::apply::write(conn, schema, known, command, planned, capture)?,
+        Planned::V2(planned) => v2::apply::write(conn, request, planned, capture)?,
     };
-    Ok(match written {
-        Ok(written) => Step::Commit(Box::new(write::record(
-            conn,
-            command,
-            planned.plan(),
-            written,
-            planned.storage(),
-            planned.abandoned(command.now_ms),
-        )?)),
-        Err(refusal) => Step::Refuse(refusal),
-    })
+    let mut written = match written {
+        Ok(written) => written,
+        Err(refusal) => return Ok(Step::Refuse(refusal)),
+    };
+    // The entry is durable before the receipt is inserted, and so before the commit.
+    let archive_hash = match (archive, written.removed_rows.take()) {
+        (Some(archive), Some(rows)) => Some(
+            archive
+                .commit_entry(command, &rows)
+                .map_err(Failure::Store)?,
+        ),
+        _ => None,
+    };
+    Ok(Step::Commit(Box::new(write::record(
+        conn,
+        command,
+        planned.plan(),
+        written,
+        planned.storage(),
+        planned.abandoned(command.now_ms),
+        archive_hash,
+    )?)))
 }

@@ -6,6 +6,8 @@
 //! The modules are private: callers use [`OpenCodeStore`], its methods, and the types and few
 //! functions re-exported here. No caller outside this crate holds the connection or writes SQL.
 
+mod archive;
+mod archive_retention;
 mod audit;
 mod cached;
 mod clean;
@@ -18,6 +20,7 @@ mod paths;
 mod queries;
 mod receipt_chain;
 mod receipts;
+mod restore;
 mod schema;
 mod sessions;
 mod spill;
@@ -32,6 +35,7 @@ mod values;
 mod workspaces;
 mod write;
 
+pub use archive_retention::{ArchiveStats, PurgeReport};
 pub use clean::{CleanPolicy, Listing, Planned, SkipReason};
 pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};

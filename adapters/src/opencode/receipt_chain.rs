@@ -14,8 +14,10 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
 
 /// The receipt columns a chain link covers, in the order [`link_payload`] writes them.
-/// `abandoned_run` is NULL in tables made before it.
-pub(crate) const LINKED_COLUMNS: [&str; 15] = [
+/// `abandoned_run` is NULL in tables made before it. The columns after it (`archive_hash`,
+/// `restores`) are left out of the payload from the end while NULL, so that links made before
+/// they existed keep their hashes.
+pub(crate) const LINKED_COLUMNS: [&str; 17] = [
     "id",
     "request_key",
     "intent_id",
@@ -31,7 +33,23 @@ pub(crate) const LINKED_COLUMNS: [&str; 15] = [
     "time_committed",
     "engine_version",
     "abandoned_run",
+    "archive_hash",
+    "restores",
 ];
+
+/// How many of [`LINKED_COLUMNS`] every link payload holds, NULL or not.
+const ALWAYS_LINKED: usize = 15;
+
+/// Which of the receipt columns added after the first layout a table has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OptionalColumns {
+    /// `abandoned_run`.
+    pub(crate) abandoned: bool,
+    /// `archive_hash`.
+    pub(crate) archive: bool,
+    /// `restores`.
+    pub(crate) restores: bool,
+}
 
 /// Meta key of the chain's head: `{"seq": n, "hash": "<hex>"}` of the newest chained receipt.
 pub(crate) const HEAD_KEY: &str = "receipt_chain_head";
@@ -47,8 +65,13 @@ pub(crate) struct Head {
 
 /// The canonical bytes of one receipt row for its chain link: a JSON array of the
 /// [`LINKED_COLUMNS`] values exactly as stored (text as a string, an integer or real as a
-/// number, NULL as null, a blob as a string of lowercase hex).
+/// number, NULL as null, a blob as a string of lowercase hex), without the NULLs at its end
+/// past the first 15 values.
 pub(crate) fn link_payload(values: &[ValueRef<'_>]) -> String {
+    let mut values = values;
+    while values.len() > ALWAYS_LINKED && matches!(values.last(), Some(ValueRef::Null)) {
+        values = &values[..values.len() - 1];
+    }
     let array: Vec<Value> = values
         .iter()
         .map(|value| match value {
@@ -71,14 +94,19 @@ pub(crate) fn link_hash(previous: Option<&str>, payload: &str) -> String {
     sha256_hex(&bytes)
 }
 
-/// The SELECT list of [`LINKED_COLUMNS`] for a receipt table that may lack `abandoned_run`.
-pub(crate) fn linked_select(has_abandoned_column: bool) -> String {
-    let mut columns = LINKED_COLUMNS.to_vec();
-    if !has_abandoned_column {
-        columns.pop();
-        return format!("{}, NULL", columns.join(", "));
-    }
-    columns.join(", ")
+/// The SELECT list of [`LINKED_COLUMNS`] for a receipt table that may lack the columns added
+/// after its first layout (NULL in their place).
+pub(crate) fn linked_select(optional: OptionalColumns) -> String {
+    let present =
+        [true; 14]
+            .into_iter()
+            .chain([optional.abandoned, optional.archive, optional.restores]);
+    LINKED_COLUMNS
+        .iter()
+        .zip(present)
+        .map(|(name, present)| if present { *name } else { "NULL" })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The [`link_payload`] of a row selected with [`linked_select`] starting at column `first`.
@@ -162,7 +190,7 @@ pub(crate) fn parse_head(text: &str) -> Option<Head> {
 /// or unreadable, the new link continues after the newest chained row.
 pub(crate) fn extend(
     conn: &Connection,
-    has_abandoned_column: bool,
+    optional: OptionalColumns,
     rowid: i64,
 ) -> rusqlite::Result<()> {
     let introduced = !has_chain_columns(conn)?;
@@ -198,7 +226,7 @@ pub(crate) fn extend(
     };
     let sql = format!(
         "SELECT rowid, {} FROM session_prune_receipt WHERE {which} ORDER BY rowid",
-        linked_select(has_abandoned_column)
+        linked_select(optional)
     );
     let unchained: Vec<(i64, String)> = {
         let mut stmt = conn.prepare_cached(&sql)?;
@@ -247,6 +275,25 @@ mod tests {
             ValueRef::Blob(&[0xab, 0x01]),
         ];
         assert_eq!(link_payload(&values), r#"["r1",7,null,"[1,2]","ab01"]"#);
+    }
+
+    #[test]
+    fn link_payload_leaves_out_only_the_null_columns_at_its_end_past_the_first_15() {
+        let ones = ["1"; 15].join(",");
+        let mut values = vec![ValueRef::Integer(1); LINKED_COLUMNS.len()];
+        values[14] = ValueRef::Null;
+        values[15] = ValueRef::Null;
+        values[16] = ValueRef::Null;
+        assert_eq!(
+            link_payload(&values),
+            format!("[{},null]", ["1"; 14].join(","))
+        );
+        values[14] = ValueRef::Integer(1);
+        values[15] = ValueRef::Text(b"ab");
+        assert_eq!(link_payload(&values), format!("[{ones},\"ab\"]"));
+        values[15] = ValueRef::Null;
+        values[16] = ValueRef::Text(b"r");
+        assert_eq!(link_payload(&values), format!("[{ones},null,\"r\"]"));
     }
 
     #[test]

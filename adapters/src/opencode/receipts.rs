@@ -36,18 +36,24 @@ CREATE TABLE IF NOT EXISTS session_prune_receipt (
   engine_version TEXT NOT NULL,
   abandoned_run TEXT,
   chain_seq INTEGER,
-  chain_hash TEXT
+  chain_hash TEXT,
+  archive_hash TEXT,
+  restores TEXT
 );
 CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
   ON session_prune_receipt (session_id, time_committed);
 ";
 
+/// The index that finds the restore of a receipt (made with the first restore).
+const RESTORES_INDEX: &str = "CREATE INDEX IF NOT EXISTS session_prune_receipt_restores_idx \
+     ON session_prune_receipt (restores) WHERE restores IS NOT NULL";
+
 const COLUMNS: &str = "id, request_key, intent_id, session_id, message_id, revision_before, \
      revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, engine_version";
 
 /// The names of the columns [`select_list`] selects, in its order ([`COLUMNS`], then
-/// [`ABANDONED_COLUMN`]): what a column index of a row read with it names.
-pub(crate) const SELECTED_COLUMNS: [&str; 14] = [
+/// [`ABANDONED_COLUMN`] and [`ARCHIVE_COLUMN`]): what a column index of a row read with it names.
+pub(crate) const SELECTED_COLUMNS: [&str; 16] = [
     "id",
     "request_key",
     "intent_id",
@@ -62,12 +68,24 @@ pub(crate) const SELECTED_COLUMNS: [&str; 14] = [
     "time_committed",
     "engine_version",
     ABANDONED_COLUMN,
+    ARCHIVE_COLUMN,
+    RESTORES_COLUMN,
 ];
 
 /// The receipt column that records an abandoned run the fence admitted a prune beside (JSON
 /// `{"messageID", "idleMs"}`, NULL otherwise). Receipt tables made before it lack it; the first
 /// receipt that needs it adds it.
 const ABANDONED_COLUMN: &str = "abandoned_run";
+
+/// The receipt column that records the entry hash of an archived prune (lowercase hex, NULL
+/// when the prune was not archived). Receipt tables made before it lack it; the first archived
+/// prune adds it.
+pub(crate) const ARCHIVE_COLUMN: &str = "archive_hash";
+
+/// The receipt column that marks the receipt of a restore: the id of the prune receipt it
+/// undid (NULL on a prune's receipt). Receipt tables made before it lack it; the first restore
+/// adds it.
+pub(crate) const RESTORES_COLUMN: &str = "restores";
 
 /// Creates the meta and receipt tables if missing. Call inside the write transaction.
 pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
@@ -76,25 +94,40 @@ pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Whether the receipt table has [`ABANDONED_COLUMN`].
 pub(crate) fn has_abandoned_column(conn: &Connection) -> rusqlite::Result<bool> {
+    has_column(conn, ABANDONED_COLUMN)
+}
+
+/// Whether the receipt table has [`ARCHIVE_COLUMN`].
+pub(crate) fn has_archive_column(conn: &Connection) -> rusqlite::Result<bool> {
+    has_column(conn, ARCHIVE_COLUMN)
+}
+
+/// Whether the receipt table has [`RESTORES_COLUMN`].
+pub(crate) fn has_restores_column(conn: &Connection) -> rusqlite::Result<bool> {
+    has_column(conn, RESTORES_COLUMN)
+}
+
+fn has_column(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     crate::opencode::cached::query_row(
         conn,
         "SELECT count(*) FROM pragma_table_info('session_prune_receipt') \
          WHERE name = ?1 COLLATE NOCASE",
-        [ABANDONED_COLUMN],
+        [name],
         |row| row.get::<_, i64>(0),
     )
     .map(|n| n > 0)
 }
 
-/// The SELECT list of a receipt: [`COLUMNS`] and [`ABANDONED_COLUMN`] (NULL where the table
-/// lacks it).
+/// The SELECT list of a receipt: [`COLUMNS`], [`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`] and
+/// [`RESTORES_COLUMN`] (NULL where the table lacks one).
 pub(crate) fn select_list(conn: &Connection) -> rusqlite::Result<String> {
-    let abandoned = if has_abandoned_column(conn)? {
-        ABANDONED_COLUMN
-    } else {
-        "NULL"
-    };
-    Ok(format!("{COLUMNS}, {abandoned}"))
+    let or_null = |present: bool, name: &'static str| if present { name } else { "NULL" };
+    Ok(format!(
+        "{COLUMNS}, {}, {}, {}",
+        or_null(has_abandoned_column(conn)?, ABANDONED_COLUMN),
+        or_null(has_archive_column(conn)?, ARCHIVE_COLUMN),
+        or_null(has_restores_column(conn)?, RESTORES_COLUMN),
+    ))
 }
 
 pub(crate) fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
@@ -139,7 +172,7 @@ pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String
 
 /// Inserts a receipt and chains it (see `super::receipt_chain`). Call inside the write
 /// transaction, after [`ensure_tables`]. A receipt with an abandoned run adds
-/// [`ABANDONED_COLUMN`] to a table made without it.
+/// [`ABANDONED_COLUMN`] to a table made without it, an archived one [`ARCHIVE_COLUMN`].
 pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
     let indexes = serde_json::to_string(&receipt.indexes).unwrap_or_else(|_| "[]".into());
     let part_ids = serde_json::to_string(&receipt.part_ids).unwrap_or_else(|_| "[]".into());
@@ -154,22 +187,25 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
         }
         None => None,
     };
-    // Without an abandoned run the column is left out: the insert works on either layout.
-    let sql = if abandoned.is_some() {
-        "INSERT INTO session_prune_receipt (id, request_key, intent_id, session_id, message_id, \
-         storage, revision_before, revision_after, indexes, part_ids, removed_count, bytes_removed, \
-         time_committed, engine_version, abandoned_run) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
-    } else {
-        "INSERT INTO session_prune_receipt (id, request_key, intent_id, session_id, message_id, \
-         storage, revision_before, revision_after, indexes, part_ids, removed_count, bytes_removed, \
-         time_committed, engine_version) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
-    };
+    if receipt.archive_hash.is_some() && !has_archive_column(conn)? {
+        conn.execute_batch("ALTER TABLE session_prune_receipt ADD COLUMN archive_hash TEXT")?;
+    }
+    if receipt.restores.is_some() && !has_restores_column(conn)? {
+        conn.execute_batch("ALTER TABLE session_prune_receipt ADD COLUMN restores TEXT")?;
+    }
+    if receipt.restores.is_some() {
+        conn.execute_batch(RESTORES_INDEX)?;
+    }
+    let restores = receipt.restores.map(|id| id.to_string());
     let bytes_removed = i64::try_from(receipt.bytes_removed).unwrap_or(i64::MAX);
     let (receipt_id, intent_id) = (
         receipt.receipt_id.to_string(),
         receipt.intent_id.to_string(),
+    );
+    let mut columns = String::from(
+        "id, request_key, intent_id, session_id, message_id, storage, revision_before, \
+         revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, \
+         engine_version",
     );
     let mut values: Vec<&dyn rusqlite::ToSql> = vec![
         &receipt_id,
@@ -187,14 +223,33 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
         &receipt.committed_at_ms,
         &receipt.engine_version,
     ];
+    // A column left unset is left out: the insert works on a table made without it.
     if let Some(abandoned) = &abandoned {
+        columns.push_str(", abandoned_run");
         values.push(abandoned);
     }
-    conn.prepare_cached(sql)?
+    if let Some(hash) = &receipt.archive_hash {
+        columns.push_str(", archive_hash");
+        values.push(hash);
+    }
+    if let Some(restores) = &restores {
+        columns.push_str(", restores");
+        values.push(restores);
+    }
+    let placeholders = (1..=values.len())
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!("INSERT INTO session_prune_receipt ({columns}) VALUES ({placeholders})");
+    conn.prepare_cached(&sql)?
         .execute(rusqlite::params_from_iter(values))?;
     let rowid = conn.last_insert_rowid();
-    let has_abandoned = abandoned.is_some() || has_abandoned_column(conn)?;
-    super::receipt_chain::extend(conn, has_abandoned, rowid)
+    let optional = super::receipt_chain::OptionalColumns {
+        abandoned: abandoned.is_some() || has_abandoned_column(conn)?,
+        archive: receipt.archive_hash.is_some() || has_archive_column(conn)?,
+        restores: restores.is_some() || has_restores_column(conn)?,
+    };
+    super::receipt_chain::extend(conn, optional, rowid)
 }
 
 /// The receipt stored under a request key (lowercase hex), if any.
@@ -207,6 +262,59 @@ pub fn by_key(conn: &Connection, request_key: &str) -> rusqlite::Result<Option<R
         select_list(conn)?
     );
     crate::opencode::cached::query_row(conn, &sql, [request_key], from_row).optional()
+}
+
+/// The receipt with id `receipt_id`, if any.
+pub fn by_id(conn: &Connection, receipt_id: Uuid) -> rusqlite::Result<Option<Receipt>> {
+    if !table_exists(conn, RECEIPT_TABLE)? {
+        return Ok(None);
+    }
+    let sql = format!(
+        "SELECT {} FROM session_prune_receipt WHERE id = ?1",
+        select_list(conn)?
+    );
+    crate::opencode::cached::query_row(conn, &sql, [receipt_id.to_string()], from_row).optional()
+}
+
+/// The id of the restore receipt that undid the prune with receipt `receipt_id`, if one did.
+pub fn restored_by(conn: &Connection, receipt_id: Uuid) -> rusqlite::Result<Option<Uuid>> {
+    if !table_exists(conn, RECEIPT_TABLE)? || !has_restores_column(conn)? {
+        return Ok(None);
+    }
+    let id: Option<String> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT id FROM session_prune_receipt WHERE restores = ?1 LIMIT 1",
+        [receipt_id.to_string()],
+        |row| row.get(0),
+    )
+    .optional()?;
+    Ok(id.and_then(|id| Uuid::parse_str(&id).ok()))
+}
+
+/// The key a prune request with key `request_key` has now (see
+/// [`pruning_engine::after_restore`]): while the receipt under the key was undone by a restore,
+/// the key after it.
+pub fn live_key(conn: &Connection, request_key: [u8; 32]) -> rusqlite::Result<[u8; 32]> {
+    let mut key = request_key;
+    if !table_exists(conn, RECEIPT_TABLE)? || !has_restores_column(conn)? {
+        return Ok(key);
+    }
+    loop {
+        let found: Option<String> = crate::opencode::cached::query_row(
+            conn,
+            "SELECT id FROM session_prune_receipt WHERE request_key = ?1",
+            [hex::encode(key)],
+            |row| row.get(0),
+        )
+        .optional()?;
+        let Some(id) = found.and_then(|id| Uuid::parse_str(&id).ok()) else {
+            return Ok(key);
+        };
+        if restored_by(conn, id)?.is_none() {
+            return Ok(key);
+        }
+        key = pruning_engine::after_restore(&key, id);
+    }
 }
 
 /// The receipt of an identical earlier prune of `message_id` in `session_id` (`Ok`), a refusal
@@ -302,6 +410,17 @@ pub(crate) fn receipt_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Receipt> 
             Some(text) => Some(serde_json::from_str(&text).map_err(|e| parse_err(13, e))?),
             None => None,
         },
+        archive_hash: row.get(at + 14)?,
+        restores: match row.get::<_, Option<String>>(at + 15)? {
+            Some(text) => Some(Uuid::parse_str(&text).map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    at + 15,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                )
+            })?),
+            None => None,
+        },
     })
 }
 
@@ -313,5 +432,7 @@ mod tests {
     fn the_selected_column_names_follow_the_select_list() {
         assert_eq!(SELECTED_COLUMNS[..13].join(", "), COLUMNS);
         assert_eq!(SELECTED_COLUMNS[13], ABANDONED_COLUMN);
+        assert_eq!(SELECTED_COLUMNS[14], ARCHIVE_COLUMN);
+        assert_eq!(SELECTED_COLUMNS[15], RESTORES_COLUMN);
     }
 }

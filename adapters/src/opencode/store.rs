@@ -10,17 +10,21 @@ use std::time::Duration;
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
     Applied, AuditScope, BlockedReason, DryRun, Durability, PreviewRequest, PruneCommand,
-    PruneRequest, Receipt, Refusal, SessionStore, StoreAudit, StoreError, StoredMessage,
+    PruneRequest, Receipt, Refusal, RestoreApplied, RestoreCommand, RestorePlan, RestoreRequest,
+    SessionStore, StoreAudit, StoreError, StoredMessage,
 };
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
+use uuid::Uuid;
 
+use super::archive::StoreArchive;
 use super::audit;
 use super::generation::{self, Generation};
 use super::history;
 use super::media::{immutable_is_safe, immutable_uri, read_only_cause, read_only_media};
 use super::ownership;
 use super::receipts;
+use super::restore;
 use super::schema::{self, Schema};
 use super::sql_errors::{classify, sql_refusal};
 use super::v1::fence::FenceLimits;
@@ -68,6 +72,9 @@ pub struct OpenCodeStore {
     schema: Mutex<Option<Arc<Schema>>>,
     known: Mutex<Known>,
     read_only: bool,
+    /// The prune archive, when prunes are archived ([`OpenCodeStore::archive_prunes`]). Locked
+    /// after the connection, never before.
+    archive: Mutex<Option<StoreArchive>>,
 }
 
 impl OpenCodeStore {
@@ -194,6 +201,7 @@ impl OpenCodeStore {
             schema: Mutex::new(Some(Arc::new(profile))),
             known: Mutex::new(Known::default()),
             read_only,
+            archive: Mutex::new(None),
         })
     }
 
@@ -359,6 +367,106 @@ impl OpenCodeStore {
             .map_err(storage)
     }
 
+    /// Archives every prune from now on: the rows each removes are kept, compressed, in the
+    /// archive beside the database (`<database>.prune-archive`, created when missing), durable
+    /// before the prune commits, and its receipt records the entry hash (docs/ARCHITECTURE.md,
+    /// "Archive"). Opening recovers the archive against the receipts: entries no receipt names
+    /// are discarded. Returns the archive's path.
+    ///
+    /// Errors: [`StoreError::ReadOnly`] for a store opened read-only; [`StoreError::Archive`]
+    /// when the archive is held by another process, is not an archive of this format, or is
+    /// damaged where a receipt's entry may be; [`StoreError::Storage`].
+    pub fn archive_prunes(&self) -> Result<PathBuf, StoreError> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly {
+                path: self.path.display().to_string(),
+                detail: "it was opened for reading only; prunes are not archived".into(),
+            });
+        }
+        let conn = self.connection();
+        let opened = StoreArchive::open(&conn, &self.path)?;
+        let path = opened.path().to_path_buf();
+        *self.archive_slot() = Some(opened);
+        Ok(path)
+    }
+
+    /// What the prune archive beside the database holds (read without a lock; see
+    /// `super::archive_retention`).
+    ///
+    /// Errors: [`StoreError::Archive`] when the file is not an archive; [`StoreError::Storage`].
+    pub fn archive_stats(&self) -> Result<super::ArchiveStats, StoreError> {
+        super::archive_retention::stats(&self.connection(), &self.path)
+    }
+
+    /// Purges the archive entries written before `cutoff_ms`, except each message's newest
+    /// receipt's, and drops those no receipt names (see `super::archive_retention::purge`);
+    /// `now_ms` is recorded as the purge time. With `dry_run`, only counts.
+    ///
+    /// Only the archive is written: the store may be read-only. A process that archives prunes
+    /// holds the archive, and the purge is refused while it runs.
+    ///
+    /// Errors: [`StoreError::Archive`] (held by another process, damaged, not rewritten);
+    /// [`StoreError::Storage`].
+    pub fn purge_archive(
+        &self,
+        cutoff_ms: i64,
+        now_ms: i64,
+        dry_run: bool,
+    ) -> Result<super::PurgeReport, StoreError> {
+        let conn = self.connection();
+        // The receipts and the archive as of one snapshot.
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let purged = super::archive_retention::purge(&conn, &self.path, cutoff_ms, now_ms, dry_run);
+        let _ = conn.execute_batch("COMMIT");
+        purged
+    }
+
+    /// Bytes of archive entries written for the prunes this store committed (0 when prunes
+    /// are not archived): what `clean` reports beside the bytes it freed.
+    pub fn archived_bytes(&self) -> u64 {
+        self.archive_slot()
+            .as_ref()
+            .map_or(0, StoreArchive::written)
+    }
+
+    fn archive_slot(&self) -> MutexGuard<'_, Option<StoreArchive>> {
+        self.archive
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A restore's transaction on `conn` (this store's connection, held by the caller): with
+    /// `command`, committed; without, a dry run rolled back.
+    fn run_restore(
+        &self,
+        conn: &Connection,
+        request: &RestoreRequest,
+        command: Option<&RestoreCommand<'_>>,
+        now_ms: i64,
+    ) -> Result<Result<restore::Done, Refusal>, StoreError> {
+        let schema = self.schema_of(conn).map_err(storage)?;
+        let mut known = self.known(conn, &schema)?;
+        let held = self.archive_slot();
+        let source = match held.as_ref() {
+            Some(archive) => restore::ArchiveSource::Held(archive),
+            None => restore::ArchiveSource::Beside(&self.path),
+        };
+        let input = restore::RestoreInput {
+            request,
+            request_key: hex::encode(pruning_engine::restore_key(request.receipt_id)),
+            command,
+            now_ms,
+            limits: self.fence_limits(),
+        };
+        restore::in_transaction(
+            conn,
+            |conn| self.schema_of(conn),
+            &mut known,
+            &source,
+            &input,
+        )
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -488,22 +596,69 @@ impl SessionStore for OpenCodeStore {
         let relaxed = command.durability == Durability::Deferred && is_wal(&conn);
         set_synchronous(&conn, if relaxed { NORMAL } else { FULL }).map_err(storage)?;
         let mut known = self.known(&conn, &schema)?;
+        let mut archive = self.archive_slot();
         generation::apply(
             &conn,
             |conn| self.schema_of(conn),
             &mut known,
             command,
             self.fence_limits(),
+            archive.as_mut(),
         )
+    }
+
+    /// Reads what each prune of the batch will remove, each in its own read transaction after
+    /// the checks it will run, appends the entries and syncs the archive once (see
+    /// `super::archive`). Does nothing when prunes are not archived. A failure here is not an
+    /// error: each prune then archives its own rows, and fails as the archive fails.
+    fn archive_ahead(&self, commands: &[PruneCommand<'_>]) {
+        let conn = self.connection();
+        let mut slot = self.archive_slot();
+        let Some(archive) = slot.as_mut() else {
+            return;
+        };
+        archive.discard_unused();
+        let Ok(schema) = self.schema_of(&conn) else {
+            return;
+        };
+        let Ok(mut known) = self.known(&conn, &schema) else {
+            return;
+        };
+        let limits = self.fence_limits();
+        for command in commands {
+            if conn.execute_batch("BEGIN").is_err() {
+                return;
+            }
+            let rows = generation::capture_ahead(
+                &conn,
+                &schema,
+                &mut known,
+                command.request,
+                command.now_ms,
+                limits,
+            );
+            let _ = conn.execute_batch("COMMIT");
+            if let Ok(Some(rows)) = rows {
+                if archive.write_ahead(command, &rows).is_err() {
+                    break;
+                }
+            }
+        }
+        archive.sync_ahead();
     }
 
     /// Syncs the WAL file (`<database>-wal`) to disk: every frame a deferred commit wrote is
     /// either still in it or was moved into the database by a checkpoint, which syncs the
     /// database before the WAL is reused. A missing WAL file was checkpointed away.
     fn make_durable(&self) -> Result<(), StoreError> {
-        if !is_wal(&self.connection()) {
+        let conn = self.connection();
+        if let Some(archive) = self.archive_slot().as_mut() {
+            archive.discard_unused();
+        }
+        if !is_wal(&conn) {
             return Ok(());
         }
+        drop(conn);
         let mut wal = self.path.clone().into_os_string();
         wal.push("-wal");
         match std::fs::File::open(&wal).and_then(|file| file.sync_data()) {
@@ -573,17 +728,85 @@ impl SessionStore for OpenCodeStore {
         receipts::by_key(&self.connection(), &hex::encode(request_key)).map_err(storage)
     }
 
+    fn receipt(&self, receipt_id: Uuid) -> Result<Option<Receipt>, StoreError> {
+        receipts::by_id(&self.connection(), receipt_id).map_err(storage)
+    }
+
+    fn live_request_key(&self, request_key: &[u8; 32]) -> Result<[u8; 32], StoreError> {
+        receipts::live_key(&self.connection(), *request_key).map_err(storage)
+    }
+
+    /// Commits with `synchronous = FULL`. Reads the archive through the store's handle when it
+    /// archives prunes, else from the file beside the database.
+    fn restore(&self, command: &RestoreCommand<'_>) -> Result<RestoreApplied, StoreError> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly {
+                path: self.path.display().to_string(),
+                detail: "it was opened for reading only; nothing was written".into(),
+            });
+        }
+        let conn = self.connection();
+        set_synchronous(&conn, FULL).map_err(storage)?;
+        let done = self.run_restore(&conn, command.request, Some(command), command.now_ms)?;
+        Ok(match done {
+            Ok(restore::Done::Restored { receipt, .. }) => RestoreApplied::Restored {
+                receipt,
+                replayed: false,
+            },
+            Ok(restore::Done::Replayed(receipt)) => RestoreApplied::Restored {
+                receipt,
+                replayed: true,
+            },
+            Err(refusal) => RestoreApplied::Refused(refusal),
+        })
+    }
+
+    fn restore_dry_run(
+        &self,
+        request: &RestoreRequest,
+        now_ms: i64,
+    ) -> Result<Result<RestorePlan, Refusal>, StoreError> {
+        if let Some(cause) = self.media_read_only() {
+            return Ok(Err(Refusal::new(BlockedReason::UnsupportedStorage, cause)));
+        }
+        let conn = self.connection();
+        Ok(match self.run_restore(&conn, request, None, now_ms)? {
+            Ok(restore::Done::Restored { plan, .. }) => Ok(*plan),
+            Ok(restore::Done::Replayed(receipt)) => Ok(RestorePlan {
+                pruned: receipts::by_id(&conn, request.receipt_id)
+                    .map_err(storage)?
+                    .unwrap_or_else(|| (*receipt).clone()),
+                rows: 0,
+                bytes: 0,
+                already: Some(*receipt),
+            }),
+            Err(refusal) => Err(refusal),
+        })
+    }
+
     fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError> {
         receipts::list(&self.connection(), session_id).map_err(storage)
     }
 
     fn audit(&self, scope: AuditScope<'_>) -> Result<StoreAudit, StoreError> {
         let conn = self.connection();
-        // One read transaction: the chain, the rows and the messages are one snapshot.
+        // One read transaction: the chain, the rows and the messages are one snapshot. The
+        // archive is opened after it began: an entry is durable before its receipt commits, so
+        // every receipt in the snapshot finds its entry.
         conn.execute_batch("BEGIN").map_err(storage)?;
+        if let Err(error) = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(())) {
+            let _ = conn.execute_batch("COMMIT");
+            return Err(storage(error));
+        }
+        let archive = if self.path.as_os_str().is_empty() {
+            Ok(None)
+        } else {
+            pruning_archive::ArchiveReader::open(&pruning_archive::path_beside(&self.path))
+                .map_err(|error| error.to_string())
+        };
         let found = self
             .schema_of(&conn)
-            .and_then(|schema| audit::audit(&conn, &schema, scope));
+            .and_then(|schema| audit::audit(&conn, &schema, scope, archive.as_ref()));
         let _ = conn.execute_batch("COMMIT");
         found.map_err(storage)
     }

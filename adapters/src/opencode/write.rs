@@ -37,13 +37,15 @@ impl<P> Prepared<P> {
     }
 }
 
-/// What a generation's writes removed: the removed parts' ids, in plan order, and the bytes of
-/// row data freed.
+/// What a generation's writes removed: the removed parts' ids, in plan order, the bytes of
+/// row data freed, and, when asked for, the rows themselves as the archive keeps them.
 pub(crate) struct Written {
     /// Ids of the removed parts.
     pub(crate) part_ids: Vec<String>,
     /// Bytes of row data freed.
     pub(crate) bytes_removed: u64,
+    /// The rows removed (or rewritten), exactly as they were, when captured for the archive.
+    pub(crate) removed_rows: Option<pruning_archive::ArchivedRows>,
 }
 
 /// How the work inside the transaction ended.
@@ -178,15 +180,15 @@ pub(crate) fn replayed<P>(
 pub(crate) fn claim_identity(
     conn: &Connection,
     schema: &Schema,
-    command: &PruneCommand<'_>,
+    database_id: &str,
 ) -> Result<(), Failure> {
     if !(schema.has(receipts::META_TABLE) && schema.has(receipts::RECEIPT_TABLE)) {
         receipts::ensure_tables(conn)?;
     }
-    let held = receipts::claim_database_id(conn, command.database_id)?;
-    if held != command.database_id {
+    let held = receipts::claim_database_id(conn, database_id)?;
+    if held != database_id {
         return Err(Failure::Store(StoreError::DatabaseMismatch {
-            expected: command.database_id.to_string(),
+            expected: database_id.to_string(),
             found: Some(held),
         }));
     }
@@ -194,8 +196,8 @@ pub(crate) fn claim_identity(
 }
 
 /// Builds the receipt of a prune of either generation and inserts it with `storage` (`v1`,
-/// `v2`): the command's ids and time, the plan's revisions and indexes, what was written, and
-/// the abandoned run the fence admitted it beside.
+/// `v2`): the command's ids and time, the plan's revisions and indexes, what was written, the
+/// abandoned run the fence admitted it beside, and the entry hash of its archive entry.
 pub(crate) fn record(
     conn: &Connection,
     command: &PruneCommand<'_>,
@@ -203,6 +205,7 @@ pub(crate) fn record(
     written: Written,
     storage: &str,
     abandoned_run: Option<AbandonedRun>,
+    archive_hash: Option<String>,
 ) -> rusqlite::Result<Receipt> {
     let receipt = Receipt {
         receipt_id: command.receipt_id,
@@ -219,6 +222,8 @@ pub(crate) fn record(
         committed_at_ms: command.now_ms,
         engine_version: ENGINE_VERSION.to_string(),
         abandoned_run,
+        archive_hash,
+        restores: None,
     };
     receipts::insert(conn, &receipt, storage)?;
     Ok(receipt)

@@ -7,13 +7,14 @@
 
 mod open;
 mod read;
+mod restore;
 mod write;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use pruning_events::Hub;
-use pruning_journal::Journal;
+use pruning_journal::{Commit, EventKind, Journal};
 use uuid::Uuid;
 
 use crate::contract::{PruneResult, Refusal};
@@ -22,6 +23,7 @@ use crate::receipt::Receipt;
 use crate::store::SessionStore;
 
 pub use read::{dry_run, preview, PreviewOutcome};
+pub use restore::{restore_dry_run, RestoreOutcome};
 
 /// Capacity of the live event buffer per hub; a subscriber that falls further behind is caught up
 /// from the journal.
@@ -98,6 +100,23 @@ fn pruned_result(event: &PrunedEvent) -> PruneResult {
         message_id: event.data.message_id.clone(),
         revision: event.data.revision.clone(),
         removed_count: event.removed_count,
+    }
+}
+
+/// The commit mark of intent `intent_id` whose receipt is `receipt`: its event is a prune's, or
+/// a restore's when the receipt is one.
+fn commit_of(intent_id: Uuid, receipt: &Receipt) -> Commit {
+    Commit {
+        intent_id,
+        event_id: receipt.receipt_id,
+        revision_after: receipt.revision_after.clone(),
+        removed_count: receipt.removed_count,
+        committed_at_ms: receipt.committed_at_ms,
+        kind: if receipt.is_restore() {
+            EventKind::Restored
+        } else {
+            EventKind::Pruned
+        },
     }
 }
 

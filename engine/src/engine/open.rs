@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use pruning_events::Hub;
-use pruning_journal::{Commit, Journal, Retention};
+use pruning_journal::{Journal, Retention};
 use uuid::Uuid;
 
-use super::{now_ms, Engine, Recovery, LIVE_CAPACITY};
+use super::{commit_of, now_ms, Engine, Recovery, LIVE_CAPACITY};
 use crate::error::EngineError;
 use crate::event::JournalReplay;
 use crate::store::SessionStore;
@@ -100,14 +100,8 @@ impl<S: SessionStore> Engine<S> {
         for intent in pending {
             match self.store.receipt_by_key(&intent.request_key)? {
                 Some(receipt) => {
-                    let commit = Commit {
-                        intent_id: intent.intent_id,
-                        event_id: receipt.receipt_id,
-                        revision_after: receipt.revision_after.clone(),
-                        removed_count: receipt.removed_count,
-                        committed_at_ms: receipt.committed_at_ms,
-                    };
-                    self.journal.commit(&[commit])?;
+                    self.journal
+                        .commit(&[commit_of(intent.intent_id, &receipt)])?;
                     recovery.completed.push(intent.intent_id);
                 }
                 None => {

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{now_ms, pruned_result, Engine, PruneOutcome};
+use super::{commit_of, now_ms, pruned_result, Engine, PruneOutcome};
 use crate::contract::{PruneRequest, PruneResult, Selection};
 use crate::error::{chain, EngineError, JournalError, StoreError};
 use crate::event::PrunedEvent;
@@ -83,6 +83,9 @@ impl<S: SessionStore> Engine<S> {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut batch = self.classify(requests);
         if self.journal_intents(&mut batch) {
+            if durability == Durability::Deferred {
+                self.archive_ahead(&batch);
+            }
             self.apply_each(&mut batch, durability, stop);
             if durability == Durability::Deferred {
                 self.make_durable(&mut batch);
@@ -100,7 +103,14 @@ impl<S: SessionStore> Engine<S> {
         let mut first_of: std::collections::HashMap<[u8; 32], usize> = Default::default();
         let mut slots = Vec::with_capacity(requests.len());
         for (index, request) in requests.iter().enumerate() {
-            let key = request_key(request);
+            // The key the request has now: another than its first after a restore undid it.
+            let key = match self.store.live_request_key(&request_key(request)) {
+                Ok(key) => key,
+                Err(error) => {
+                    slots.push(Slot::answered(Err(error.into())));
+                    continue;
+                }
+            };
             if let Some(&first) = first_of.get(&key) {
                 slots.push(Slot::Repeat(first));
                 continue;
@@ -147,11 +157,41 @@ impl<S: SessionStore> Engine<S> {
                         request,
                         key,
                         intent_id: intent.intent_id,
+                        receipt_id: Uuid::now_v7(),
                     };
                 }
             }
         }
         true
+    }
+
+    /// Phase 3a (deferred durability): the store may archive what the batch's prunes will
+    /// remove ahead of them, in one sync ([`SessionStore::archive_ahead`]).
+    fn archive_ahead(&self, batch: &Batch<'_>) {
+        let commands: Vec<PruneCommand<'_>> = batch
+            .slots
+            .iter()
+            .filter_map(|slot| match *slot {
+                Slot::Journaled {
+                    request,
+                    key,
+                    intent_id,
+                    receipt_id,
+                } => Some(PruneCommand {
+                    request,
+                    intent_id,
+                    request_key: key,
+                    receipt_id,
+                    database_id: &self.database_id,
+                    now_ms: now_ms(),
+                    durability: Durability::Deferred,
+                }),
+                _ => None,
+            })
+            .collect();
+        if !commands.is_empty() {
+            self.store.archive_ahead(&commands);
+        }
     }
 
     /// Phase 3: each journaled request in its own store transaction, in order, until `stop`
@@ -163,6 +203,7 @@ impl<S: SessionStore> Engine<S> {
                 request,
                 key,
                 intent_id,
+                receipt_id,
             } = *slot
             else {
                 continue;
@@ -180,7 +221,7 @@ impl<S: SessionStore> Engine<S> {
                 request,
                 intent_id,
                 request_key: key,
-                receipt_id: Uuid::now_v7(),
+                receipt_id,
                 database_id: &self.database_id,
                 now_ms: now_ms(),
                 durability,
@@ -267,13 +308,7 @@ impl<S: SessionStore> Engine<S> {
             .filter_map(|slot| match slot {
                 Slot::Committed {
                     intent_id, receipt, ..
-                } => Some(Commit {
-                    intent_id: *intent_id,
-                    event_id: receipt.receipt_id,
-                    revision_after: receipt.revision_after.clone(),
-                    removed_count: receipt.removed_count,
-                    committed_at_ms: receipt.committed_at_ms,
-                }),
+                } => Some(commit_of(*intent_id, receipt)),
                 _ => None,
             })
             .collect();
@@ -401,7 +436,7 @@ impl<S: SessionStore> Engine<S> {
     /// before its request runs again keeps one prune to one event: a new intent of the same
     /// request would otherwise be committed with that receipt, or commit its own receipt, which
     /// the next open's recovery would give to the old intent as a second event.
-    fn resolve_pending(&self, key: &[u8; 32]) -> Result<(), EngineError> {
+    pub(super) fn resolve_pending(&self, key: &[u8; 32]) -> Result<(), EngineError> {
         let Some(intent) = self.journal.intent_by_request_key(key)? else {
             return Ok(());
         };
@@ -410,13 +445,7 @@ impl<S: SessionStore> Engine<S> {
         }
         match self.store.receipt_by_key(key)? {
             Some(receipt) if receipt.intent_id == intent.intent_id => {
-                self.journal.commit(&[Commit {
-                    intent_id: intent.intent_id,
-                    event_id: receipt.receipt_id,
-                    revision_after: receipt.revision_after,
-                    removed_count: receipt.removed_count,
-                    committed_at_ms: receipt.committed_at_ms,
-                }])?;
+                self.journal.commit(&[commit_of(intent.intent_id, &receipt)])?;
             }
             _ => self.journal.mark_abandoned(
                 intent.intent_id,
@@ -467,11 +496,13 @@ enum Slot<'r> {
         request: &'r PruneRequest,
         key: [u8; 32],
     },
-    /// Journaled, not applied yet.
+    /// Journaled, not applied yet; its receipt id is fixed (an archive entry written ahead
+    /// names it).
     Journaled {
         request: &'r PruneRequest,
         key: [u8; 32],
         intent_id: Uuid,
+        receipt_id: Uuid,
     },
     /// Committed in the store with its receipt; its commit mark is not journaled yet.
     Committed {

@@ -76,7 +76,7 @@ impl Journal {
             let mut page = Vec::with_capacity(limit.min(1024));
             for entry in range.take(limit) {
                 let (_, value) = entry.storage()?;
-                page.push(codec::decode(value.value())?);
+                page.push(codec::decode_event(value.value())?);
             }
             Ok(page)
         })
@@ -143,7 +143,7 @@ impl Journal {
             let mut found = Vec::new();
             for entry in intents.iter().storage()? {
                 let (_, value) = entry.storage()?;
-                found.push(codec::decode(value.value())?);
+                found.push(codec::decode_intent(value.value())?);
             }
             sort_oldest_first(&mut found);
             Ok(found)

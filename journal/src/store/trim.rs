@@ -13,7 +13,7 @@ use super::{
 };
 use crate::codec;
 use crate::error::{ReadError, WriteError};
-use crate::record::{CommittedEvent, Intent, IntentState};
+use crate::record::{Intent, IntentState};
 use crate::retention::Retention;
 
 /// How much older than the policy's window an intent must be before an open writes to remove
@@ -40,7 +40,7 @@ impl Journal {
             let mut through = get_trimmed_through::<WriteError>(&meta)?;
             loop {
                 let oldest = match events.first().storage()? {
-                    Some((_, value)) => codec::decode::<CommittedEvent>(value.value())?,
+                    Some((_, value)) => codec::decode_event(value.value())?,
                     None => break,
                 };
                 if !policy.may_remove(oldest.seq, oldest.committed_at_ms, last_seq, now_ms) {
@@ -131,7 +131,7 @@ impl Journal {
                 .storage()?
             {
                 let (_, value) = entry.storage()?;
-                let intent: Intent = codec::decode(value.value())?;
+                let intent: Intent = codec::decode_intent(value.value())?;
                 // An id that is not a UUID v7 holds no time: its place in this range says
                 // nothing of its age, so it stays.
                 if id_time_ms(intent.intent_id).is_some()

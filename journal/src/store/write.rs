@@ -249,7 +249,7 @@ impl<'txn> WriteTables<'txn> {
     /// Stores `intent` and keeps the pending index in step with its state.
     fn put_intent(&mut self, intent: &Intent) -> Result<(), WriteError> {
         let key = *intent.intent_id.as_bytes();
-        let value = codec::encode(intent)?;
+        let value = codec::encode_intent(intent)?;
         self.intents.insert(key, value.as_slice()).storage()?;
         if intent.state.is_pending() {
             self.pending.insert(key, ()).storage()?;
@@ -280,7 +280,7 @@ impl<'txn> WriteTables<'txn> {
             committed_at_ms: commit.committed_at_ms,
         };
         self.put_intent(&intent)?;
-        let value = codec::encode(&event)?;
+        let value = codec::encode_event(&event)?;
         self.events.insert(seq, value.as_slice()).storage()?;
         Ok(event)
     }

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{commit_for, committed, intent, journal_path};
-use pruning_journal::{CommittedEvent, IntentState, Journal, WriteError};
+use pruning_journal::{CommittedEvent, EventKind, IntentState, Journal, WriteError};
 
 #[test]
 fn seqs_follow_the_order_given_and_continue_after_reopen() {
@@ -31,6 +31,7 @@ fn seqs_follow_the_order_given_and_continue_after_reopen() {
                     revision: cb.revision_after.clone(),
                     removed_count: 2,
                     committed_at_ms: cb.committed_at_ms,
+                    kind: EventKind::Pruned,
                 },
                 CommittedEvent {
                     seq: 2,
@@ -41,6 +42,7 @@ fn seqs_follow_the_order_given_and_continue_after_reopen() {
                     revision: ca.revision_after.clone(),
                     removed_count: 1,
                     committed_at_ms: ca.committed_at_ms,
+                    kind: EventKind::Pruned,
                 },
             ]
         );

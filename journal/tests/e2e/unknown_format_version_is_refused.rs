@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 
 use common::{commit_for, intent, journal_path};
-use pruning_journal::{CodecError, Journal, OpenError, ReadError, FORMAT_VERSION};
+use pruning_journal::{CodecError, Journal, OpenError, ReadError, FORMAT_VERSION, RECORD_VERSION};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -32,10 +32,12 @@ fn patch<K: redb::Key + 'static>(
     txn.commit().unwrap();
 }
 
+/// A record (intent or event) of an unknown version: the newest this build reads is
+/// `RECORD_VERSION`.
 fn unknown(found: u8) -> CodecError {
     CodecError::UnknownFormatVersion {
         found,
-        supported: FORMAT_VERSION,
+        supported: RECORD_VERSION,
     }
 }
 
@@ -77,7 +79,7 @@ fn unknown_record_version_byte_fails_reads_with_exact_error() {
         assert_eq!(value[0], FORMAT_VERSION);
         value[0] = 7;
     });
-    patch(&path, EVENTS, 1, |value| value[0] = 2);
+    patch(&path, EVENTS, 1, |value| value[0] = 9);
 
     let journal = Journal::open(&path).unwrap();
     let read = |result: Result<_, ReadError>| match result {
@@ -91,11 +93,11 @@ fn unknown_record_version_byte_fails_reads_with_exact_error() {
     );
     assert_eq!(read(journal.intents().map(drop)), unknown(7));
     assert_eq!(read(journal.pending_intents().map(drop)), unknown(7));
-    assert_eq!(read(journal.event(1).map(drop)), unknown(2));
-    assert_eq!(read(journal.events_after(0, 10).map(drop)), unknown(2));
+    assert_eq!(read(journal.event(1).map(drop)), unknown(9));
+    assert_eq!(read(journal.events_after(0, 10).map(drop)), unknown(9));
     assert_eq!(
         read(journal.committed_event_for(&good.request_key).map(drop)),
-        unknown(2)
+        unknown(9)
     );
     // Records of the known version still read.
     assert_eq!(

@@ -41,6 +41,10 @@ pub struct Args {
         allow_hyphen_values = true
     )]
     pub heartbeat: String,
+    /// Keep the rows each prune the server makes removes in the archive beside the database
+    /// (`<database>.prune-archive`), durable before the prune commits.
+    #[arg(long)]
+    pub archive: bool,
 }
 
 /// A validated `serve` command line.
@@ -54,6 +58,8 @@ pub struct ServeConfig {
     pub workspaces: Workspaces,
     /// Heartbeat interval of idle event streams.
     pub heartbeat: Duration,
+    /// Archive what each prune removes (`--archive`).
+    pub archive: bool,
 }
 
 /// Validates `serve`'s flags, reading the password from `SESSION_PRUNE_PASSWORD` when
@@ -99,6 +105,7 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
         password,
         workspaces,
         heartbeat,
+        archive: args.archive,
     })
 }
 

@@ -27,7 +27,7 @@ use crate::output::say;
 pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let serve = &validate(args)?;
     let limits = connection_limits()?;
-    let engine = match open_engine_unless_busy(config) {
+    let engine = match open_engine_unless_busy(config, serve.archive.into()) {
         Ok(Ok(engine)) => engine,
         // On read-only media the read routes still serve (docs/read-only-media.md).
         Err(error) if read_only(&error) => {

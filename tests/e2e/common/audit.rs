@@ -135,10 +135,10 @@ pub fn edit_intent(
                 .get(&key)
                 .expect("read")
                 .expect("the intent is there");
-            pruning_journal::codec::decode(stored.value()).expect("decode")
+            pruning_journal::codec::decode_intent(stored.value()).expect("decode")
         };
         edit(&mut intent);
-        let bytes = pruning_journal::codec::encode(&intent).expect("encode");
+        let bytes = pruning_journal::codec::encode_intent(&intent).expect("encode");
         intents.insert(&key, bytes.as_slice()).expect("write back");
     }
     txn.commit().expect("commit");
@@ -158,10 +158,10 @@ pub fn edit_event(
             .expect("events table");
         let mut event: pruning_journal::CommittedEvent = {
             let stored = events.get(seq).expect("read").expect("the event is there");
-            pruning_journal::codec::decode(stored.value()).expect("decode")
+            pruning_journal::codec::decode_event(stored.value()).expect("decode")
         };
         edit(&mut event);
-        let bytes = pruning_journal::codec::encode(&event).expect("encode");
+        let bytes = pruning_journal::codec::encode_event(&event).expect("encode");
         events.insert(seq, bytes.as_slice()).expect("write back");
     }
     txn.commit().expect("commit");

@@ -14,7 +14,10 @@ use std::collections::HashSet;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 
+use pruning_archive::TableRows;
+
 use super::known::Known;
+use crate::opencode::archive::capture_rows;
 use crate::opencode::ids;
 
 /// `event.type` of a part snapshot.
@@ -25,19 +28,31 @@ pub const PART_REMOVED: &str = "message.part.removed.1";
 /// Deletes every `message.part.updated.1` event of `session_id` whose `data.part.id` is in
 /// `part_ids`, and the snapshots of those parts filed under another aggregate (see
 /// [`super::foreign`]), telling `known` what it deleted. Returns `(rows deleted, bytes of data
-/// deleted)`.
+/// deleted)`. With `capture`, the deleted rows (all columns) are added to it.
 pub fn delete_snapshots(
     conn: &Connection,
     known: &mut Known,
     session_id: &str,
     part_ids: &HashSet<&str>,
+    capture: Option<&mut Option<TableRows>>,
 ) -> rusqlite::Result<(u64, u64)> {
     let doomed = find_snapshots(conn, known, session_id, part_ids)?;
-    let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
     let mut bytes = 0u64;
-    for (id, len) in &doomed {
-        delete.execute([id])?;
-        bytes += u64::try_from(*len).unwrap_or(0);
+    match capture {
+        Some(rows) => {
+            let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1 RETURNING *")?;
+            for (id, len) in &doomed {
+                capture_rows(&mut delete, "event", [id], rows)?;
+                bytes += u64::try_from(*len).unwrap_or(0);
+            }
+        }
+        None => {
+            let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
+            for (id, len) in &doomed {
+                delete.execute([id])?;
+                bytes += u64::try_from(*len).unwrap_or(0);
+            }
+        }
     }
     known.snapshots_deleted(part_ids);
     Ok((doomed.len() as u64, bytes))

@@ -127,6 +127,14 @@ impl Known {
             .filter(|planned| planned.session_id == session_id)
     }
 
+    /// The prune planned for message `message_id` of session `session_id`, left in place (see
+    /// [`Self::take_planned`]).
+    pub fn peek_planned(&self, session_id: &str, message_id: &str) -> Option<&PlannedPrune> {
+        self.planned
+            .get(message_id)
+            .filter(|planned| planned.session_id == session_id)
+    }
+
     /// The session's `time_updated` (ms) when its fence last passed at this data version, and
     /// the abandoned run it admitted.
     pub fn fence_passed(&self, session_id: &str) -> Option<(i64, Option<Abandoned>)> {

@@ -14,7 +14,10 @@ use pruning_engine::{BlockedReason, Plan, PruneRequest, Refusal, StoredMessage};
 use rusqlite::{params, Connection};
 use serde_json::Value;
 
+use pruning_archive::{ArchivedRows, TableRows};
+
 use super::fence;
+use crate::opencode::archive::capture_rows;
 use crate::opencode::schema::Schema;
 use crate::opencode::write::{self, Prepared, Written};
 
@@ -61,11 +64,18 @@ pub(crate) fn prepare(
 
 /// Writes the pruned content. Returns the removed parts' ids (their `id`, or `#index` when a
 /// part has none) and the bytes the row shrank by, or a `conflict` refusal when the row changed.
+/// With `capture`, the row as it was before (all columns) is returned too ([`capture_row`]).
 pub(crate) fn write(
     conn: &Connection,
     request: &PruneRequest,
     planned: &V2Plan,
+    capture: bool,
 ) -> rusqlite::Result<Result<Written, Refusal>> {
+    let removed_rows = if capture {
+        Some(capture_row(conn, request)?)
+    } else {
+        None
+    };
     let removed: HashSet<usize> = planned.plan.remove.iter().copied().collect();
     let kept: Vec<Value> = planned
         .message
@@ -115,5 +125,26 @@ pub(crate) fn write(
     Ok(Ok(Written {
         part_ids,
         bytes_removed: shrunk,
+        removed_rows,
     }))
+}
+
+/// The message's `session_message` row, all of its columns, as the archive keeps a V2 prune:
+/// the row before its content was rewritten (read inside the caller's transaction).
+pub(crate) fn capture_row(
+    conn: &Connection,
+    request: &PruneRequest,
+) -> rusqlite::Result<ArchivedRows> {
+    let mut rows: Option<TableRows> = None;
+    let mut select =
+        conn.prepare_cached("SELECT * FROM session_message WHERE session_id = ?1 AND id = ?2")?;
+    capture_rows(
+        &mut select,
+        "session_message",
+        params![request.session_id, request.message_id],
+        &mut rows,
+    )?;
+    Ok(ArchivedRows {
+        tables: rows.into_iter().collect(),
+    })
 }

@@ -44,6 +44,7 @@ pub fn commit_for(intent: &Intent, removed: u32) -> Commit {
         revision_after: format!("{:064x}", removed),
         removed_count: removed,
         committed_at_ms: intent.created_at_ms + 500,
+        kind: pruning_journal::EventKind::Pruned,
     }
 }
 

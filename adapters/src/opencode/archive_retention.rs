@@ -1,0 +1,185 @@
+//! What the prune archive holds ([`ArchiveStats`]) and its retention: `purge` removes the entries
+//! archived before a cutoff, never one whose receipt is its message's newest (the entry a restore
+//! of the message's present state needs), and drops the entries no receipt names. The file is
+//! rewritten without them (`pruning_archive::Archive::rewrite`); a purged entry leaves a record,
+//! so that an audit tells it from a lost one. Source: docs/ARCHITECTURE.md, "Archive".
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use pruning_archive::{Archive, ArchiveReader, EntryKey};
+use pruning_engine::StoreError;
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::archive::{archive_error, named_entries};
+use super::receipts;
+
+/// What the archive beside a database holds. JSON keys are camelCase; times are ms since the
+/// Unix epoch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchiveStats {
+    /// The archive file.
+    pub path: PathBuf,
+    /// Whether the file exists.
+    pub exists: bool,
+    /// Bytes of the file.
+    pub file_bytes: u64,
+    /// Live entries (neither discarded nor purged).
+    pub entries: u64,
+    /// Of `entries`, those no receipt names (a prune that never committed; the next prune
+    /// with `--archive` discards them, `purge` drops them).
+    pub orphans: u64,
+    /// Bytes the live entries take (compressed).
+    pub stored_bytes: u64,
+    /// Bytes of the rows they hold (uncompressed).
+    pub raw_bytes: u64,
+    /// `rawBytes / storedBytes`, 0 without entries.
+    pub compression_ratio: f64,
+    /// When the oldest live entry was written.
+    pub oldest_ms: Option<i64>,
+    /// When the newest live entry was written.
+    pub newest_ms: Option<i64>,
+    /// Entries purged on purpose so far (their records are kept).
+    pub purged: u64,
+    /// Where frames that do not read begin (a crash tore an append, or damage), if they do.
+    pub unreadable_at: Option<u64>,
+}
+
+/// What a purge removed (or, in a dry run, would remove).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PurgeReport {
+    /// `purged` or `dry-run`.
+    pub status: &'static str,
+    /// Entries archived before the cutoff and removed.
+    pub purged: u64,
+    /// Bytes those entries took (compressed).
+    pub purged_bytes: u64,
+    /// Entries archived before the cutoff kept because their receipt is their message's
+    /// newest.
+    pub kept_newest: u64,
+    /// Entries no receipt names, dropped.
+    pub orphans: u64,
+    /// Bytes the file shrank by (0 in a dry run).
+    pub file_bytes_freed: u64,
+}
+
+/// The stats of the archive beside `database`, read without a lock, with `conn` for the
+/// receipts that name its entries.
+///
+/// Errors: [`StoreError::Archive`] when the file is not an archive; [`StoreError::Storage`].
+pub(crate) fn stats(conn: &Connection, database: &Path) -> Result<ArchiveStats, StoreError> {
+    let path = pruning_archive::path_beside(database);
+    let mut stats = ArchiveStats {
+        path: path.clone(),
+        exists: false,
+        file_bytes: 0,
+        entries: 0,
+        orphans: 0,
+        stored_bytes: 0,
+        raw_bytes: 0,
+        compression_ratio: 0.0,
+        oldest_ms: None,
+        newest_ms: None,
+        purged: 0,
+        unreadable_at: None,
+    };
+    let Some(reader) = ArchiveReader::open(&path).map_err(archive_error)? else {
+        return Ok(stats);
+    };
+    let named = named_entries(conn).map_err(storage)?;
+    let index = reader.index();
+    stats.exists = true;
+    stats.file_bytes = index.file_len();
+    for entry in index.entries() {
+        stats.entries += 1;
+        stats.orphans += u64::from(!named.contains(&entry.key));
+        stats.stored_bytes += entry.stored_len;
+        stats.raw_bytes += entry.raw_len;
+        stats.oldest_ms = Some(
+            stats
+                .oldest_ms
+                .map_or(entry.archived_at_ms, |t| t.min(entry.archived_at_ms)),
+        );
+        stats.newest_ms = Some(
+            stats
+                .newest_ms
+                .map_or(entry.archived_at_ms, |t| t.max(entry.archived_at_ms)),
+        );
+    }
+    if stats.stored_bytes > 0 {
+        stats.compression_ratio = stats.raw_bytes as f64 / stats.stored_bytes as f64;
+    }
+    stats.purged = index.purged().len() as u64;
+    stats.unreadable_at = index.unreadable().map(|(offset, _)| offset);
+    Ok(stats)
+}
+
+/// Purges the entries of the archive beside `database` written before `cutoff_ms` (ms since the
+/// Unix epoch), except those whose receipt is its message's newest, and drops the entries no
+/// receipt names; with `dry_run`, only counts. `now_ms` is recorded as the purge time.
+///
+/// Errors: [`StoreError::Archive`] when the archive is held by another process (a `serve` or a
+/// clean with `--archive`), damaged, or cannot be rewritten (the old file then stays whole);
+/// [`StoreError::Storage`].
+pub(crate) fn purge(
+    conn: &Connection,
+    database: &Path,
+    cutoff_ms: i64,
+    now_ms: i64,
+    dry_run: bool,
+) -> Result<PurgeReport, StoreError> {
+    let path = pruning_archive::path_beside(database);
+    let mut report = PurgeReport {
+        status: if dry_run { "dry-run" } else { "purged" },
+        purged: 0,
+        purged_bytes: 0,
+        kept_newest: 0,
+        orphans: 0,
+        file_bytes_freed: 0,
+    };
+    if !path.exists() {
+        return Ok(report);
+    }
+    let mut archive = Archive::open(&path).map_err(archive_error)?;
+    let named = named_entries(conn).map_err(storage)?;
+    let newest = newest_receipts(conn).map_err(storage)?;
+    let mut purge: Vec<EntryKey> = Vec::new();
+    let mut orphans: Vec<EntryKey> = Vec::new();
+    for entry in archive.index().entries() {
+        if !named.contains(&entry.key) {
+            orphans.push(entry.key);
+        } else if entry.archived_at_ms < cutoff_ms {
+            if newest.contains(&entry.key.receipt_id) {
+                report.kept_newest += 1;
+            } else {
+                purge.push(entry.key);
+                report.purged_bytes += entry.stored_len;
+            }
+        }
+    }
+    report.purged = purge.len() as u64;
+    report.orphans = orphans.len() as u64;
+    if dry_run || (purge.is_empty() && orphans.is_empty()) {
+        return Ok(report);
+    }
+    archive.discard(&orphans).map_err(archive_error)?;
+    report.file_bytes_freed = archive.rewrite(&purge, now_ms).map_err(archive_error)?;
+    Ok(report)
+}
+
+/// The id of each message's newest receipt (a prune's or a restore's), as text ids parse.
+fn newest_receipts(conn: &Connection) -> rusqlite::Result<HashSet<uuid::Uuid>> {
+    let mut newest: HashMap<(String, String), uuid::Uuid> = HashMap::new();
+    // Oldest commit first: a later one replaces an earlier one of the same message.
+    for receipt in receipts::list(conn, None)? {
+        newest.insert((receipt.session_id, receipt.message_id), receipt.receipt_id);
+    }
+    Ok(newest.into_values().collect())
+}
+
+fn storage(error: rusqlite::Error) -> StoreError {
+    StoreError::Storage(Box::new(error))
+}

@@ -1,0 +1,426 @@
+//! A restore inside one write transaction (docs/ARCHITECTURE.md, "Restore"): the prune's receipt
+//! is checked, the fence of its message's generation passes, the message's revision is still the
+//! one the prune left, and the rows its archive entry holds go back exactly (same ids, same
+//! bytes), with the restore's receipt. V1: the part rows and their snapshot events are inserted
+//! again and the `message.part.removed.1` events the prune appended are deleted; V2: the
+//! message row's `data` is set back (compare-and-swap on the text the prune left).
+
+use pruning_archive::{ArchiveReader, ArchivedRows, EntryKey, SqlValue, TableRows};
+use pruning_engine::{
+    BlockedReason, Receipt, Refusal, RestoreCommand, RestorePlan, RestoreRequest, StoreError,
+    ENGINE_VERSION,
+};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{params, Connection, ErrorCode};
+use uuid::Uuid;
+
+use super::archive::{archive_error, entry_key, StoreArchive};
+use super::generation::Generation;
+use super::receipts;
+use super::schema::Schema;
+use super::v1::events::PART_REMOVED;
+use super::v1::fence::{self, FenceInput, FenceLimits};
+use super::v1::known::Known;
+use super::v1::read::{self, Texts};
+use super::write::{self, Failure, Step};
+use super::{v1, v2};
+
+/// Where a restore reads the archive: the store's own archive handle (a store that archives
+/// prunes), or the file beside the database.
+pub(crate) enum ArchiveSource<'a> {
+    /// The store archives prunes: its handle.
+    Held(&'a StoreArchive),
+    /// The archive file beside the database, read without a lock.
+    Beside(&'a std::path::Path),
+}
+
+impl ArchiveSource<'_> {
+    fn read(&self, key: &EntryKey) -> Result<ArchivedRows, StoreError> {
+        match self {
+            Self::Held(archive) => archive.read(key),
+            Self::Beside(database) => {
+                let path = pruning_archive::path_beside(database);
+                let reader = ArchiveReader::open(&path).map_err(archive_error)?;
+                let Some(reader) = reader else {
+                    return Err(StoreError::Archive(format!(
+                        "archive {} is missing: the prune's rows cannot be put back",
+                        path.display()
+                    )));
+                };
+                reader.read(key).map_err(archive_error)
+            }
+        }
+    }
+}
+
+/// What the work inside the transaction needs.
+pub(crate) struct RestoreInput<'a> {
+    /// The request.
+    pub(crate) request: &'a RestoreRequest,
+    /// The restore's request key, lowercase hex.
+    pub(crate) request_key: String,
+    /// The restore's receipt id, intent and identity: `None` for a dry run (nothing is kept).
+    pub(crate) command: Option<&'a RestoreCommand<'a>>,
+    /// Now, ms since the Unix epoch.
+    pub(crate) now_ms: i64,
+    /// The V1 fence's limits.
+    pub(crate) limits: FenceLimits,
+}
+
+/// What a restore did inside its transaction.
+pub(crate) enum Done {
+    /// Committed (or, for a dry run, would commit) with this receipt (a dry run's has no
+    /// meaning beyond its counts).
+    Restored {
+        receipt: Box<Receipt>,
+        plan: Box<RestorePlan>,
+    },
+    /// An identical restore committed before with this receipt.
+    Replayed(Box<Receipt>),
+}
+
+/// Runs the restore's work inside the caller's write transaction. Any `Err` or refusal rolls
+/// back.
+pub(crate) fn restore(
+    conn: &Connection,
+    schema: &Schema,
+    known: &mut Known,
+    archive: &ArchiveSource<'_>,
+    input: &RestoreInput<'_>,
+) -> Result<Result<Done, Refusal>, Failure> {
+    if let Some(refusal) = write::storage_checks(conn)? {
+        return Ok(Err(refusal));
+    }
+    if let Some(receipt) = receipts::by_key(conn, &input.request_key)? {
+        return Ok(Ok(Done::Replayed(Box::new(receipt))));
+    }
+    let receipt_id = input.request.receipt_id;
+    let Some(pruned) = receipts::by_id(conn, receipt_id)? else {
+        return Ok(Err(refuse(
+            BlockedReason::NotDeletable,
+            format!("no receipt {receipt_id} in this database"),
+        )));
+    };
+    if pruned.is_restore() {
+        return Ok(Err(refuse(
+            BlockedReason::NotDeletable,
+            format!("receipt {receipt_id} is a restore's; restore names the receipt of a prune"),
+        )));
+    }
+    let key = match pruned.archive_hash.as_deref() {
+        None => {
+            return Ok(Err(refuse(
+                BlockedReason::NotDeletable,
+                format!(
+                    "the prune of receipt {receipt_id} was not archived: only prunes made with \
+                     --archive can be restored"
+                ),
+            )))
+        }
+        Some(hash) => match entry_key(&receipt_id.to_string(), hash) {
+            Some(key) => key,
+            None => {
+                return Ok(Err(refuse(
+                    BlockedReason::UnsupportedStorage,
+                    format!("receipt {receipt_id} records an archive hash that is not one"),
+                )))
+            }
+        },
+    };
+    let session_id = pruned.session_id.as_str();
+    let message_id = pruned.message_id.as_str();
+    let generation = Generation::of(conn, schema, session_id, message_id)?;
+    if let Some(why) = generation.read_only(conn)? {
+        return Ok(Err(refuse(BlockedReason::UnsupportedStorage, why)));
+    }
+    let fenced = match generation {
+        Generation::V1 => {
+            if let Some(why) = schema.v1_write_refusal() {
+                return Ok(Err(refuse(BlockedReason::UnsupportedStorage, why)));
+            }
+            let fence_input = FenceInput {
+                session_id,
+                scope: &input.request.scope,
+                clock: input.limits.at(input.now_ms),
+            };
+            fence::check(conn, schema, known, fence_input)?.err()
+        }
+        Generation::V2 => v2::fence::check(conn, schema, session_id, &input.request.scope)?,
+    };
+    if let Some(refusal) = fenced {
+        return Ok(Err(refusal));
+    }
+    match revision_of(conn, generation, session_id, message_id)? {
+        Err(refusal) => return Ok(Err(refusal)),
+        Ok(now) if now != pruned.revision_after => {
+            return Ok(Err(refuse(
+                BlockedReason::Conflict,
+                "the message changed since the prune (OpenCode wrote to it): putting the parts \
+                 back now would undo that",
+            )))
+        }
+        Ok(_) => {}
+    }
+    let rows = archive.read(&key).map_err(Failure::Store)?;
+    let put_back = match generation {
+        Generation::V1 => put_back_v1(conn, schema, &pruned, &rows)?,
+        Generation::V2 => put_back_v2(conn, &pruned, &rows)?,
+    };
+    if let Err(refusal) = put_back {
+        return Ok(Err(refusal));
+    }
+    match revision_of(conn, generation, session_id, message_id)? {
+        Ok(after) if after == pruned.revision_before => {}
+        _ => {
+            return Ok(Err(refuse(
+                BlockedReason::Conflict,
+                "the archived rows do not give the message back as it was before the prune",
+            )))
+        }
+    }
+    let plan = Box::new(RestorePlan {
+        pruned: pruned.clone(),
+        rows: rows.row_count(),
+        bytes: data_bytes(&rows),
+        already: None,
+    });
+    let (receipt_id, intent_id, database_id) = match input.command {
+        Some(command) => (command.receipt_id, command.intent_id, command.database_id),
+        None => (Uuid::nil(), Uuid::nil(), ""),
+    };
+    let receipt = Receipt {
+        receipt_id,
+        intent_id,
+        request_key: input.request_key.clone(),
+        session_id: pruned.session_id.clone(),
+        message_id: pruned.message_id.clone(),
+        revision_before: pruned.revision_after.clone(),
+        revision_after: pruned.revision_before.clone(),
+        indexes: pruned.indexes.clone(),
+        part_ids: pruned.part_ids.clone(),
+        removed_count: 0,
+        bytes_removed: 0,
+        committed_at_ms: input.now_ms,
+        engine_version: ENGINE_VERSION.to_string(),
+        abandoned_run: None,
+        archive_hash: pruned.archive_hash.clone(),
+        restores: Some(pruned.receipt_id),
+    };
+    if input.command.is_some() {
+        write::claim_identity(conn, schema, database_id)?;
+        let storage = match generation {
+            Generation::V1 => v1::apply::STORAGE,
+            Generation::V2 => v2::apply::STORAGE,
+        };
+        receipts::insert(conn, &receipt, storage)?;
+    }
+    Ok(Ok(Done::Restored {
+        receipt: Box::new(receipt),
+        plan,
+    }))
+}
+
+/// Runs [`restore`] as one write transaction on `conn` and commits it (a dry run rolls back).
+pub(crate) fn in_transaction(
+    conn: &Connection,
+    schema_of: impl Fn(&Connection) -> rusqlite::Result<std::sync::Arc<Schema>>,
+    known: &mut Known,
+    archive: &ArchiveSource<'_>,
+    input: &RestoreInput<'_>,
+) -> Result<Result<Done, Refusal>, StoreError> {
+    let mut done = None;
+    let dry_run = input.command.is_none();
+    let applied = write::in_transaction(conn, || {
+        let schema = schema_of(conn)?;
+        known.refresh(conn)?;
+        match restore(conn, &schema, known, archive, input)? {
+            Err(refusal) => Ok(Step::Refuse(refusal)),
+            Ok(Done::Replayed(receipt)) => Ok(Step::Replayed(receipt)),
+            Ok(Done::Restored { receipt, plan }) => {
+                let step = if dry_run {
+                    // Rolled back: the checks ran whole, nothing stays.
+                    Step::Refuse(refuse(BlockedReason::Unavailable, "dry run"))
+                } else {
+                    Step::Commit(receipt.clone())
+                };
+                done = Some(Done::Restored { receipt, plan });
+                Ok(step)
+            }
+        }
+    });
+    // The rows put back are not in what the connection learnt of the V1 tables.
+    known.forget();
+    match applied? {
+        pruning_engine::Applied::Pruned {
+            receipt,
+            replayed: true,
+        } => Ok(Ok(Done::Replayed(receipt))),
+        pruning_engine::Applied::Pruned { .. } => Ok(done
+            .ok_or_else(|| StoreError::Storage("a committed restore left no receipt".into()))
+            .map(Ok)?),
+        pruning_engine::Applied::Refused(refusal) => match done {
+            Some(done) if dry_run => Ok(Ok(done)),
+            _ => Ok(Err(refusal)),
+        },
+    }
+}
+
+/// The message's content revision now, as its generation reads it, or why it cannot be read.
+fn revision_of(
+    conn: &Connection,
+    generation: Generation,
+    session_id: &str,
+    message_id: &str,
+) -> rusqlite::Result<Result<String, Refusal>> {
+    Ok(match generation {
+        Generation::V1 => read::read_message(conn, session_id, message_id, Texts::Skip)?
+            .map(|m| m.message.revision()),
+        Generation::V2 => {
+            v2::load(conn, session_id, message_id)?.map(|(message, _)| message.revision())
+        }
+    })
+}
+
+/// Puts a V1 prune's rows back: its part rows and snapshot events inserted as they were, and the
+/// `message.part.removed.1` events it appended deleted.
+fn put_back_v1(
+    conn: &Connection,
+    schema: &Schema,
+    pruned: &Receipt,
+    rows: &ArchivedRows,
+) -> rusqlite::Result<Result<(), Refusal>> {
+    for table in &rows.tables {
+        let allowed = match table.table.as_str() {
+            "part" => true,
+            "event" => schema.has_events(),
+            _ => false,
+        };
+        if !allowed {
+            return Ok(Err(refuse(
+                BlockedReason::UnsupportedStorage,
+                format!(
+                    "the archive entry holds rows of table {:?}, not of a V1 prune",
+                    table.table
+                ),
+            )));
+        }
+        if let Err(refusal) = insert_rows(conn, table)? {
+            return Ok(Err(refusal));
+        }
+    }
+    if schema.has_events() {
+        let mut delete = conn.prepare_cached(
+            "DELETE FROM event WHERE aggregate_id = ?1 AND type = ?2 \
+             AND json_valid(data) AND json_extract(data, '$.messageID') = ?3 \
+             AND json_extract(data, '$.partID') = ?4",
+        )?;
+        for part_id in &pruned.part_ids {
+            delete.execute(params![
+                pruned.session_id,
+                PART_REMOVED,
+                pruned.message_id,
+                part_id
+            ])?;
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Puts a V2 prune's row back: `data` as it was, where the row still holds what the prune left.
+fn put_back_v2(
+    conn: &Connection,
+    pruned: &Receipt,
+    rows: &ArchivedRows,
+) -> rusqlite::Result<Result<(), Refusal>> {
+    let original = match rows.tables.as_slice() {
+        [table] if table.table == "session_message" && table.rows.len() == 1 => table
+            .columns
+            .iter()
+            .position(|c| c == "data")
+            .map(|at| &table.rows[0][at]),
+        _ => None,
+    };
+    let Some(SqlValue::Text(original)) = original else {
+        return Ok(Err(refuse(
+            BlockedReason::UnsupportedStorage,
+            "the archive entry does not hold one V2 message row with its data",
+        )));
+    };
+    let changed = conn.execute(
+        "UPDATE session_message SET data = ?1 WHERE session_id = ?2 AND id = ?3",
+        params![
+            ToSqlOutput::Borrowed(ValueRef::Text(original)),
+            pruned.session_id,
+            pruned.message_id
+        ],
+    )?;
+    if changed != 1 {
+        return Ok(Err(refuse(
+            BlockedReason::Conflict,
+            "the message row changed while it was being restored",
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// Inserts `table`'s rows as they were: every column, every value with its exact bytes. A row
+/// that is there again (its id taken) is a `conflict`.
+fn insert_rows(conn: &Connection, table: &TableRows) -> rusqlite::Result<Result<(), Refusal>> {
+    let quoted = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+    let columns: Vec<String> = table.columns.iter().map(|c| quoted(c)).collect();
+    let placeholders: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+    let sql = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        quoted(&table.table),
+        columns.join(", "),
+        placeholders.join(", ")
+    );
+    let mut insert = conn.prepare_cached(&sql)?;
+    for row in &table.rows {
+        let values = row.iter().map(|value| match value {
+            SqlValue::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            SqlValue::Integer(n) => ToSqlOutput::Borrowed(ValueRef::Integer(*n)),
+            SqlValue::Real(bits) => ToSqlOutput::Borrowed(ValueRef::Real(f64::from_bits(*bits))),
+            SqlValue::Text(bytes) => ToSqlOutput::Borrowed(ValueRef::Text(bytes)),
+            SqlValue::Blob(bytes) => ToSqlOutput::Borrowed(ValueRef::Blob(bytes)),
+        });
+        match insert.execute(rusqlite::params_from_iter(values)) {
+            Ok(_) => {}
+            Err(error) if error.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                return Ok(Err(refuse(
+                    BlockedReason::Conflict,
+                    format!(
+                        "a row the prune removed from {} is there again: {error}",
+                        table.table
+                    ),
+                )))
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Bytes of the `data` columns of `rows`.
+fn data_bytes(rows: &ArchivedRows) -> u64 {
+    rows.tables
+        .iter()
+        .map(
+            |table| match table.columns.iter().position(|c| c == "data") {
+                Some(at) => table
+                    .rows
+                    .iter()
+                    .map(|row| match &row[at] {
+                        SqlValue::Text(bytes) | SqlValue::Blob(bytes) => bytes.len() as u64,
+                        _ => 0,
+                    })
+                    .sum(),
+                None => 0,
+            },
+        )
+        .sum()
+}
+
+fn refuse(reason: BlockedReason, detail: impl Into<String>) -> Refusal {
+    Refusal::new(reason, detail)
+}
