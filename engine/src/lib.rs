@@ -33,8 +33,8 @@ pub use contract::{
     PrunedEventData, Selection, PRUNED_EVENT_TYPE,
 };
 pub use engine::{
-    dry_run, now_ms, preview, restore_dry_run, Engine, PreviewOutcome, PruneOutcome, Recovery,
-    RestoreOutcome, ENGINE_VERSION,
+    dry_run, now_ms, preview, restorable, restore_dry_run, Engine, PreviewOutcome, PruneOutcome,
+    Recovery, RestoreOutcome, ENGINE_VERSION,
 };
 pub use error::{ContractError, EngineError, JournalError, StoreError};
 pub use event::{JournalReplay, PrunedEvent};

@@ -8,7 +8,7 @@ use pruning_engine::{BlockedReason, RestoreOutcome, RestorePlan, RestoreRequest,
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::{open_engine_unless_busy, open_store_for_writing, Archiving, Outcome};
+use super::{open_engine_unless_busy, open_store, open_store_for_writing, Archiving, Outcome};
 use crate::cli::config::Config;
 use crate::cli::error::ConfigError;
 use crate::output;
@@ -53,6 +53,13 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let request = RestoreRequest::new(receipt_id);
     if args.dry_run {
         return plan(config, &request);
+    }
+    // A receipt that cannot be restored is refused without opening the journal.
+    {
+        let store = open_store(config)?;
+        if let Err(refusal) = pruning_engine::restorable(&store, receipt_id)? {
+            return blocked(config, refusal.reason, &refusal.detail);
+        }
     }
     let engine = match open_engine_unless_busy(config, Archiving::Off)? {
         Ok(engine) => engine,

@@ -23,7 +23,7 @@ use crate::receipt::Receipt;
 use crate::store::SessionStore;
 
 pub use read::{dry_run, preview, PreviewOutcome};
-pub use restore::{restore_dry_run, RestoreOutcome};
+pub use restore::{restorable, restore_dry_run, RestoreOutcome};
 
 /// Capacity of the live event buffer per hub; a subscriber that falls further behind is caught up
 /// from the journal.

@@ -77,9 +77,9 @@ impl<S: SessionStore> Engine<S> {
     /// left (`conflict` otherwise), journaled and announced like a prune.
     ///
     /// An identical earlier restore that committed returns the same receipt and re-announces
-    /// the same event, writing nothing. A receipt that is not known, or is a restore's, is
-    /// refused (`not_deletable`) before anything is journaled; every other refusal is
-    /// journaled as refused and leaves the database unchanged.
+    /// the same event, writing nothing. A receipt that is not known, is a restore's, or is of a
+    /// prune that was not archived, is refused (`not_deletable`) before anything is journaled;
+    /// every other refusal is journaled as refused and leaves the database unchanged.
     ///
     /// Errors: as [`Engine::prune`].
     pub fn restore(&self, request: &RestoreRequest) -> Result<RestoreOutcome, EngineError> {
@@ -171,9 +171,9 @@ impl<S: SessionStore> Engine<S> {
     }
 
     /// The receipt of the prune a restore names, or why it cannot be restored (see
-    /// [`pruned_receipt`]).
+    /// [`restorable`]).
     fn pruned_receipt(&self, receipt_id: Uuid) -> Result<Result<Receipt, Refusal>, EngineError> {
-        pruned_receipt(&self.store, receipt_id)
+        restorable(&self.store, receipt_id)
     }
 }
 
@@ -185,15 +185,19 @@ pub fn restore_dry_run<S: SessionStore>(
     store: &S,
     request: &RestoreRequest,
 ) -> Result<Result<RestorePlan, Refusal>, EngineError> {
-    if let Err(refusal) = pruned_receipt(store, request.receipt_id)? {
+    if let Err(refusal) = restorable(store, request.receipt_id)? {
         return Ok(Err(refusal));
     }
     Ok(store.restore_dry_run(request, now_ms())?)
 }
 
-/// The receipt of the prune a restore names, or why it cannot be restored: unknown, or the
-/// receipt of a restore (`not_deletable`).
-fn pruned_receipt<S: SessionStore>(
+/// The receipt of the prune a restore of `receipt_id` names, read from `store` (read-only), or
+/// why it cannot be restored: unknown, the receipt of a restore, or of a prune that was not
+/// archived (`not_deletable`). [`Engine::restore`] checks this before journaling anything; a
+/// caller can check it without opening the journal.
+///
+/// Errors: [`EngineError::Store`].
+pub fn restorable<S: SessionStore>(
     store: &S,
     receipt_id: Uuid,
 ) -> Result<Result<Receipt, Refusal>, EngineError> {
@@ -207,6 +211,13 @@ fn pruned_receipt<S: SessionStore>(
                 BlockedReason::NotDeletable,
                 format!(
                     "receipt {receipt_id} is a restore's; restore names the receipt of a prune"
+                ),
+            )),
+            Some(receipt) if receipt.archive_hash.is_none() => Err(Refusal::new(
+                BlockedReason::NotDeletable,
+                format!(
+                    "the prune of receipt {receipt_id} was not archived: only prunes made with \
+                     --archive can be restored"
                 ),
             )),
             Some(receipt) => Ok(receipt),
