@@ -179,7 +179,7 @@ impl OpenCodeStore {
             .map_err(storage)?;
         conn.set_prepared_statement_cache_capacity(super::cached::STATEMENT_CACHE);
         let read_only = conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
-        // A 16 MB page cache keeps a clean of any database well under 64 MiB of memory (a 16 MiB
+        // An 8 MB page cache keeps a clean of any database well under 64 MiB of memory (a 16 MiB
         // message read twice comes back from the OS cache). Checkpoints every 10,000 pages (40 MB
         // of WAL) rather than 1,000: a clean rewrites many pages, and fewer checkpoints write
         // each of them to the database fewer times. Both are this connection's own settings.
