@@ -2,6 +2,8 @@
 //! messages of a chosen size.
 #![allow(dead_code)]
 
+pub mod scale;
+
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection};

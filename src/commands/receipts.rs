@@ -35,14 +35,25 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
         }
     }
     for r in &receipts {
+        let what = match r.restores {
+            Some(pruned) => format!("restored {} part(s) of receipt {pruned}", r.part_ids.len()),
+            None => format!(
+                "removed {} part(s), {}{}",
+                r.removed_count,
+                output::bytes(r.bytes_removed),
+                if r.archive_hash.is_some() {
+                    ", archived"
+                } else {
+                    ""
+                }
+            ),
+        };
         say!(
-            "{}  {}  {} / {}  removed {} part(s), {}  receipt {}",
+            "{}  {}  {} / {}  {what}  receipt {}",
             output::time(r.committed_at_ms),
             r.engine_version,
             output::printable(&r.session_id),
             output::printable(&r.message_id),
-            r.removed_count,
-            output::bytes(r.bytes_removed),
             r.receipt_id
         )?;
         say!("    revision {} -> {}", r.revision_before, r.revision_after)?;

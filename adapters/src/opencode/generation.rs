@@ -145,6 +145,7 @@ pub(crate) fn dry_run(
 ) -> rusqlite::Result<Prepared<(Plan, Option<AbandonedRun>)>> {
     let key = hex::encode(super::receipts::live_key(
         conn,
+        schema,
         pruning_engine::request_key(request),
     )?);
     known.refresh(conn)?;
@@ -177,6 +178,7 @@ pub(crate) fn capture_ahead(
 ) -> rusqlite::Result<Option<pruning_archive::ArchivedRows>> {
     let key = hex::encode(super::receipts::live_key(
         conn,
+        schema,
         pruning_engine::request_key(request),
     )?);
     known.refresh(conn)?;

@@ -293,10 +293,15 @@ pub fn restored_by(conn: &Connection, receipt_id: Uuid) -> rusqlite::Result<Opti
 
 /// The key a prune request with key `request_key` has now (see
 /// [`pruning_engine::after_restore`]): while the receipt under the key was undone by a restore,
-/// the key after it.
-pub fn live_key(conn: &Connection, request_key: [u8; 32]) -> rusqlite::Result<[u8; 32]> {
+/// the key after it. `schema` is the profile `conn` sees now: without a `restores` column,
+/// nothing was ever restored and no SQL runs.
+pub fn live_key(
+    conn: &Connection,
+    schema: &super::schema::Schema,
+    request_key: [u8; 32],
+) -> rusqlite::Result<[u8; 32]> {
     let mut key = request_key;
-    if !table_exists(conn, RECEIPT_TABLE)? || !has_restores_column(conn)? {
+    if !schema.has_column(RECEIPT_TABLE, RESTORES_COLUMN) {
         return Ok(key);
     }
     loop {

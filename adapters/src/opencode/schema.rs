@@ -48,7 +48,7 @@ const EVENT_REQUIRED: [(&str, &[&str]); 2] = [
 const V2_REQUIRED: [&str; 6] = ["id", "session_id", "type", "seq", "time_created", "data"];
 
 /// Tables whose columns the profile records.
-const PROFILED: [&str; 9] = [
+const PROFILED: [&str; 10] = [
     "session",
     "session_v2",
     "message",
@@ -58,6 +58,7 @@ const PROFILED: [&str; 9] = [
     "session_message",
     "session_input",
     "todo",
+    "session_prune_receipt",
 ];
 
 /// What the database's event log looks like to a V1 prune.

@@ -733,7 +733,9 @@ impl SessionStore for OpenCodeStore {
     }
 
     fn live_request_key(&self, request_key: &[u8; 32]) -> Result<[u8; 32], StoreError> {
-        receipts::live_key(&self.connection(), *request_key).map_err(storage)
+        let conn = self.connection();
+        let schema = self.schema_of(&conn).map_err(storage)?;
+        receipts::live_key(&conn, &schema, *request_key).map_err(storage)
     }
 
     /// Commits with `synchronous = FULL`. Reads the archive through the store's handle when it

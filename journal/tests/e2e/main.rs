@@ -13,6 +13,7 @@ mod intent_survives_reopen;
 mod new_journal_appears_whole;
 mod open_of_locked_file_reports_locked;
 mod rebuild_appends_committed_events;
+mod record_versions_are_written_only_when_needed;
 mod retention_keeps_recent_events;
 mod retention_removes_old_refusals;
 mod unknown_format_version_is_refused;

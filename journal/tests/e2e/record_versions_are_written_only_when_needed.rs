@@ -1,0 +1,86 @@
+//! Intents and events are written as record version 1 unless they need version 2 (a restore's
+//! intent, a restore's event), so that a journal that never restored anything stays readable
+//! by a build that reads version 1 only; both versions read back whole, and an event of version
+//! 1 reads as a prune's.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{commit_for, intent, journal_path};
+use pruning_journal::{Commit, EventKind, Journal, Selection, FORMAT_VERSION, RECORD_VERSION};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use uuid::Uuid;
+
+const INTENTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("intents");
+const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
+
+/// The leading version byte of the intent `id` and of the event `seq`, read with redb.
+fn versions(path: &Path, id: Uuid, seq: u64) -> (u8, u8) {
+    let db = Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let intents = txn.open_table(INTENTS).unwrap();
+    let events = txn.open_table(EVENTS).unwrap();
+    let intent = intents.get(id.as_bytes()).unwrap().unwrap().value()[0];
+    let event = events.get(seq).unwrap().unwrap().value()[0];
+    (intent, event)
+}
+
+#[test]
+fn a_prune_is_version_1_and_a_restore_version_2_and_both_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let pruned = intent(1);
+    let mut restore = intent(2);
+    let undone = Uuid::now_v7();
+    restore.selection = Selection::Restore(undone);
+    let prune_commit = commit_for(&pruned, 2);
+    let restore_commit = Commit {
+        kind: EventKind::Restored,
+        removed_count: 0,
+        ..commit_for(&restore, 0)
+    };
+    {
+        let journal = Journal::open(&path).unwrap();
+        journal
+            .record_intents(&[pruned.clone(), restore.clone()])
+            .unwrap();
+        let events = journal
+            .commit(&[prune_commit.clone(), restore_commit.clone()])
+            .unwrap();
+        assert_eq!(events[0].kind, EventKind::Pruned);
+        assert_eq!(events[1].kind, EventKind::Restored);
+    }
+    assert_eq!(
+        versions(&path, pruned.intent_id, 1),
+        (FORMAT_VERSION, FORMAT_VERSION)
+    );
+    assert_eq!(
+        versions(&path, restore.intent_id, 2),
+        (RECORD_VERSION, RECORD_VERSION)
+    );
+    assert_eq!((FORMAT_VERSION, RECORD_VERSION), (1, 2));
+
+    let journal = Journal::open_read_only(&path).unwrap();
+    let read = journal.intent(restore.intent_id).unwrap().unwrap();
+    assert_eq!(read.selection, Selection::Restore(undone));
+    let events = journal.events_after(0, 10).unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e.seq, e.event_id, e.kind, e.removed_count))
+            .collect::<Vec<_>>(),
+        vec![
+            (1, prune_commit.event_id, EventKind::Pruned, 2),
+            (2, restore_commit.event_id, EventKind::Restored, 0),
+        ]
+    );
+    assert_eq!(
+        journal
+            .committed_event_for(&restore.request_key)
+            .unwrap()
+            .unwrap()
+            .kind,
+        EventKind::Restored
+    );
+}
