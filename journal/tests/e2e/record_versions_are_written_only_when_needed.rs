@@ -9,7 +9,7 @@ use std::path::Path;
 
 use common::{commit_for, intent, journal_path};
 use pruning_journal::{Commit, EventKind, Journal, Selection, FORMAT_VERSION, RECORD_VERSION};
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, TableDefinition};
 use uuid::Uuid;
 
 const INTENTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("intents");
