@@ -4,39 +4,13 @@
 //! lies is refused, changing nothing; `archive purge` removes old entries but the newest
 //! receipt's of each message, and `audit` counts them as purged.
 
-use std::path::{Path, PathBuf};
-
 use crate::common;
 
+use common::archive::{archive_path, clean_archived};
 use common::cli::{assert_exit, json, run};
 use common::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-fn archive_path(fx: &Fixture) -> PathBuf {
-    fx.dir.path().join("opencode.db.prune-archive")
-}
-
-/// `clean SESSIONS --apply --archive` keeping no turn, no quiet period: its JSON report.
-fn clean_archived(db: &Path, sessions: &[&str]) -> Value {
-    let mut args = vec![
-        "--json",
-        "--quiet-period",
-        "0",
-        "--abandoned-after",
-        "never",
-        "clean",
-    ];
-    if sessions.is_empty() {
-        args.push("--all");
-    } else {
-        args.extend_from_slice(sessions);
-    }
-    args.extend(["--apply", "--archive", "--keep-last-turns", "0"]);
-    let out = run(db, &args);
-    assert_exit(&out, 0);
-    json(&out)
-}
 
 fn stats(fx: &Fixture) -> Value {
     let out = run(&fx.db, &["--json", "archive", "stats"]);

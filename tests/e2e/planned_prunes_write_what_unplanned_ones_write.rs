@@ -5,40 +5,13 @@
 //! one database: once planned on the engine's own store (its prunes take the plans), once
 //! planned on another connection (its prunes find no plan and read the message again).
 
-use std::path::Path;
-
 use crate::common;
 
+use common::archive::{fixture_named, FIXTURES};
 use common::*;
 use pruning_adapters::opencode::{CleanPolicy, OpenCodeStore, Planned};
 use pruning_engine::{BlockedReason, Engine, PruneRequest, PruneResult, SessionStore};
 use sha2::{Digest, Sha256};
-
-/// A copy of `tests/fixtures/NAME/opencode.db` in a new temporary folder.
-fn fixture_named(name: &str) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("opencode.db");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-        .join("opencode.db");
-    std::fs::copy(&source, &db).expect("copy fixture");
-    let journal = dir.path().join("opencode.db.prune-journal");
-    Fixture::at(dir, db, journal)
-}
-
-/// Every fixture database of the repository.
-const FIXTURES: [&str; 9] = [
-    "opencode-1.2.27",
-    "opencode-1.2.27-upgraded-1.18.34",
-    "opencode-1.3.2",
-    "opencode-1.14.48",
-    "opencode-1.14.48-upgraded-1.18.34",
-    "opencode-1.15.13",
-    "opencode-1.17.19",
-    "opencode-1.18.34",
-    "opencode-1.18.34-matrix",
-];
 
 /// A clean's policy that keeps no turn.
 fn every_turn() -> CleanPolicy {

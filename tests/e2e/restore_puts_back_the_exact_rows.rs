@@ -9,37 +9,12 @@ use std::path::Path;
 
 use crate::common;
 
+use common::archive::{clean_archived, fixture_named, restore, unrestored, FIXTURES};
 use common::cli::{assert_exit, json, run};
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
 use common::*;
 use rusqlite::types::Value as Sql;
 use serde_json::{json, Value};
-
-/// Every fixture database of the repository.
-const FIXTURES: [&str; 9] = [
-    "opencode-1.2.27",
-    "opencode-1.2.27-upgraded-1.18.34",
-    "opencode-1.3.2",
-    "opencode-1.14.48",
-    "opencode-1.14.48-upgraded-1.18.34",
-    "opencode-1.15.13",
-    "opencode-1.17.19",
-    "opencode-1.18.34",
-    "opencode-1.18.34-matrix",
-];
-
-/// A copy of `tests/fixtures/NAME/opencode.db` in a new temporary folder.
-fn fixture_named(name: &str) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("opencode.db");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-        .join("opencode.db");
-    std::fs::copy(&source, &db).expect("copy fixture");
-    let journal = dir.path().join("opencode.db.prune-journal");
-    Fixture::at(dir, db, journal)
-}
 
 /// Every row of `table` (every column, with its SQLite type and bytes), ordered by id.
 fn rows(db: &Path, table: &str) -> Vec<Vec<Sql>> {
@@ -66,68 +41,14 @@ fn rows(db: &Path, table: &str) -> Vec<Vec<Sql>> {
     found
 }
 
-/// The ids of the receipts of prunes not yet restored.
-fn prune_receipts(db: &Path) -> Vec<String> {
-    let conn = rusqlite::Connection::open(db).expect("open");
-    let restores: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('session_prune_receipt') WHERE name = 'restores'",
-            [],
-            |row| row.get(0),
-        )
-        .expect("columns");
-    let sql = if restores > 0 {
-        "SELECT id FROM session_prune_receipt r WHERE restores IS NULL AND NOT EXISTS \
-         (SELECT 1 FROM session_prune_receipt u WHERE u.restores = r.id) ORDER BY rowid"
-    } else {
-        "SELECT id FROM session_prune_receipt ORDER BY rowid"
-    };
-    let mut stmt = conn.prepare(sql).expect("select");
-    let ids = stmt
-        .query_map([], |row| row.get(0))
-        .expect("query")
-        .collect::<rusqlite::Result<Vec<String>>>()
-        .expect("ids");
-    ids
-}
-
-/// `clean --all --apply --archive` keeping no turn, no quiet period.
-fn clean_archived(db: &Path) -> Value {
-    let out = run(
-        db,
-        &[
-            "--json",
-            "--quiet-period",
-            "0",
-            "--abandoned-after",
-            "never",
-            "clean",
-            "--all",
-            "--apply",
-            "--archive",
-            "--keep-last-turns",
-            "0",
-        ],
-    );
-    assert_exit(&out, 0);
-    json(&out)
-}
-
-/// `restore RECEIPT --json`, expected to exit `code`.
-fn restore(db: &Path, receipt: &str, code: i32) -> Value {
-    let out = run(db, &["--json", "--quiet-period", "0", "restore", receipt]);
-    assert_exit(&out, code);
-    json(&out)
-}
-
 #[test]
 fn every_release_gets_back_each_part_and_snapshot_byte_for_byte() {
     for name in FIXTURES {
         let fx = fixture_named(name);
         let parts = rows(&fx.db, "part");
         let events = rows(&fx.db, "event");
-        let report = clean_archived(&fx.db);
-        let pruned = prune_receipts(&fx.db);
+        let report = clean_archived(&fx.db, &[]);
+        let pruned = unrestored(&fx.db);
         assert!(!pruned.is_empty(), "{name}: the clean pruned nothing");
         assert_eq!(report["pruned"], pruned.len(), "{name}: {report}");
         let archived = report["archiveBytes"].as_u64().expect("archiveBytes");
@@ -211,8 +132,8 @@ fn a_v2_message_gets_its_row_back_exactly() {
 fn a_retry_returns_the_same_receipt_and_event_and_the_message_can_be_pruned_again() {
     let fx = Fixture::new();
     let parts = rows(&fx.db, "part");
-    clean_archived(&fx.db);
-    let first = prune_receipts(&fx.db);
+    clean_archived(&fx.db, &[]);
+    let first = unrestored(&fx.db);
     let receipt = first[0].clone();
     let answer = restore(&fx.db, &receipt, 0);
     let again = restore(&fx.db, &receipt, 0);
@@ -232,10 +153,10 @@ fn a_retry_returns_the_same_receipt_and_event_and_the_message_can_be_pruned_agai
     assert_eq!(restored[0]["removedCount"], 0);
 
     // The same clean prunes the restored message again, with a receipt of its own.
-    let report = clean_archived(&fx.db);
+    let report = clean_archived(&fx.db, &[]);
     assert_eq!(report["pruned"], 1, "{report}");
     assert_eq!(report["alreadyPruned"], 0, "{report}");
-    let second = prune_receipts(&fx.db);
+    let second = unrestored(&fx.db);
     assert_eq!(second.len(), first.len());
     let new_receipt = second
         .iter()
@@ -253,8 +174,8 @@ fn a_retry_returns_the_same_receipt_and_event_and_the_message_can_be_pruned_agai
 #[test]
 fn a_dry_run_says_what_would_come_back_and_writes_nothing() {
     let fx = Fixture::new();
-    clean_archived(&fx.db);
-    let receipt = prune_receipts(&fx.db)[0].clone();
+    clean_archived(&fx.db, &[]);
+    let receipt = unrestored(&fx.db)[0].clone();
     let (digest, journal) = (fx.file_digest(), fx.journal_digest());
     let out = run(
         &fx.db,

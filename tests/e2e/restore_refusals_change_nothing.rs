@@ -10,45 +10,18 @@ use std::path::Path;
 
 use crate::common;
 
+use common::archive::{archive_digest, archive_path, clean_archived, prune_receipts, unrestored};
 use common::cli::{assert_exit, json, run};
 use common::*;
 use pruning_engine::{IntentState, Journal};
 use pruning_journal::Selection;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
-/// The fixture after `clean --all --apply --archive` (no quiet period, no turn kept).
+/// The fixture after `clean --all --apply --archive`.
 fn archived() -> Fixture {
     let fx = Fixture::new();
-    let out = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "--abandoned-after",
-            "never",
-            "clean",
-            "--all",
-            "--apply",
-            "--archive",
-            "--keep-last-turns",
-            "0",
-        ],
-    );
-    assert_exit(&out, 0);
+    clean_archived(&fx.db, &[]);
     fx
-}
-
-/// The archive beside the fixture's database.
-fn archive_path(fx: &Fixture) -> std::path::PathBuf {
-    fx.dir.path().join("opencode.db.prune-archive")
-}
-
-/// SHA-256 of the archive file.
-fn archive_digest(fx: &Fixture) -> String {
-    hex::encode(Sha256::digest(
-        std::fs::read(archive_path(fx)).expect("archive"),
-    ))
 }
 
 /// The receipt of the prune of TURN1 (the first message of MANY_TURNS).
@@ -250,7 +223,7 @@ fn a_missing_or_damaged_archive_fails_and_the_restore_goes_through_once_it_is_ba
     std::fs::write(&path, &damaged).expect("write the damaged archive");
     std::fs::remove_file(fx.dir.path().join("moved")).expect("remove");
     let mut failures = 0;
-    for receipt in all_receipts(&fx) {
+    for receipt in prune_receipts(&fx.db) {
         let out = restore(&fx.db, &receipt, true);
         if out.status.code() == Some(1) {
             let doc = json(&out);
@@ -282,40 +255,9 @@ fn a_missing_or_damaged_archive_fails_and_the_restore_goes_through_once_it_is_ba
     );
     // The archive back whole: every restore left goes through.
     std::fs::write(&path, &original).expect("put the archive back");
-    for receipt in unrestored(&fx) {
+    for receipt in unrestored(&fx.db) {
         let out = restore(&fx.db, &receipt, true);
         assert_exit(&out, 0);
     }
-    assert!(unrestored(&fx).is_empty());
-}
-
-/// Every prune receipt, oldest first.
-fn all_receipts(fx: &Fixture) -> Vec<String> {
-    let conn = fx.sql();
-    let mut stmt = conn
-        .prepare("SELECT id FROM session_prune_receipt WHERE restores IS NULL ORDER BY rowid")
-        .expect("select");
-    let ids = stmt
-        .query_map([], |row| row.get(0))
-        .expect("query")
-        .collect::<rusqlite::Result<Vec<String>>>()
-        .expect("ids");
-    ids
-}
-
-/// The prune receipts no restore undid yet.
-fn unrestored(fx: &Fixture) -> Vec<String> {
-    let conn = fx.sql();
-    let mut stmt = conn
-        .prepare(
-            "SELECT id FROM session_prune_receipt r WHERE restores IS NULL AND NOT EXISTS \
-             (SELECT 1 FROM session_prune_receipt u WHERE u.restores = r.id) ORDER BY rowid",
-        )
-        .expect("select");
-    let ids = stmt
-        .query_map([], |row| row.get(0))
-        .expect("query")
-        .collect::<rusqlite::Result<Vec<String>>>()
-        .expect("ids");
-    ids
+    assert!(unrestored(&fx.db).is_empty());
 }

@@ -2,6 +2,7 @@
 //! disk, an engine over it, and ways to look at the file and the journal from outside.
 #![allow(dead_code)]
 
+pub mod archive;
 pub mod audit;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,124 @@
+//! Shared steps of the archive and restore tests: the fixture releases, a clean that archives,
+//! the receipts a restore can take, and the archive beside a fixture's database.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::cli::{assert_exit, json, run};
+use super::Fixture;
+
+/// Every fixture database of the repository.
+pub const FIXTURES: [&str; 9] = [
+    "opencode-1.2.27",
+    "opencode-1.2.27-upgraded-1.18.34",
+    "opencode-1.3.2",
+    "opencode-1.14.48",
+    "opencode-1.14.48-upgraded-1.18.34",
+    "opencode-1.15.13",
+    "opencode-1.17.19",
+    "opencode-1.18.34",
+    "opencode-1.18.34-matrix",
+];
+
+/// A copy of `tests/fixtures/NAME/opencode.db` in a new temporary folder.
+pub fn fixture_named(name: &str) -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("opencode.db");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .join("opencode.db");
+    std::fs::copy(&source, &db).expect("copy fixture");
+    let journal = dir.path().join("opencode.db.prune-journal");
+    Fixture::at(dir, db, journal)
+}
+
+/// `clean SESSIONS --apply --archive` (every session when `sessions` is empty), keeping no turn,
+/// with no quiet period and abandoned runs refused: its JSON report (exit 0).
+pub fn clean_archived(db: &Path, sessions: &[&str]) -> Value {
+    let mut args = vec![
+        "--json",
+        "--quiet-period",
+        "0",
+        "--abandoned-after",
+        "never",
+        "clean",
+    ];
+    if sessions.is_empty() {
+        args.push("--all");
+    } else {
+        args.extend_from_slice(sessions);
+    }
+    args.extend(["--apply", "--archive", "--keep-last-turns", "0"]);
+    let out = run(db, &args);
+    assert_exit(&out, 0);
+    json(&out)
+}
+
+/// `--json --quiet-period 0 restore RECEIPT`, expected to exit `code`: its JSON answer.
+pub fn restore(db: &Path, receipt: &str, code: i32) -> Value {
+    let out = run(db, &["--json", "--quiet-period", "0", "restore", receipt]);
+    assert_exit(&out, code);
+    json(&out)
+}
+
+/// The ids `sql` selects (one text column) from the database.
+pub fn ids(db: &Path, sql: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    let mut stmt = conn.prepare(sql).expect("select");
+    let found = stmt
+        .query_map([], |row| row.get(0))
+        .expect("query")
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .expect("ids");
+    found
+}
+
+/// The receipts of prunes (not restores), oldest first.
+pub fn prune_receipts(db: &Path) -> Vec<String> {
+    if !has_restores_column(db) {
+        return ids(db, "SELECT id FROM session_prune_receipt ORDER BY rowid");
+    }
+    ids(
+        db,
+        "SELECT id FROM session_prune_receipt WHERE restores IS NULL ORDER BY rowid",
+    )
+}
+
+/// The receipts of prunes no restore undid yet, oldest first.
+pub fn unrestored(db: &Path) -> Vec<String> {
+    if !has_restores_column(db) {
+        return prune_receipts(db);
+    }
+    ids(
+        db,
+        "SELECT id FROM session_prune_receipt r WHERE restores IS NULL AND NOT EXISTS \
+         (SELECT 1 FROM session_prune_receipt u WHERE u.restores = r.id) ORDER BY rowid",
+    )
+}
+
+fn has_restores_column(db: &Path) -> bool {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('session_prune_receipt') WHERE name = 'restores'",
+        [],
+        |row| row.get::<_, i64>(0),
+    )
+    .expect("columns")
+        > 0
+}
+
+/// The archive beside the fixture's database.
+pub fn archive_path(fx: &Fixture) -> PathBuf {
+    fx.dir.path().join("opencode.db.prune-archive")
+}
+
+/// SHA-256 of the archive file.
+pub fn archive_digest(fx: &Fixture) -> String {
+    hex::encode(Sha256::digest(
+        std::fs::read(archive_path(fx)).expect("archive"),
+    ))
+}
