@@ -1,8 +1,10 @@
-//! Shared steps of the archive and restore tests: the fixture releases, a clean that archives,
-//! the receipts a restore can take, and the archive beside a fixture's database.
+//! Shared steps of the archive and restore tests: the fixture releases, a clean and a prune that
+//! archive, restores, the receipts a restore can take, the archive beside a database, and
+//! digests of everything a refusal must leave as it was (database, WAL, journal, archive).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -121,4 +123,100 @@ pub fn archive_digest(fx: &Fixture) -> String {
     hex::encode(Sha256::digest(
         std::fs::read(archive_path(fx)).expect("archive"),
     ))
+}
+
+/// The archive beside `db`: `<db>.prune-archive`.
+pub fn archive_of(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_os_string();
+    name.push(".prune-archive");
+    PathBuf::from(name)
+}
+
+/// The message's revision now, from `preview --json`.
+pub fn revision(db: &Path, session: &str, message: &str) -> String {
+    let out = run(db, &["--json", "preview", session, message]);
+    assert_exit(&out, 0);
+    json(&out)["revision"]
+        .as_str()
+        .expect("revision")
+        .to_string()
+}
+
+/// `prune --archive` of `message` (the parts at `indexes`, or every technical part with
+/// `None`) with no quiet period; returns the new receipt's id.
+pub fn prune_archived(db: &Path, session: &str, message: &str, indexes: Option<&str>) -> String {
+    let revision = revision(db, session, message);
+    let mut args = vec![
+        "--quiet-period",
+        "0",
+        "prune",
+        session,
+        message,
+        "--revision",
+        &revision,
+        "--archive",
+    ];
+    match indexes {
+        Some(indexes) => args.extend_from_slice(&["--indexes", indexes]),
+        None => args.push("--all-technical"),
+    }
+    let out = run(db, &args);
+    assert_exit(&out, 0);
+    receipt_ids(db).pop().expect("a receipt")
+}
+
+/// `restore RECEIPT --json` with no quiet period.
+pub fn restore_out(db: &Path, receipt: &str) -> Output {
+    run(db, &["--json", "--quiet-period", "0", "restore", receipt])
+}
+
+/// The receipt ids, oldest first.
+pub fn receipt_ids(db: &Path) -> Vec<String> {
+    let out = run(db, &["--json", "receipts"]);
+    assert_exit(&out, 0);
+    json(&out)
+        .as_array()
+        .expect("receipts")
+        .iter()
+        .map(|r| r["receiptId"].as_str().expect("receiptId").to_string())
+        .collect()
+}
+
+/// SHA-256 of the database, its WAL and its archive (a missing file counts as empty) and of
+/// what the journal holds (its intents and events; a writable open of the journal rewrites
+/// some of its bytes by itself): equal digests mean none of them changed.
+pub fn everything_digest(db: &Path) -> String {
+    digest(db, true)
+}
+
+/// SHA-256 of the database, its WAL and its archive: what a refusal journaled as refused
+/// leaves as it was.
+pub fn rows_digest(db: &Path) -> String {
+    digest(db, false)
+}
+
+fn digest(db: &Path, with_journal: bool) -> String {
+    let mut hasher = Sha256::new();
+    let mut wal = db.as_os_str().to_os_string();
+    wal.push("-wal");
+    let mut journal = db.as_os_str().to_os_string();
+    journal.push(".prune-journal");
+    for file in [db.to_path_buf(), PathBuf::from(wal), archive_of(db)] {
+        hasher.update(std::fs::read(&file).unwrap_or_default());
+        hasher.update(b"/");
+    }
+    let journal = PathBuf::from(journal);
+    if with_journal && journal.exists() {
+        let journal = pruning_engine::Journal::open_read_only(&journal).expect("journal");
+        let intents = journal.intents().expect("intents");
+        let events = journal.events_after(0, 10_000).expect("events");
+        hasher.update(format!("{intents:?}/{events:?}").as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// `audit --json` on `db`: its exit code and report.
+pub fn audit_report(db: &Path) -> (i32, serde_json::Value) {
+    let out = run(db, &["--json", "audit"]);
+    (out.status.code().unwrap_or(-1), json(&out))
 }
