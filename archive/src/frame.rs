@@ -82,6 +82,14 @@ pub fn file_header() -> [u8; HEADER_LEN as usize] {
     header
 }
 
+/// Whether `start`, the whole of a file shorter than the header, is a header not yet written
+/// whole: nothing, a part of this format's header, or zeros (a crash while the archive was
+/// created). Such a file holds no entry: it reads as empty, and the writer writes its header.
+pub fn is_unwritten_header(start: &[u8]) -> bool {
+    start.len() < HEADER_LEN as usize
+        && (file_header().starts_with(start) || start.iter().all(|&b| b == 0))
+}
+
 /// What the file header says: `Ok(())` for this format; else what is wrong.
 pub fn check_file_header(header: &[u8]) -> Result<(), crate::CorruptKind> {
     if header.len() < HEADER_LEN as usize || header[..8] != MAGIC {

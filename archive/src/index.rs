@@ -162,6 +162,9 @@ impl Index {
 
 /// Scans `file` (at `path`, for errors) from its header to the first frame that does not read.
 ///
+/// A file shorter than the header that holds only the start of one (see
+/// [`frame::is_unwritten_header`]) scans as empty.
+///
 /// Errors: [`ArchiveError::Io`]; [`ArchiveError::Corrupt`] when the file header is not this
 /// format's (a damaged frame is not an error here: it ends the scan, see
 /// [`Index::unreadable`]).
@@ -170,6 +173,19 @@ pub(crate) fn scan(file: &File, path: &Path) -> Result<Index, ArchiveError> {
         .metadata()
         .map_err(|e| ArchiveError::io(path, "reading its length", e))?
         .len();
+    if file_len < HEADER_LEN {
+        let mut start = vec![0u8; file_len as usize];
+        file.read_exact_at(&mut start, 0)
+            .map_err(|e| ArchiveError::io(path, "reading its header", e))?;
+        if frame::is_unwritten_header(&start) {
+            // Created, and its header not written whole yet: no entry.
+            return Ok(Index {
+                end: file_len,
+                file_len,
+                ..Index::default()
+            });
+        }
+    }
     let mut header = [0u8; HEADER_LEN as usize];
     let header_read = if file_len >= HEADER_LEN {
         file.read_exact_at(&mut header, 0)

@@ -65,20 +65,25 @@ impl Archive {
     /// [`ArchiveError::Corrupt`] when it is not an archive of this format;
     /// [`ArchiveError::Io`].
     pub fn open(path: &Path) -> Result<Self, ArchiveError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| ArchiveError::io(path, "opening", e))?;
-        lock(&file, path)?;
+        let file = open_locked(path)?;
         let len = file
             .metadata()
             .map_err(|e| ArchiveError::io(path, "reading its length", e))?
             .len();
-        if len == 0 {
-            file.write_all_at(&frame::file_header(), 0)
+        if len < frame::HEADER_LEN {
+            // New, or a crash cut its creation short before the header was whole.
+            let mut start = vec![0u8; len as usize];
+            file.read_exact_at(&mut start, 0)
+                .map_err(|e| ArchiveError::io(path, "reading its header", e))?;
+            if !frame::is_unwritten_header(&start) {
+                return Err(ArchiveError::Corrupt {
+                    path: path.to_path_buf(),
+                    offset: 0,
+                    kind: crate::CorruptKind::NotAnArchive,
+                });
+            }
+            file.set_len(0)
+                .and_then(|()| file.write_all_at(&frame::file_header(), 0))
                 .and_then(|()| file.sync_all())
                 .map_err(|e| ArchiveError::io(path, "writing its header", e))?;
             sync_folder(path)?;
@@ -329,6 +334,37 @@ impl Rewritten {
         self.end += bytes.len() as u64;
         Ok(())
     }
+}
+
+/// Opens (creating when missing) and locks the file that `path` names when the lock is taken: a
+/// rewrite by another process may rename a new file over the path between the open and the
+/// lock, and a lock on the file it replaced guards nothing (its appends would go to a file no
+/// one reads). Tries again while that happens.
+fn open_locked(path: &Path) -> Result<File, ArchiveError> {
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..100 {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| ArchiveError::io(path, "opening", e))?;
+        lock(&file, path)?;
+        let held = file
+            .metadata()
+            .map_err(|e| ArchiveError::io(path, "reading its identity", e))?;
+        match std::fs::metadata(path) {
+            Ok(named) if named.dev() == held.dev() && named.ino() == held.ino() => return Ok(file),
+            // Replaced (or removed) meanwhile: open what the path names now.
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(ArchiveError::io(path, "reading its identity", e)),
+        }
+    }
+    Err(ArchiveError::Locked {
+        path: path.to_path_buf(),
+    })
 }
 
 /// Takes the exclusive lock on `file`, without waiting.

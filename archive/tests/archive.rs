@@ -206,3 +206,61 @@ fn a_file_that_is_not_an_archive_is_refused_and_left_alone() {
         b"SQLite format 3\0 and more bytes"
     );
 }
+
+#[test]
+fn a_file_whose_header_was_never_written_whole_reads_as_empty_and_gets_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for start in [&b""[..], &b"SPARC"[..], &[0u8; 9][..]] {
+        let path = dir.path().join("c.prune-archive");
+        std::fs::write(&path, start).unwrap();
+        let reader = ArchiveReader::open(&path).unwrap().unwrap();
+        assert_eq!(reader.index().entries().count(), 0, "{start:?}");
+        assert_eq!(reader.index().unreadable(), None, "{start:?}");
+        let mut archive = Archive::open(&path).unwrap();
+        let key = append(&mut archive, "first ");
+        archive.sync().unwrap();
+        drop(archive);
+        let reader = ArchiveReader::open(&path).unwrap().unwrap();
+        assert_eq!(reader.read(&key).unwrap(), rows("first "), "{start:?}");
+        std::fs::remove_file(&path).unwrap();
+    }
+    // Short, but not the start of a header: not an archive, left alone.
+    let path = dir.path().join("d.prune-archive");
+    std::fs::write(&path, b"hello").unwrap();
+    assert!(matches!(
+        ArchiveReader::open(&path),
+        Err(ArchiveError::Corrupt {
+            offset: 0,
+            kind: CorruptKind::NotAnArchive,
+            ..
+        })
+    ));
+    assert!(matches!(
+        Archive::open(&path),
+        Err(ArchiveError::Corrupt {
+            offset: 0,
+            kind: CorruptKind::NotAnArchive,
+            ..
+        })
+    ));
+    assert_eq!(std::fs::read(&path).unwrap(), b"hello");
+}
+
+#[test]
+fn a_writer_never_holds_a_file_a_rewrite_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.prune-archive");
+    let mut first = Archive::open(&path).unwrap();
+    let kept = append(&mut first, "kept ");
+    first.sync().unwrap();
+    // A rewrite renames a new file over the path; the old one is no archive any more.
+    first.rewrite(&[], 1).unwrap();
+    drop(first);
+    let mut second = Archive::open(&path).unwrap();
+    let later = append(&mut second, "later ");
+    second.sync().unwrap();
+    drop(second);
+    let reader = ArchiveReader::open(&path).unwrap().unwrap();
+    assert_eq!(reader.read(&kept).unwrap(), rows("kept "));
+    assert_eq!(reader.read(&later).unwrap(), rows("later "));
+}

@@ -74,8 +74,8 @@ pub enum DiscrepancyKind {
     /// An archived receipt's entry is not in the prune archive (and was not purged): the
     /// archive file was deleted, replaced, or cut.
     ArchiveMissing,
-    /// An archived receipt's entry does not read back to its entry hash: the archive was
-    /// damaged.
+    /// An archived receipt's entry does not read back to its entry hash, or it is not among the
+    /// frames that read while a part of the file does not: the archive was damaged.
     ArchiveDamaged,
 }
 

@@ -235,6 +235,10 @@ pub enum StoreError {
     /// to do); a prune that needed it was not committed.
     #[error("{0}")]
     Archive(String),
+    /// Another process holds the prune archive for writing (a `serve --archive`, a clean with
+    /// `--archive`, an `archive purge`): nothing was done; try again when it is done.
+    #[error("{0}")]
+    ArchiveBusy(String),
 }
 
 /// A failure of an [`crate::Engine`] operation.

@@ -1,7 +1,8 @@
 //! `session-prune archive stats` and `session-prune archive purge --older-than DURATION
 //! [--dry-run]`: what the prune archive beside the database (`<database>.prune-archive`) holds,
 //! and its retention. Both read the database only; `purge` rewrites the archive, and is refused
-//! while a process that archives prunes (`serve --archive`, `clean --apply --archive`) holds it.
+//! (exit 3, `maintenance_required`) while a process that archives prunes (`serve --archive`,
+//! `clean --apply --archive`) holds it; `purge --dry-run` reads without its lock.
 
 use std::time::Duration;
 
@@ -25,8 +26,8 @@ pub struct Args {
 enum Action {
     /// Entries, bytes stored, compression ratio, oldest and newest entry (read-only).
     Stats,
-    /// Remove the entries archived longer ago than --older-than, except each message's newest
-    /// receipt's (so the message's present state can still be undone), and the entries no
+    /// Remove the entries archived longer ago than --older-than, except that of each message's
+    /// newest prune no restore undid (so the message's present state can still be undone), and the entries no
     /// receipt names. Their prunes can no longer be restored; `audit` counts them as purged.
     Purge {
         /// Entries archived at least this long ago: seconds (2592000) or a duration (30d, 12h).
@@ -99,7 +100,7 @@ fn print_stats(stats: &ArchiveStats) -> std::io::Result<()> {
     }
     if let Some(offset) = stats.unreadable_at {
         say!(
-            "damaged   frames from byte {offset} on do not read (a torn append is cut by the next prune with --archive)"
+            "unreadable frames from byte {offset} on do not read: a torn append, which the next command with --archive cuts, unless a receipt's entry is there (then the archive is damaged: `audit` says which)"
         )?;
     }
     Ok(())
@@ -110,7 +111,20 @@ fn purge(config: &Config, age: Duration, dry_run: bool) -> anyhow::Result<Outcom
     require_opencode(&store, &config.db)?;
     let now = pruning_engine::now_ms();
     let cutoff = now.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX));
-    let report = store.purge_archive(cutoff, now, dry_run)?;
+    let report = match store.purge_archive(cutoff, now, dry_run) {
+        Ok(report) => report,
+        Err(pruning_engine::StoreError::ArchiveBusy(detail)) => {
+            let detail = output::printable(&detail);
+            if config.json {
+                output::json_document(&serde_json::json!({
+                    "status": "blocked", "reason": "maintenance_required"
+                }))?;
+            }
+            eprintln!("blocked: maintenance_required: {detail}; nothing was purged");
+            return Ok(Outcome::Blocked);
+        }
+        Err(error) => return Err(error.into()),
+    };
     if config.json {
         output::json_document(&report)?;
     } else {
@@ -126,7 +140,7 @@ fn print_purge(report: &PurgeReport) -> std::io::Result<()> {
         "purged"
     };
     say!(
-        "{verb}: {} entry(ies), {} stored; kept {} old entry(ies) that are their message's newest receipt's",
+        "{verb}: {} entry(ies), {} stored; kept {} old entry(ies) of the newest prune standing on their message",
         report.purged,
         output::bytes(report.purged_bytes),
         report.kept_newest

@@ -85,12 +85,16 @@ pub fn busy_detail(error: &anyhow::Error) -> String {
     )
 }
 
-/// Whether `error` is the journal being held by another process past the open's retry window.
+/// Whether `error` is the journal being held by another process past the open's retry window,
+/// or the prune archive being held by another process (a purge rewriting it).
 pub fn journal_busy(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         matches!(
             cause.downcast_ref::<pruning_journal::OpenError>(),
             Some(pruning_journal::OpenError::Locked { .. })
+        ) || matches!(
+            cause.downcast_ref::<pruning_engine::StoreError>(),
+            Some(pruning_engine::StoreError::ArchiveBusy(_))
         )
     })
 }
@@ -186,7 +190,7 @@ pub fn open_engine(config: &Config, archiving: Archiving) -> anyhow::Result<Engi
     let recovery = engine.recovery();
     if !recovery.completed.is_empty() || !recovery.abandoned.is_empty() {
         eprintln!(
-            "journal recovery: {} committed prune(s) completed, {} unapplied intent(s) abandoned",
+            "journal recovery: {} committed prune(s) or restore(s) completed, {} unapplied intent(s) abandoned",
             recovery.completed.len(),
             recovery.abandoned.len()
         );

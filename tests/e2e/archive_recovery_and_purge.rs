@@ -122,7 +122,7 @@ fn a_torn_last_frame_is_cut_and_damage_under_an_entry_is_refused() {
         digest(&std::fs::read(&path).expect("archive")),
     );
     assert_eq!(after, before);
-    // The audit names every archived receipt whose entry is gone.
+    // The audit names every archived receipt whose entry is not among the frames that read.
     let audit = run(&fx.db, &["--json", "audit"]);
     assert_exit(&audit, 1);
     let report = json(&audit);
@@ -132,7 +132,7 @@ fn a_torn_last_frame_is_cut_and_damage_under_an_entry_is_refused() {
         .as_array()
         .expect("discrepancies")
         .iter()
-        .filter(|d| d["kind"] == "archive_missing")
+        .filter(|d| d["kind"] == "archive_damaged")
         .count();
     assert_eq!(missing as i64, archived, "{report}");
     std::fs::write(&path, &now).expect("put the archive back");

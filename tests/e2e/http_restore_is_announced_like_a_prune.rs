@@ -105,9 +105,13 @@ fn another_workspaces_receipt_is_unknown_and_a_purge_waits_for_the_server() {
     assert_eq!(parse(&answer)["field"], "receiptID");
 
     let purge = run(&fx.db, &["--json", "archive", "purge", "--older-than", "0"]);
-    assert_exit(&purge, 1);
-    let error = String::from_utf8_lossy(&purge.stdout);
-    assert!(error.contains("in use by another process"), "{error}");
+    assert_exit(&purge, 3);
+    assert_eq!(
+        common::cli::json(&purge),
+        json!({ "status": "blocked", "reason": "maintenance_required" })
+    );
+    let words = String::from_utf8_lossy(&purge.stderr);
+    assert!(words.contains("in use by another process"), "{words}");
     assert_eq!((fx.file_digest(), digest()), before);
 
     let (status, _) = server.stop();

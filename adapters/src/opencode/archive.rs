@@ -87,6 +87,12 @@ impl StoreArchive {
         self.archive.read(key).map_err(archive_error)
     }
 
+    /// Whether `archive purge` removed entry `key` on purpose (and it is not in the archive).
+    pub(crate) fn purged(&self, key: &EntryKey) -> bool {
+        let index = self.archive.index();
+        index.get(key).is_none() && index.purged_entry(key).is_some()
+    }
+
     /// Bytes stored for the entries of the prunes this store committed.
     pub(crate) fn written(&self) -> u64 {
         self.written
@@ -177,17 +183,25 @@ fn new_entry<'a>(command: &'a PruneCommand<'_>, encoded: &'a [u8], hash: [u8; 32
     }
 }
 
-/// The entry keys the receipts name (receipt id and `archive_hash`); none where the receipt
-/// table or its archive column is missing. A hash that is not 64 hex characters names nothing.
+/// The entry keys the prune receipts name (receipt id and `archive_hash`); none where the
+/// receipt table or its archive column is missing. A restore's receipt records the hash of the
+/// entry of the prune it undid, whose own receipt names that entry: it names none of its own.
+/// A hash that is not 64 hex characters names nothing.
 pub(crate) fn named_entries(conn: &Connection) -> rusqlite::Result<HashSet<EntryKey>> {
     if !receipts::table_exists(conn, receipts::RECEIPT_TABLE)?
         || !receipts::has_archive_column(conn)?
     {
         return Ok(HashSet::new());
     }
-    let mut stmt = conn.prepare(
-        "SELECT id, archive_hash FROM session_prune_receipt WHERE archive_hash IS NOT NULL",
-    )?;
+    let prunes_only = if receipts::has_restores_column(conn)? {
+        " AND restores IS NULL"
+    } else {
+        ""
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT id, archive_hash FROM session_prune_receipt \
+         WHERE archive_hash IS NOT NULL{prunes_only}"
+    ))?;
     let rows = stmt.query_map([], |row| {
         Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
     })?;
@@ -278,9 +292,13 @@ pub(crate) fn last_data_len(rows: &TableRows) -> u64 {
     }
 }
 
-/// [`StoreError::Archive`] with the archive's words.
+/// [`StoreError::Archive`] with the archive's words ([`StoreError::ArchiveBusy`] when another
+/// process holds it).
 pub(crate) fn archive_error(error: ArchiveError) -> StoreError {
-    StoreError::Archive(error.to_string())
+    match error {
+        ArchiveError::Locked { .. } => StoreError::ArchiveBusy(error.to_string()),
+        other => StoreError::Archive(other.to_string()),
+    }
 }
 
 fn storage(error: rusqlite::Error) -> StoreError {

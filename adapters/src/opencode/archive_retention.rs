@@ -1,6 +1,7 @@
 //! What the prune archive holds ([`ArchiveStats`]) and its retention: `purge` removes the entries
-//! archived before a cutoff, never one whose receipt is its message's newest (the entry a restore
-//! of the message's present state needs), and drops the entries no receipt names. The file is
+//! archived before a cutoff, never the entry of a message's newest prune that no restore undid
+//! (the entry a restore of the message's present state needs), and drops the entries no receipt
+//! names. The file is
 //! rewritten without them (`pruning_archive::Archive::rewrite`); a purged entry leaves a record,
 //! so that an audit tells it from a lost one. Source: docs/ARCHITECTURE.md, "Archive".
 
@@ -57,8 +58,8 @@ pub struct PurgeReport {
     pub purged: u64,
     /// Bytes those entries took (compressed).
     pub purged_bytes: u64,
-    /// Entries archived before the cutoff kept because their receipt is their message's
-    /// newest.
+    /// Entries archived before the cutoff kept because their prune is the newest of its
+    /// message that no restore undid (the message's present state).
     pub kept_newest: u64,
     /// Entries no receipt names, dropped.
     pub orphans: u64,
@@ -118,12 +119,13 @@ pub(crate) fn stats(conn: &Connection, database: &Path) -> Result<ArchiveStats, 
 }
 
 /// Purges the entries of the archive beside `database` written before `cutoff_ms` (ms since the
-/// Unix epoch), except those whose receipt is its message's newest, and drops the entries no
+/// Unix epoch), except each message's newest prune no restore undid, and drops the entries no
 /// receipt names; with `dry_run`, only counts. `now_ms` is recorded as the purge time.
 ///
-/// Errors: [`StoreError::Archive`] when the archive is held by another process (a `serve` or a
-/// clean with `--archive`), damaged, or cannot be rewritten (the old file then stays whole);
-/// [`StoreError::Storage`].
+/// Errors: [`StoreError::ArchiveBusy`] when another process holds the archive (a `serve` or a
+/// clean with `--archive`; not for a dry run, which reads without the lock);
+/// [`StoreError::Archive`] when it is damaged or cannot be rewritten (the old file then stays
+/// whole); [`StoreError::Storage`].
 pub(crate) fn purge(
     conn: &Connection,
     database: &Path,
@@ -140,15 +142,30 @@ pub(crate) fn purge(
         orphans: 0,
         file_bytes_freed: 0,
     };
-    if !path.exists() {
-        return Ok(report);
-    }
-    let mut archive = Archive::open(&path).map_err(archive_error)?;
+    // A dry run only counts: it reads without the writer's lock.
+    let reader;
+    let mut writer = None;
+    let index = if dry_run {
+        match ArchiveReader::open(&path).map_err(archive_error)? {
+            Some(opened) => {
+                reader = opened;
+                reader.index()
+            }
+            None => return Ok(report),
+        }
+    } else {
+        if !path.exists() {
+            return Ok(report);
+        }
+        writer
+            .insert(Archive::open(&path).map_err(archive_error)?)
+            .index()
+    };
     let named = named_entries(conn).map_err(storage)?;
-    let newest = newest_receipts(conn).map_err(storage)?;
+    let newest = standing_prunes(conn).map_err(storage)?;
     let mut purge: Vec<EntryKey> = Vec::new();
     let mut orphans: Vec<EntryKey> = Vec::new();
-    for entry in archive.index().entries() {
+    for entry in index.entries() {
         if !named.contains(&entry.key) {
             orphans.push(entry.key);
         } else if entry.archived_at_ms < cutoff_ms {
@@ -162,22 +179,36 @@ pub(crate) fn purge(
     }
     report.purged = purge.len() as u64;
     report.orphans = orphans.len() as u64;
-    if dry_run || (purge.is_empty() && orphans.is_empty()) {
+    let Some(archive) = writer
+        .as_mut()
+        .filter(|_| !purge.is_empty() || !orphans.is_empty())
+    else {
         return Ok(report);
-    }
+    };
     archive.discard(&orphans).map_err(archive_error)?;
     report.file_bytes_freed = archive.rewrite(&purge, now_ms).map_err(archive_error)?;
     Ok(report)
 }
 
-/// The id of each message's newest receipt (a prune's or a restore's), as text ids parse.
-fn newest_receipts(conn: &Connection) -> rusqlite::Result<HashSet<uuid::Uuid>> {
-    let mut newest: HashMap<(String, String), uuid::Uuid> = HashMap::new();
-    // Oldest commit first: a later one replaces an earlier one of the same message.
+/// For each message, the receipt id of its newest prune that no restore undid: the prune whose
+/// restore gives back what the message held before it (a restore undoes the newest standing
+/// prune, and the one before it stands again).
+fn standing_prunes(conn: &Connection) -> rusqlite::Result<HashSet<uuid::Uuid>> {
+    let mut standing: HashMap<(String, String), Vec<uuid::Uuid>> = HashMap::new();
+    // Oldest commit first: each message's prunes in the order they were made and undone.
     for receipt in receipts::list(conn, None)? {
-        newest.insert((receipt.session_id, receipt.message_id), receipt.receipt_id);
+        let prunes = standing
+            .entry((receipt.session_id, receipt.message_id))
+            .or_default();
+        match receipt.restores {
+            Some(undone) => prunes.retain(|id| *id != undone),
+            None => prunes.push(receipt.receipt_id),
+        }
     }
-    Ok(newest.into_values().collect())
+    Ok(standing
+        .into_values()
+        .filter_map(|prunes| prunes.last().copied())
+        .collect())
 }
 
 fn storage(error: rusqlite::Error) -> StoreError {

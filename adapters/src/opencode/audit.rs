@@ -620,9 +620,22 @@ fn check_archive(
         match archive.read(&key) {
             Ok(_) => found.archive_checked += 1,
             Err(pruning_archive::ArchiveError::NoEntry { .. }) => {
-                found.discrepancies.push(missing(format!(
-                    "receipt {id} was archived, and its entry (hash {hash}) is not in the archive"
-                )))
+                match archive.index().unreadable() {
+                    // The entry may be in the part of the file that does not read.
+                    Some((offset, kind)) => found.discrepancies.push(
+                        Discrepancy::new(
+                            DiscrepancyKind::ArchiveDamaged,
+                            format!(
+                                "the archive entry of receipt {id} is not among the frames that \
+                                 read: the archive does not read past byte {offset} ({kind:?})"
+                            ),
+                        )
+                        .receipt(id),
+                    ),
+                    None => found.discrepancies.push(missing(format!(
+                        "receipt {id} was archived, and its entry (hash {hash}) is not in the archive"
+                    ))),
+                }
             }
             Err(error) => found.discrepancies.push(
                 Discrepancy::new(

@@ -35,9 +35,29 @@ pub(crate) enum ArchiveSource<'a> {
 }
 
 impl ArchiveSource<'_> {
-    fn read(&self, key: &EntryKey) -> Result<ArchivedRows, StoreError> {
+    /// The rows of entry `key`, or a refusal (`not_deletable`) when `archive purge` removed
+    /// it on purpose.
+    ///
+    /// Errors: [`StoreError::Archive`] when the archive is missing, or the entry is lost or
+    /// damaged.
+    fn read(&self, key: &EntryKey) -> Result<Result<ArchivedRows, Refusal>, StoreError> {
+        let purged = || {
+            Ok(Err(refuse(
+                BlockedReason::NotDeletable,
+                format!(
+                    "the archive entry of receipt {} was purged (`archive purge`): its prune can \
+                     no longer be restored",
+                    key.receipt_id
+                ),
+            )))
+        };
         match self {
-            Self::Held(archive) => archive.read(key),
+            Self::Held(archive) => {
+                if archive.purged(key) {
+                    return purged();
+                }
+                archive.read(key).map(Ok)
+            }
             Self::Beside(database) => {
                 let path = pruning_archive::path_beside(database);
                 let reader = ArchiveReader::open(&path).map_err(archive_error)?;
@@ -47,7 +67,10 @@ impl ArchiveSource<'_> {
                         path.display()
                     )));
                 };
-                reader.read(key).map_err(archive_error)
+                if reader.index().get(key).is_none() && reader.index().purged_entry(key).is_some() {
+                    return purged();
+                }
+                reader.read(key).map(Ok).map_err(archive_error)
             }
         }
     }
@@ -161,7 +184,10 @@ pub(crate) fn restore(
         }
         Ok(_) => {}
     }
-    let rows = archive.read(&key).map_err(Failure::Store)?;
+    let rows = match archive.read(&key).map_err(Failure::Store)? {
+        Ok(rows) => rows,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
     let put_back = match generation {
         Generation::V1 => put_back_v1(conn, schema, &pruned, &rows)?,
         Generation::V2 => put_back_v2(conn, &pruned, &rows)?,
@@ -326,7 +352,8 @@ fn put_back_v1(
     Ok(Ok(()))
 }
 
-/// Puts a V2 prune's row back: `data` as it was, where the row still holds what the prune left.
+/// Puts a V2 prune's row back: `data` as it was, where the row still holds exactly what the
+/// prune left.
 fn put_back_v2(
     conn: &Connection,
     pruned: &Receipt,
@@ -346,21 +373,61 @@ fn put_back_v2(
             "the archive entry does not hold one V2 message row with its data",
         )));
     };
+    // The row must hold exactly what the prune left (compare-and-swap): the revision covers
+    // only `content`, and OpenCode may have written elsewhere in the row since (its cost, say),
+    // which putting the old text back would undo. What the prune left is the prune's own write
+    // (`v2::apply`) done again on the archived text.
+    let Some(left) = left_by_prune(conn, original, &pruned.indexes)? else {
+        return Ok(Err(refuse(
+            BlockedReason::UnsupportedStorage,
+            "the archived V2 message row has no content array the prune could have read",
+        )));
+    };
     let changed = conn.execute(
-        "UPDATE session_message SET data = ?1 WHERE session_id = ?2 AND id = ?3",
+        "UPDATE session_message SET data = ?1 WHERE session_id = ?2 AND id = ?3 AND data = ?4",
         params![
             ToSqlOutput::Borrowed(ValueRef::Text(original)),
             pruned.session_id,
-            pruned.message_id
+            pruned.message_id,
+            left
         ],
     )?;
     if changed != 1 {
         return Ok(Err(refuse(
             BlockedReason::Conflict,
-            "the message row changed while it was being restored",
+            "the message row changed since the prune outside its content (OpenCode wrote to it): \
+             putting the row back would undo that",
         )));
     }
     Ok(Ok(()))
+}
+
+/// The `data` text a V2 prune of the items at `indexes` wrote over `original`: its `content`
+/// without them, set as `v2::apply` sets it. `None` when `original` has no content array.
+fn left_by_prune(
+    conn: &Connection,
+    original: &[u8],
+    indexes: &[u32],
+) -> rusqlite::Result<Option<String>> {
+    let Ok(data) = serde_json::from_slice::<serde_json::Value>(original) else {
+        return Ok(None);
+    };
+    let Some(content) = data.get("content").and_then(serde_json::Value::as_array) else {
+        return Ok(None);
+    };
+    let kept: Vec<serde_json::Value> = content
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !indexes.iter().any(|&removed| removed as usize == *i))
+        .map(|(_, item)| item.clone())
+        .collect();
+    let kept = pruning_engine::revision::stringify(&serde_json::Value::Array(kept));
+    conn.query_row(
+        "SELECT json_set(?1, '$.content', json(?2))",
+        params![ToSqlOutput::Borrowed(ValueRef::Text(original)), kept],
+        |row| row.get(0),
+    )
+    .map(Some)
 }
 
 /// Inserts `table`'s rows as they were: every column, every value with its exact bytes. A row
