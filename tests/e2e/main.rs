@@ -67,6 +67,7 @@ mod opencode_continues_after_prune;
 mod planned_prunes_write_what_unplanned_ones_write;
 mod planner_refusals_leave_database_unchanged;
 mod prune_batch_results_per_candidate;
+mod prune_batch_archives_every_prune;
 mod prune_many_commits_a_batch_with_group_commit;
 mod prune_removes_every_row_copy;
 mod prunes_see_what_opencode_wrote_since_the_last_one;
