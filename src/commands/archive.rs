@@ -67,10 +67,18 @@ fn stats(config: &Config) -> anyhow::Result<Outcome> {
 
 fn print_stats(stats: &ArchiveStats) -> std::io::Result<()> {
     if !stats.exists {
-        say!(
-            "no archive at {} (prunes made with --archive write one)",
-            stats.path.display()
-        )?;
+        if stats.named > 0 {
+            say!(
+                "no archive at {}, while {} receipt(s) name entries in it: it was moved or deleted; put it back from the backup taken with the database",
+                stats.path.display(),
+                stats.named
+            )?;
+        } else {
+            say!(
+                "no archive at {} (prunes made with --archive write one)",
+                stats.path.display()
+            )?;
+        }
         return Ok(());
     }
     say!(
@@ -134,6 +142,9 @@ fn purge(config: &Config, age: Duration, dry_run: bool) -> anyhow::Result<Outcom
 }
 
 fn print_purge(report: &PurgeReport) -> std::io::Result<()> {
+    if !report.exists {
+        return say!("no archive: nothing to purge");
+    }
     let verb = if report.status == "dry-run" {
         "would purge"
     } else {

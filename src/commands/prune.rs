@@ -255,6 +255,12 @@ pub fn print_human(outcome: &PruneOutcome) -> std::io::Result<()> {
                     receipt.receipt_id,
                     output::bytes(receipt.bytes_removed)
                 )?;
+                if receipt.archive_hash.is_some() {
+                    say!(
+                        "archived  the removed rows; `session-prune restore {}` puts them back",
+                        receipt.receipt_id
+                    )?;
+                }
             }
             if let Some(event) = &outcome.event {
                 say!("event     #{} {} {}", event.seq, event.event_type, event.id)?;

@@ -34,6 +34,10 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
             None => say!("no receipts: nothing has been pruned in this database")?,
         }
     }
+    let restored: std::collections::HashMap<uuid::Uuid, uuid::Uuid> = receipts
+        .iter()
+        .filter_map(|r| r.restores.map(|undone| (undone, r.receipt_id)))
+        .collect();
     for r in &receipts {
         let what = match r.restores {
             Some(pruned) => format!("restored {} part(s) of receipt {pruned}", r.part_ids.len()),
@@ -41,10 +45,10 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
                 "removed {} part(s), {}{}",
                 r.removed_count,
                 output::bytes(r.bytes_removed),
-                if r.archive_hash.is_some() {
-                    ", archived"
-                } else {
-                    ""
+                match (restored.get(&r.receipt_id), &r.archive_hash) {
+                    (Some(by), _) => format!(", restored by receipt {by}"),
+                    (None, Some(_)) => ", archived".to_string(),
+                    (None, None) => String::new(),
                 }
             ),
         };

@@ -28,7 +28,9 @@ pub struct Args {
 
 /// The `--dry-run --json` document: `{status:"dry-run", receiptID, sessionID, messageID,
 /// revisionAfter, restoredCount, rows, bytes}`; `rows` and `bytes` count every row put back
-/// (parts and their event snapshots, or the V2 message row) and their `data`.
+/// (parts and their event snapshots, or the V2 message row) and their `data`. A prune already
+/// restored gives `{status:"already-restored", receiptID (the restore's), sessionID, messageID,
+/// revision}`.
 #[derive(Debug, Serialize)]
 struct DryRunDocument<'a> {
     status: &'static str,
@@ -96,16 +98,13 @@ fn plan(config: &Config, request: &RestoreRequest) -> anyhow::Result<Outcome> {
     };
     if let Some(already) = &plan.already {
         if config.json {
-            let data = pruning_engine::PrunedEventData {
-                session_id: already.session_id.clone(),
-                message_id: already.message_id.clone(),
-                revision: already.revision_after.clone(),
-            };
-            output::json_document(&RestoreResult::restored(
-                already.receipt_id,
-                &data,
-                already.part_ids.len() as u32,
-            ))?;
+            output::json_document(&serde_json::json!({
+                "status": "already-restored",
+                "receiptID": already.receipt_id,
+                "sessionID": already.session_id,
+                "messageID": already.message_id,
+                "revision": already.revision_after,
+            }))?;
         } else {
             say!(
                 "dry run: already restored (receipt {}); a restore would return it",

@@ -198,14 +198,20 @@ fn opencode_continues_a_restored_session_with_its_tool_output() {
     }
     let parts_continued = parts(&db);
 
+    // Before the restores, every prune's entry reads back to its hash.
+    let audit = session_prune(&db, &["audit"], 0);
+    assert_eq!(audit["ok"], true, "{audit}");
+    assert_eq!(audit["archive"]["checked"], receipts.len(), "{audit}");
+
     // Restore every receipt.
     for receipt in &receipts {
         let restored = session_prune(&db, &["restore", receipt], 0);
         assert_eq!(restored["status"], "restored", "{restored}");
     }
+    // After them, no restored prune's entry is asked for.
     let audit = session_prune(&db, &["audit"], 0);
     assert_eq!(audit["ok"], true, "{audit}");
-    assert_eq!(audit["archive"]["checked"], receipts.len(), "{audit}");
+    assert_eq!(audit["archive"]["checked"], 0, "{audit}");
 
     // Byte for byte: every part and snapshot of before the clean is back, the clean's removal
     // events are gone; the rest is what OpenCode wrote when it continued the session.

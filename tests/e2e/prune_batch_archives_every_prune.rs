@@ -15,7 +15,14 @@ fn every_prune_of_a_batch_is_archived_and_restores() {
     let parts_before = fx.scalar("SELECT count(*) FROM part");
     let out = run(
         &fx.db,
-        &["--json", "history", MANY_TURNS, "--purpose", "prune", "--all"],
+        &[
+            "--json",
+            "history",
+            MANY_TURNS,
+            "--purpose",
+            "prune",
+            "--all",
+        ],
     );
     assert_exit(&out, 0);
     let body = out.stdout;

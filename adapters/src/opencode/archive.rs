@@ -40,15 +40,30 @@ impl StoreArchive {
     /// Opens the archive beside the database (`<database>.prune-archive`, created when missing)
     /// and recovers it against the receipts `conn` reads (outside any transaction): frames a
     /// crash tore at the end are cut when no receipt names an entry there; entries no receipt
-    /// names are discarded.
+    /// names are discarded. A missing archive while receipts name entries is refused: it was
+    /// moved or deleted, and a new file would split the entries (an empty file is an empty
+    /// archive, the way to start anew on purpose).
     ///
     /// Errors: [`StoreError::Archive`] when the archive cannot be opened (held by another
     /// process, not an archive, unreadable) or when a receipt names an entry the unreadable
     /// part of the file may hold (then nothing is written to it); [`StoreError::Storage`].
     pub(crate) fn open(conn: &Connection, database: &Path) -> Result<Self, StoreError> {
         let path = pruning_archive::path_beside(database);
-        let mut archive = Archive::open(&path).map_err(archive_error)?;
         let named = named_entries(conn).map_err(storage)?;
+        if !named.is_empty() && !path.exists() {
+            // Moved or deleted: a new archive beside the old one would split the entries
+            // between two files that cannot be joined again.
+            return Err(StoreError::Archive(format!(
+                "archive {} is missing, while {} receipt(s) name entries in it: put it back \
+                 beside the database (from the backup taken with it). To start a new, empty \
+                 archive anyway (those prunes can then not be restored), create an empty file \
+                 there: touch {}",
+                path.display(),
+                named.len(),
+                path.display()
+            )));
+        }
+        let mut archive = Archive::open(&path).map_err(archive_error)?;
         if let Some((offset, kind)) = archive.index().unreadable() {
             let index = archive.index();
             let unaccounted = named

@@ -46,6 +46,9 @@ pub struct ArchiveStats {
     pub purged: u64,
     /// Where frames that do not read begin (a crash tore an append, or damage), if they do.
     pub unreadable_at: Option<u64>,
+    /// Entries the receipts name (archived prunes), whether or not the archive holds them:
+    /// more than `entries - orphans` + purged means entries were lost (`audit` says which).
+    pub named: u64,
 }
 
 /// What a purge removed (or, in a dry run, would remove).
@@ -54,6 +57,8 @@ pub struct ArchiveStats {
 pub struct PurgeReport {
     /// `purged` or `dry-run`.
     pub status: &'static str,
+    /// Whether there is an archive beside the database.
+    pub exists: bool,
     /// Entries archived before the cutoff and removed.
     pub purged: u64,
     /// Bytes those entries took (compressed).
@@ -86,11 +91,13 @@ pub(crate) fn stats(conn: &Connection, database: &Path) -> Result<ArchiveStats, 
         newest_ms: None,
         purged: 0,
         unreadable_at: None,
+        named: 0,
     };
+    let named = named_entries(conn).map_err(storage)?;
+    stats.named = named.len() as u64;
     let Some(reader) = ArchiveReader::open(&path).map_err(archive_error)? else {
         return Ok(stats);
     };
-    let named = named_entries(conn).map_err(storage)?;
     let index = reader.index();
     stats.exists = true;
     stats.file_bytes = index.file_len();
@@ -136,6 +143,7 @@ pub(crate) fn purge(
     let path = pruning_archive::path_beside(database);
     let mut report = PurgeReport {
         status: if dry_run { "dry-run" } else { "purged" },
+        exists: path.exists(),
         purged: 0,
         purged_bytes: 0,
         kept_newest: 0,

@@ -113,7 +113,8 @@ pub(crate) fn audit(
         .collect();
     check_removed_parts(conn, schema, &pruned, &mut found)?;
     check_messages(conn, &checked, &pruned, &mut found)?;
-    check_archive(archive, &checked, &mut found);
+    // A restored prune's rows are back in the database: its entry is not needed any more.
+    check_archive(archive, &pruned, &mut found);
     let mut receipts: Vec<Receipt> = checked.iter().map(|(_, r)| (*r).clone()).collect();
     receipts.sort_by_key(|r| (r.committed_at_ms, r.receipt_id));
     found.receipts = receipts;
@@ -569,8 +570,9 @@ fn check_messages(
     Ok(())
 }
 
-/// Every archived receipt's entry is in the archive and reads back to its entry hash, or was
-/// purged on purpose (counted, not a discrepancy).
+/// Every archived receipt of a standing prune (`checked`: restores and restored prunes left out)
+/// has its entry in the archive, reading back to its entry hash, or was purged on purpose
+/// (counted, not a discrepancy).
 fn check_archive(
     archive: Result<&Option<ArchiveReader>, &String>,
     checked: &[(&Row, &Receipt)],

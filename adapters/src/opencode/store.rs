@@ -60,7 +60,7 @@ impl Default for StoreOptions {
 /// An OpenCode database opened for pruning ([`OpenCodeStore::open`]) or for reading only
 /// ([`OpenCodeStore::open_read_only`]).
 ///
-/// One connection, guarded by a mutex, with `busy_timeout = 0`, `synchronous = FULL`,
+/// One connection, guarded by a mutex, with `busy_timeout = 0` (5 s for a read-only one), `synchronous = FULL`,
 /// `foreign_keys = ON`, `cache_size = -8000`, `wal_autocheckpoint = 10000` and the query
 /// planner's stability guarantee (`SQLITE_DBCONFIG_ENABLE_QPSG`); the file's
 /// `journal_mode` is never changed. The schema profile ([`Schema`]) is read once and read
@@ -171,7 +171,9 @@ impl OpenCodeStore {
     /// Wraps a connection the caller opened (for embedding, and for tests that attach a
     /// database to it). Applies the connection settings; checks that the file is SQLite.
     pub fn from_connection(conn: Connection, options: StoreOptions) -> Result<Self, StoreError> {
-        conn.busy_timeout(Duration::ZERO).map_err(storage)?;
+        // Opening waits, briefly, on another process opening or recovering the WAL index; the
+        // write path never waits (set below).
+        conn.busy_timeout(READ_BUSY_TIMEOUT).map_err(storage)?;
         // The query planner's stability guarantee: a plan never depends on a bound value. Without
         // it the planner peeks at some parameters, and SQLite then compiles the statement again
         // each time its parameters are cleared, which the statement cache does on every reuse.
@@ -189,6 +191,13 @@ impl OpenCodeStore {
         .map_err(storage)?;
         super::sql_functions::register(&conn).map_err(storage)?;
         let profile = Schema::read(&conn).map_err(storage)?;
+        if !read_only {
+            // A reader never waits for a writer in WAL mode, but it may meet another process
+            // opening or recovering the WAL index (SQLITE_BUSY): a read-only connection waits
+            // for that, briefly, rather than failing a read command. A connection that prunes
+            // never waits: a busy database is `maintenance_required` at once.
+            conn.busy_timeout(Duration::ZERO).map_err(storage)?;
+        }
         let path = conn
             .path()
             .filter(|p| !p.is_empty())
@@ -489,6 +498,10 @@ impl OpenCodeStore {
         }
     }
 }
+
+/// How long a read-only connection waits on another process holding the WAL index for a moment
+/// (a prune's connection never waits: docs/ARCHITECTURE.md, "The write path of one prune").
+const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// SQLite's `synchronous` levels this store uses (`PRAGMA synchronous` reads them as numbers).
 const NORMAL: i64 = 1;

@@ -93,6 +93,11 @@ impl<S: SessionStore> Engine<S> {
         }
         if let Some(event) = self.journal.committed_event_for(&key)? {
             if let Some(receipt) = self.store.receipt_by_key(&key)? {
+                // A retry answers as the restore did, unless the message was pruned again
+                // since: its event would announce a revision the message no longer has.
+                if let Some(refusal) = pruned_since(&self.store, &receipt)? {
+                    return Ok(RestoreOutcome::blocked(refusal, None));
+                }
                 let event = PrunedEvent::from(event);
                 self.hub.republish(event.clone());
                 return Ok(RestoreOutcome::restored(receipt, event, None, true));
@@ -177,6 +182,76 @@ impl<S: SessionStore> Engine<S> {
     }
 }
 
+/// The receipts of the message `receipt` names, oldest commit first.
+fn receipts_of_message<S: SessionStore>(
+    store: &S,
+    receipt: &Receipt,
+) -> Result<Vec<Receipt>, EngineError> {
+    Ok(store
+        .receipts(Some(&receipt.session_id))?
+        .into_iter()
+        .filter(|r| r.message_id == receipt.message_id)
+        .collect())
+}
+
+/// Why the restore whose receipt is `restored` cannot be answered again: the message has a
+/// newer receipt (it was pruned again since), `conflict`; `None` when the restore is still the
+/// message's newest receipt.
+///
+/// Errors: [`EngineError::Store`].
+fn pruned_since<S: SessionStore>(
+    store: &S,
+    restored: &Receipt,
+) -> Result<Option<Refusal>, EngineError> {
+    let receipts = receipts_of_message(store, restored)?;
+    let newer = receipts
+        .iter()
+        .skip_while(|r| r.receipt_id != restored.receipt_id)
+        .skip(1)
+        .last();
+    Ok(newer.map(|newer| {
+        Refusal::new(
+            BlockedReason::Conflict,
+            format!(
+                "the prune was restored (receipt {}), and the message was changed again since \
+                 (receipt {}): restore the newest standing prune instead",
+                restored.receipt_id, newer.receipt_id
+            ),
+        )
+    }))
+}
+
+/// Why the prune with receipt `pruned` cannot be restored now because of the engine's own later
+/// receipts of its message: a later prune stands on top of it (restores undo prunes newest
+/// first), `conflict` naming the one to restore first; `None` when it is the newest standing
+/// prune of its message.
+///
+/// Errors: [`EngineError::Store`].
+fn undone_first<S: SessionStore>(
+    store: &S,
+    pruned: &Receipt,
+) -> Result<Option<Refusal>, EngineError> {
+    let mut standing: Vec<Uuid> = Vec::new();
+    for receipt in receipts_of_message(store, pruned)? {
+        match receipt.restores {
+            Some(undone) => standing.retain(|id| *id != undone),
+            None => standing.push(receipt.receipt_id),
+        }
+    }
+    Ok(match standing.last() {
+        Some(top) if *top != pruned.receipt_id && standing.contains(&pruned.receipt_id) => {
+            Some(Refusal::new(
+                BlockedReason::Conflict,
+                format!(
+                    "the message was pruned again since, by receipt {top}: restore that one \
+                     first (restores undo a message's prunes newest first)"
+                ),
+            ))
+        }
+        _ => None,
+    })
+}
+
 /// What [`Engine::restore`] would do now on `store`, writing nothing (the store's checks, then
 /// a roll back): the plan, or why it would be refused.
 ///
@@ -193,7 +268,8 @@ pub fn restore_dry_run<S: SessionStore>(
 
 /// The receipt of the prune a restore of `receipt_id` names, read from `store` (read-only), or
 /// why it cannot be restored: unknown, the receipt of a restore, or of a prune that was not
-/// archived (`not_deletable`). [`Engine::restore`] checks this before journaling anything; a
+/// archived (`not_deletable`), or a later prune of its message stands on top of it
+/// (`conflict`, naming it: restores undo a message's prunes newest first). [`Engine::restore`] checks this before journaling anything; a
 /// caller can check it without opening the journal.
 ///
 /// Errors: [`EngineError::Store`].
@@ -220,7 +296,10 @@ pub fn restorable<S: SessionStore>(
                      --archive can be restored"
                 ),
             )),
-            Some(receipt) => Ok(receipt),
+            Some(receipt) => match undone_first(store, &receipt)? {
+                Some(refusal) => Err(refusal),
+                None => Ok(receipt),
+            },
         })
     }
 }
