@@ -57,6 +57,8 @@ pub struct Index {
     by_key: HashMap<EntryKey, usize>,
     /// Purge records, in file order.
     purged: Vec<PurgedInfo>,
+    /// Key -> its newest purge record in `purged`.
+    purged_by_key: HashMap<EntryKey, usize>,
     /// End of the last readable frame.
     pub(crate) end: u64,
     /// The file's length when scanned.
@@ -85,7 +87,7 @@ impl Index {
 
     /// The purge record of `key`, if it was purged.
     pub fn purged_entry(&self, key: &EntryKey) -> Option<&PurgedInfo> {
-        self.purged.iter().rev().find(|p| p.key == *key)
+        self.purged_by_key.get(key).map(|&at| &self.purged[at])
     }
 
     /// Bytes of the file, as scanned.
@@ -148,6 +150,7 @@ impl Index {
                     content_hash,
                 };
                 self.remove(&key);
+                self.purged_by_key.insert(key, self.purged.len());
                 self.purged.push(PurgedInfo { key, purged_at_ms });
             }
         }

@@ -61,11 +61,14 @@ impl Archive {
     /// append) opens; appends are refused until [`Archive::truncate_unreadable_tail`] drops them,
     /// which the caller does once it knows no receipt names an entry there.
     ///
+    /// A file it creates gets the permission bits `mode` (as `open(2)` gives them, less the
+    /// umask): the caller passes those of the database whose rows it keeps.
+    ///
     /// Errors: [`ArchiveError::Locked`] when another process holds it;
     /// [`ArchiveError::Corrupt`] when it is not an archive of this format;
     /// [`ArchiveError::Io`].
-    pub fn open(path: &Path) -> Result<Self, ArchiveError> {
-        let file = open_locked(path)?;
+    pub fn open(path: &Path, mode: u32) -> Result<Self, ArchiveError> {
+        let file = open_locked(path, mode)?;
         let len = file
             .metadata()
             .map_err(|e| ArchiveError::io(path, "reading its length", e))?
@@ -211,13 +214,7 @@ impl Archive {
         let mut temp_path = self.path.clone().into_os_string();
         temp_path.push(".rewrite");
         let temp_path = PathBuf::from(temp_path);
-        let temp = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp_path)
-            .map_err(|e| ArchiveError::io(&temp_path, "creating the rewritten archive", e))?;
+        let temp = self.create_like_self(&temp_path)?;
         lock(&temp, &temp_path)?;
         let mut rewritten = Rewritten {
             file: temp,
@@ -226,9 +223,10 @@ impl Archive {
         };
         let written = (|| {
             rewritten.write(&frame::file_header())?;
+            let removed: std::collections::HashSet<&EntryKey> = remove.iter().collect();
             let mut payload = Vec::new();
             for info in self.index.entries() {
-                if remove.contains(&info.key) {
+                if removed.contains(&info.key) {
                     continue;
                 }
                 payload.resize(info.stored_len as usize, 0);
@@ -280,6 +278,42 @@ impl Archive {
         }
         self.index = index::scan(&self.file, &self.path)?;
         Ok(before.saturating_sub(self.index.file_len))
+    }
+
+    /// Creates the file a rewrite writes, with this file's permission bits and (where this
+    /// process may give it) its owner, so that the rewrite is no more readable than the archive
+    /// was. A file left there by a rewrite that was stopped is removed first; a link there is
+    /// not followed.
+    fn create_like_self(&self, temp_path: &Path) -> Result<File, ArchiveError> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+        let io = |e| ArchiveError::io(temp_path, "creating the rewritten archive", e);
+        let old = self
+            .file
+            .metadata()
+            .map_err(|e| ArchiveError::io(&self.path, "reading its permissions", e))?;
+        match std::fs::remove_file(temp_path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+        let temp = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(temp_path)
+            .map_err(io)?;
+        // Not root: the owner stays this process's, as it was when this process created it.
+        let _ = rustix::fs::fchown(
+            &temp,
+            Some(rustix::fs::Uid::from_raw(old.uid())),
+            Some(rustix::fs::Gid::from_raw(old.gid())),
+        );
+        temp.set_permissions(std::fs::Permissions::from_mode(
+            old.permissions().mode() & 0o7777,
+        ))
+        .map_err(io)?;
+        Ok(temp)
     }
 
     /// Refuses when poisoned or when unreadable frames end the file.
@@ -340,14 +374,15 @@ impl Rewritten {
 /// rewrite by another process may rename a new file over the path between the open and the
 /// lock, and a lock on the file it replaced guards nothing (its appends would go to a file no
 /// one reads). Tries again while that happens.
-fn open_locked(path: &Path) -> Result<File, ArchiveError> {
-    use std::os::unix::fs::MetadataExt;
+fn open_locked(path: &Path, mode: u32) -> Result<File, ArchiveError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     for _ in 0..100 {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(mode)
             .open(path)
             .map_err(|e| ArchiveError::io(path, "opening", e))?;
         lock(&file, path)?;

@@ -43,7 +43,7 @@ fn append(archive: &mut Archive, text: &str) -> EntryKey {
 fn entries_read_back_exactly_after_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("opencode.db.prune-archive");
-    let mut archive = Archive::open(&path).unwrap();
+    let mut archive = Archive::open(&path, 0o644).unwrap();
     let first = append(&mut archive, "one ");
     let second = append(&mut archive, "two ");
     archive.sync().unwrap();
@@ -67,7 +67,7 @@ fn a_missing_archive_reads_as_none_and_is_not_created_by_reading() {
 fn a_torn_append_ends_the_readable_frames_and_refuses_appends_until_cut() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.prune-archive");
-    let mut archive = Archive::open(&path).unwrap();
+    let mut archive = Archive::open(&path, 0o644).unwrap();
     let kept = append(&mut archive, "kept ");
     let torn = append(&mut archive, "torn ");
     archive.sync().unwrap();
@@ -80,7 +80,7 @@ fn a_torn_append_ends_the_readable_frames_and_refuses_appends_until_cut() {
         .set_len(len - 3)
         .unwrap();
 
-    let mut archive = Archive::open(&path).unwrap();
+    let mut archive = Archive::open(&path, 0o644).unwrap();
     let (offset, kind) = archive.index().unreadable().unwrap();
     assert_eq!(kind, CorruptKind::Truncated);
     assert!(archive.index().get(&torn).is_none());
@@ -113,7 +113,7 @@ fn append_result(archive: &mut Archive) -> Result<pruning_archive::Appended, Arc
 fn a_discarded_entry_is_no_longer_live_and_a_rewrite_drops_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.prune-archive");
-    let mut archive = Archive::open(&path).unwrap();
+    let mut archive = Archive::open(&path, 0o644).unwrap();
     let kept = append(&mut archive, "kept ");
     let orphan = append(&mut archive, "orphan ");
     archive.discard(&[orphan]).unwrap();
@@ -134,7 +134,7 @@ fn a_discarded_entry_is_no_longer_live_and_a_rewrite_drops_it() {
 fn a_purge_removes_the_entry_and_keeps_its_record_through_later_rewrites() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.prune-archive");
-    let mut archive = Archive::open(&path).unwrap();
+    let mut archive = Archive::open(&path, 0o644).unwrap();
     let old = append(&mut archive, "old ");
     let new = append(&mut archive, "new ");
     archive.sync().unwrap();
@@ -155,7 +155,7 @@ fn a_purge_removes_the_entry_and_keeps_its_record_through_later_rewrites() {
 fn a_damaged_payload_is_reported_as_a_bad_entry() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("b.prune-archive");
-    let mut archive = Archive::open(&path).unwrap();
+    let mut archive = Archive::open(&path, 0o644).unwrap();
     let key = append(&mut archive, "data ");
     archive.sync().unwrap();
     drop(archive);
@@ -179,13 +179,13 @@ fn a_damaged_payload_is_reported_as_a_bad_entry() {
 fn a_second_writer_is_refused_while_the_first_holds_the_archive() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("l.prune-archive");
-    let first = Archive::open(&path).unwrap();
+    let first = Archive::open(&path, 0o644).unwrap();
     assert!(matches!(
-        Archive::open(&path),
+        Archive::open(&path, 0o644),
         Err(ArchiveError::Locked { .. })
     ));
     drop(first);
-    Archive::open(&path).unwrap();
+    Archive::open(&path, 0o644).unwrap();
 }
 
 #[test]
@@ -194,7 +194,7 @@ fn a_file_that_is_not_an_archive_is_refused_and_left_alone() {
     let path = dir.path().join("n.prune-archive");
     std::fs::write(&path, b"SQLite format 3\0 and more bytes").unwrap();
     assert!(matches!(
-        Archive::open(&path),
+        Archive::open(&path, 0o644),
         Err(ArchiveError::Corrupt {
             offset: 0,
             kind: CorruptKind::NotAnArchive,
@@ -216,7 +216,7 @@ fn a_file_whose_header_was_never_written_whole_reads_as_empty_and_gets_one() {
         let reader = ArchiveReader::open(&path).unwrap().unwrap();
         assert_eq!(reader.index().entries().count(), 0, "{start:?}");
         assert_eq!(reader.index().unreadable(), None, "{start:?}");
-        let mut archive = Archive::open(&path).unwrap();
+        let mut archive = Archive::open(&path, 0o644).unwrap();
         let key = append(&mut archive, "first ");
         archive.sync().unwrap();
         drop(archive);
@@ -236,7 +236,7 @@ fn a_file_whose_header_was_never_written_whole_reads_as_empty_and_gets_one() {
         })
     ));
     assert!(matches!(
-        Archive::open(&path),
+        Archive::open(&path, 0o644),
         Err(ArchiveError::Corrupt {
             offset: 0,
             kind: CorruptKind::NotAnArchive,
@@ -250,13 +250,13 @@ fn a_file_whose_header_was_never_written_whole_reads_as_empty_and_gets_one() {
 fn a_writer_never_holds_a_file_a_rewrite_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.prune-archive");
-    let mut first = Archive::open(&path).unwrap();
+    let mut first = Archive::open(&path, 0o644).unwrap();
     let kept = append(&mut first, "kept ");
     first.sync().unwrap();
     // A rewrite renames a new file over the path; the old one is no archive any more.
     first.rewrite(&[], 1).unwrap();
     drop(first);
-    let mut second = Archive::open(&path).unwrap();
+    let mut second = Archive::open(&path, 0o644).unwrap();
     let later = append(&mut second, "later ");
     second.sync().unwrap();
     drop(second);

@@ -63,18 +63,8 @@ impl StoreArchive {
                 path.display()
             )));
         }
-        let mut archive = Archive::open(&path).map_err(archive_error)?;
-        if let Some((offset, kind)) = archive.index().unreadable() {
-            let index = archive.index();
-            let unaccounted = named
-                .iter()
-                .filter(|key| index.get(key).is_none() && index.purged_entry(key).is_none())
-                .count();
-            if unaccounted > 0 {
-                return Err(archive_error(ArchiveError::Corrupt { path, offset, kind }));
-            }
-            archive.truncate_unreadable_tail().map_err(archive_error)?;
-        }
+        let mut archive = Archive::open(&path, file_mode(database)).map_err(archive_error)?;
+        cut_torn_tail(&mut archive, &named)?;
         let orphans: Vec<EntryKey> = archive
             .index()
             .entries()
@@ -184,6 +174,41 @@ impl StoreArchive {
         // Left undiscarded, they are discarded by the next open's recovery.
         let _ = self.archive.discard(&unused);
     }
+}
+
+/// Cuts the frames a crash tore at the end of `archive` when none of the entries the receipts
+/// name (`named`) can be there: each is among the frames that read, or was purged.
+///
+/// Errors: [`StoreError::Archive`] (damage, not a torn append) when one may be there: nothing
+/// is written to the archive then.
+pub(crate) fn cut_torn_tail(
+    archive: &mut Archive,
+    named: &HashSet<EntryKey>,
+) -> Result<(), StoreError> {
+    let Some((offset, kind)) = archive.index().unreadable() else {
+        return Ok(());
+    };
+    let index = archive.index();
+    let unaccounted = named
+        .iter()
+        .filter(|key| index.get(key).is_none() && index.purged_entry(key).is_none())
+        .count();
+    if unaccounted > 0 {
+        return Err(archive_error(ArchiveError::Corrupt {
+            path: archive.path().to_path_buf(),
+            offset,
+            kind,
+        }));
+    }
+    archive.truncate_unreadable_tail().map_err(archive_error)
+}
+
+/// The permission bits an archive of `database` is created with: the database file's (read and
+/// write bits only), so that it is no more readable than the rows it keeps; `0o600` when they
+/// cannot be read.
+fn file_mode(database: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(database).map_or(0o600, |m| m.permissions().mode() & 0o666)
 }
 
 /// The entry of the prune `command` makes, with its encoded rows and their hash.

@@ -13,7 +13,7 @@ use pruning_engine::StoreError;
 use rusqlite::Connection;
 use serde::Serialize;
 
-use super::archive::{archive_error, named_entries};
+use super::archive::{archive_error, cut_torn_tail, named_entries};
 use super::receipts;
 
 /// What the archive beside a database holds. JSON keys are camelCase; times are ms since the
@@ -165,9 +165,11 @@ pub(crate) fn purge(
         if !path.exists() {
             return Ok(report);
         }
-        writer
-            .insert(Archive::open(&path).map_err(archive_error)?)
-            .index()
+        // The file exists: the mode is not used.
+        let opened = writer.insert(Archive::open(&path, 0o600).map_err(archive_error)?);
+        // A crash tore an append: cut it, as the next archiving command would.
+        cut_torn_tail(opened, &named_entries(conn).map_err(storage)?)?;
+        opened.index()
     };
     let named = named_entries(conn).map_err(storage)?;
     let newest = standing_prunes(conn).map_err(storage)?;

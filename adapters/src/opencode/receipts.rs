@@ -351,9 +351,16 @@ pub fn list(conn: &Connection, session_id: Option<&str>) -> rusqlite::Result<Vec
     if !table_exists(conn, RECEIPT_TABLE)? {
         return Ok(Vec::new());
     }
+    // The order they committed in: the chain's, which no clock can disturb (a wall clock that
+    // stepped back gives a later receipt an earlier time); rows without a place (made before
+    // the chain, or behind the engine's back) by insertion order, before the chained ones.
+    let order = if super::receipt_chain::has_chain_columns(conn)? {
+        "chain_seq IS NOT NULL, chain_seq, rowid"
+    } else {
+        "rowid"
+    };
     let sql = format!(
-        "SELECT {} FROM session_prune_receipt WHERE ?1 IS NULL OR session_id = ?1 \
-         ORDER BY time_committed, id",
+        "SELECT {} FROM session_prune_receipt WHERE ?1 IS NULL OR session_id = ?1 ORDER BY {order}",
         select_list(conn)?
     );
     let mut stmt = conn.prepare(&sql)?;

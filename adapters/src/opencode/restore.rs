@@ -67,9 +67,22 @@ impl ArchiveSource<'_> {
                         path.display()
                     )));
                 };
-                if reader.index().get(key).is_none() && reader.index().purged_entry(key).is_some() {
-                    return purged();
+                let index = reader.index();
+                if index.get(key).is_none() {
+                    if index.purged_entry(key).is_some() {
+                        return purged();
+                    }
+                    if let Some((offset, kind)) = index.unreadable() {
+                        return Err(StoreError::Archive(format!(
+                            "archive {} is damaged at byte {offset} ({kind:?}), and the entry of \
+                             receipt {} is not among the frames before it: put the archive back \
+                             from the backup taken with the database",
+                            path.display(),
+                            key.receipt_id
+                        )));
+                    }
                 }
+
                 reader.read(key).map(Ok).map_err(archive_error)
             }
         }
