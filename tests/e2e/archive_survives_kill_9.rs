@@ -159,21 +159,9 @@ const CALLS: &str = "pwrite64,fdatasync,fsync";
 /// The files it watches: the WAL, the archive and the journal (the ends of their names).
 const WATCHED: [&str; 3] = ["-wal", ".prune-archive", ".prune-journal"];
 
-/// strace's path, or `None` (then the caller says so and passes, except in CI, where it fails).
+/// strace's path, or `None` (see [`common::strace::strace`]).
 fn strace() -> Option<&'static str> {
-    let found = Command::new("strace")
-        .arg("-V")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if found {
-        return Some("strace");
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "strace is needed to kill at a given call (install it: apt-get install strace)"
-    );
-    eprintln!("SKIPPED: strace is not installed");
-    None
+    common::strace::strace("to kill at a given call")
 }
 
 /// strace's `-P PATH` for each file of `fx` whose name ends with one of `files`.

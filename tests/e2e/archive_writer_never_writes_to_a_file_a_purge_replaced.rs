@@ -19,21 +19,9 @@ use common::archive::{archive_of, audit_report, prune_archived};
 use common::cli::{assert_exit, json, run};
 use common::*;
 
-/// strace's path, or `None` (then the test says so and passes, except in CI, where it fails).
+/// strace's path, or `None` (see [`common::strace::strace`]).
 fn strace() -> Option<&'static str> {
-    let found = Command::new("strace")
-        .arg("-V")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if found {
-        return Some("strace");
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "strace is needed to stop a process between two system calls (apt-get install strace)"
-    );
-    eprintln!("SKIPPED: strace is not installed");
-    None
+    common::strace::strace("to stop a process between two system calls")
 }
 
 /// The pid of the traced process (strace's child), once it holds the archive open: its `openat`

@@ -22,21 +22,9 @@ const SYNC_CALLS: &[&str] = &[
     "msync",
 ];
 
-/// strace's path, or `None` (then the test says so and passes, except in CI, where it fails).
+/// strace's path, or `None` (see [`common::strace::strace`]).
 fn strace() -> Option<&'static str> {
-    let found = Command::new("strace")
-        .arg("-V")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if found {
-        return Some("strace");
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "strace is needed to count sync calls (install it: apt-get install strace)"
-    );
-    eprintln!("SKIPPED: strace is not installed");
-    None
+    common::strace::strace("to count sync calls")
 }
 
 /// Runs the binary with `args` on `db` under strace; returns its exit code and the sync calls

@@ -305,6 +305,7 @@ pub mod generate;
 pub mod http;
 pub mod openapi;
 pub mod small_disk;
+pub mod strace;
 pub mod v2;
 
 /// Checks that the journal at `path` holds exactly one intent, refused with `reason`.
