@@ -261,3 +261,49 @@ fn a_missing_or_damaged_archive_fails_and_the_restore_goes_through_once_it_is_ba
     }
     assert!(unrestored(&fx.db).is_empty());
 }
+
+#[test]
+fn a_removed_row_written_back_behind_its_back_is_a_conflict_and_stays_as_it_is() {
+    let fx = archived();
+    let receipt = turn1_receipt(&fx);
+    // One snapshot event the prune removed, written back from the pristine fixture (a sync, a
+    // restored backup): the message's content is as the prune left it, the event table is not.
+    let pristine = Fixture::new();
+    let conn = fx.sql();
+    conn.execute(
+        "ATTACH DATABASE ?1 AS pristine",
+        [pristine.db.to_str().expect("path")],
+    )
+    .expect("attach");
+    let copied = conn
+        .execute(
+            "INSERT INTO main.event SELECT * FROM pristine.event WHERE id = (
+               SELECT e.id FROM pristine.event e JOIN pristine.part p
+                 ON json_extract(e.data, '$.part.id') = p.id
+               WHERE p.message_id = ?1 AND e.type = 'message.part.updated.1'
+                 AND NOT EXISTS (SELECT 1 FROM main.event m WHERE m.id = e.id)
+               ORDER BY e.id LIMIT 1)",
+            [TURN1],
+        )
+        .expect("write a snapshot back");
+    assert_eq!(copied, 1);
+    drop(conn);
+    fx.skip_audit();
+    let (db, archive) = (fx.file_digest(), archive_digest(&fx));
+    let out = restore(&fx.db, &receipt, true);
+    assert_exit(&out, 3);
+    assert_eq!(json(&out), blocked("conflict"));
+    let words = String::from_utf8_lossy(&out.stderr);
+    assert!(words.contains("from table event is there again"), "{words}");
+    assert!(
+        !words.contains("UNIQUE constraint"),
+        "no raw SQLite words: {words}"
+    );
+    assert_eq!((fx.file_digest(), archive_digest(&fx)), (db, archive));
+    assert_eq!(
+        restore_intents(&fx, &receipt),
+        vec![IntentState::Refused {
+            reason: "conflict".into()
+        }]
+    );
+}

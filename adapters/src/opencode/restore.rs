@@ -470,7 +470,8 @@ fn insert_rows(conn: &Connection, table: &TableRows) -> rusqlite::Result<Result<
                 return Ok(Err(refuse(
                     BlockedReason::Conflict,
                     format!(
-                        "a row the prune removed from {} is there again: {error}",
+                        "a row the prune removed from table {} is there again (its id, or another \
+                         unique value of it, is taken): OpenCode wrote it since",
                         table.table
                     ),
                 )))
