@@ -67,6 +67,7 @@ fn start() -> Bench {
                 directory: "/tmp/oc-cache/run/work".into(),
             }]),
             heartbeat: Duration::from_secs(15),
+            allowed_origins: Vec::new(),
         },
     );
     let listener = runtime

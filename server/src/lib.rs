@@ -20,6 +20,7 @@ pub mod auth;
 mod body;
 pub mod connections;
 mod contract;
+mod cors;
 pub mod document;
 pub mod error;
 mod events;
@@ -33,6 +34,7 @@ pub mod workspaces;
 
 pub use auth::Password;
 pub use connections::ConnectionLimits;
+pub use cors::Origin;
 pub use error::ApiError;
 pub use events::{HEARTBEAT, RESYNC};
 pub use routes::openapi;

@@ -15,14 +15,24 @@ use super::error::ApiError;
 use super::routes::routes;
 use super::state::AppState;
 
-/// Every route of the API, behind the password check when one is set.
+/// Every route of the API, behind the password check when one is set, and, when origins are
+/// allowed ([`crate::ServerOptions::allowed_origins`]), the CORS layer outside it: it answers
+/// a browser's preflight (`OPTIONS` with `Access-Control-Request-Method`, which carries no
+/// password) and adds the CORS headers to every answer to an allowed origin, refusals
+/// included, so that a page can read them. Another origin gets no CORS header: its browser
+/// withholds the answer.
 pub fn router(state: AppState) -> Router {
     let (routes, _) = routes().split_for_parts();
-    routes
+    let origins = state.options().allowed_origins.clone();
+    let router = routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
-        .with_state(state)
+        .with_state(state);
+    if origins.is_empty() {
+        return router;
+    }
+    router.layer(super::cors::layer(&origins))
 }
 
 /// How long connections may stay open after the stop signal: a client that stopped reading

@@ -45,6 +45,9 @@ pub struct ServerOptions {
     pub workspaces: Workspaces,
     /// How often an idle event stream sends a `heartbeat` event.
     pub heartbeat: Duration,
+    /// Origins (`scheme://host[:port]`) whose pages may call the API from a browser (CORS);
+    /// empty: none, the same origin only. The password is required all the same.
+    pub allowed_origins: Vec<crate::Origin>,
 }
 
 /// The shared state of all handlers; a cheap handle (an [`Arc`] inside).

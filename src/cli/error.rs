@@ -77,6 +77,9 @@ pub enum ConfigError {
     /// A password no `Authorization` header can carry.
     #[error("the password is empty, not UTF-8, starts or ends with a space, or holds a control character, so no Authorization header can carry it: set another SESSION_PRUNE_PASSWORD or --password, or neither")]
     EmptyPassword,
+    /// `serve --allow-origin` is not an origin.
+    #[error("--allow-origin {0}: give an origin as a browser sends it, scheme://host[:port] with no path (e.g. --allow-origin http://localhost:5173)")]
+    Origin(String),
     /// `serve --workspace` is not `ID=DIR` with an absolute directory.
     #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]
     Workspace(String),

@@ -53,6 +53,7 @@ mod history_walks_session_by_session;
 mod http_answers_match_the_cli;
 mod http_answers_match_their_openapi_schemas;
 mod http_auth_requires_the_password;
+mod http_cors_admits_only_the_allowed_origins;
 mod http_idle_and_slow_connections_are_closed;
 mod http_refusals_change_nothing;
 mod http_restore_is_announced_like_a_prune;

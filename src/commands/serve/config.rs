@@ -4,7 +4,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use pruning_server::{Password, Workspace, Workspaces};
+use pruning_server::{Origin, Password, Workspace, Workspaces};
 
 use crate::cli::duration::duration_flag;
 use crate::cli::error::ConfigError;
@@ -45,6 +45,11 @@ pub struct Args {
     /// (`<database>.prune-archive`), durable before the prune commits.
     #[arg(long)]
     pub archive: bool,
+    /// Let pages of this origin (scheme://host[:port], e.g. http://localhost:5173) call the
+    /// API from a browser (CORS). Repeatable. Default: none, the same origin only. The
+    /// password is still required.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
 }
 
 /// A validated `serve` command line.
@@ -60,6 +65,8 @@ pub struct ServeConfig {
     pub heartbeat: Duration,
     /// Archive what each prune removes (`--archive`).
     pub archive: bool,
+    /// Origins allowed to call the API from a browser (`--allow-origin`).
+    pub allowed_origins: Vec<Origin>,
 }
 
 /// Validates `serve`'s flags, reading the password from `SESSION_PRUNE_PASSWORD` when
@@ -106,6 +113,11 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
         workspaces,
         heartbeat,
         archive: args.archive,
+        allowed_origins: args
+            .allow_origins
+            .iter()
+            .map(|text| Origin::parse(text).ok_or_else(|| ConfigError::Origin(text.clone())))
+            .collect::<Result<_, _>>()?,
     })
 }
 

@@ -52,6 +52,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         password: serve.password.clone(),
         workspaces: serve.workspaces.clone(),
         heartbeat: serve.heartbeat,
+        allowed_origins: serve.allowed_origins.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -76,6 +76,7 @@ impl App {
             password: password.map(|p| Password::new(p.into()).expect("a usable password")),
             workspaces,
             heartbeat: Duration::from_millis(100),
+            allowed_origins: Vec::new(),
         };
         let state = AppState::new(std::sync::Arc::new(fx.engine()), options);
         let runtime = tokio::runtime::Builder::new_current_thread()
