@@ -12,6 +12,25 @@ use common::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// `clean --all --apply --archive` that fails (exit 1): its output, for its words.
+fn failing_clean(fx: &Fixture) -> std::process::Output {
+    let out = run(
+        &fx.db,
+        &[
+            "--quiet-period",
+            "0",
+            "clean",
+            "--all",
+            "--apply",
+            "--archive",
+            "--keep-last-turns",
+            "0",
+        ],
+    );
+    assert_exit(&out, 1);
+    out
+}
+
 fn stats(fx: &Fixture) -> Value {
     let out = run(&fx.db, &["--json", "archive", "stats"]);
     assert_exit(&out, 0);
@@ -100,20 +119,7 @@ fn a_torn_last_frame_is_cut_and_damage_under_an_entry_is_refused() {
     let digest = |bytes: &[u8]| hex::encode(Sha256::digest(bytes));
     std::fs::write(&path, &now[..40]).expect("cut");
     let before = (fx.file_digest(), digest(&now[..40]));
-    let out = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "clean",
-            "--all",
-            "--apply",
-            "--archive",
-            "--keep-last-turns",
-            "0",
-        ],
-    );
-    assert_exit(&out, 1);
+    let out = failing_clean(&fx);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is damaged at byte"), "{stderr}");
     assert!(stderr.contains("Move it aside"), "{stderr}");
@@ -254,20 +260,7 @@ fn a_missing_archive_is_not_replaced_by_a_new_one_unless_asked() {
     assert_eq!(seen["exists"], false, "{seen}");
     assert_eq!(seen["named"], named, "{seen}");
     let db = fx.file_digest();
-    let out = run(
-        &fx.db,
-        &[
-            "--quiet-period",
-            "0",
-            "clean",
-            "--all",
-            "--apply",
-            "--archive",
-            "--keep-last-turns",
-            "0",
-        ],
-    );
-    assert_exit(&out, 1);
+    let out = failing_clean(&fx);
     let words = String::from_utf8_lossy(&out.stderr);
     assert!(words.contains("is missing, while"), "{words}");
     assert!(words.contains("touch "), "{words}");
