@@ -105,6 +105,15 @@ pub enum ContractError {
         /// The repeated message id.
         message_id: String,
     },
+    /// A value breaks a bound of the browsing contract (`known`, `messageIDs`, an asset
+    /// target).
+    #[error("{detail}")]
+    Invalid {
+        /// The path of the value (`known[2].digest`).
+        field: String,
+        /// What is wrong, in words.
+        detail: String,
+    },
 }
 
 impl ContractError {
@@ -126,6 +135,7 @@ impl ContractError {
             Self::PruneNeedsSession => Some("sessionID"),
             Self::Cursor { .. } => Some("cursor"),
             Self::CandidateCount { .. } | Self::DuplicateCandidate { .. } => Some("candidates"),
+            Self::Invalid { field, .. } => Some(field),
         }
     }
 

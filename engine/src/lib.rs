@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod batch;
+pub mod browse;
 pub mod contract;
 pub mod engine;
 pub mod error;

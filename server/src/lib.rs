@@ -18,6 +18,7 @@
 mod audit;
 pub mod auth;
 mod body;
+mod browse;
 pub mod connections;
 mod contract;
 mod cors;

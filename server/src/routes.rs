@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::openapi::{Closed, Fixed};
 use super::responses::Unauthorized;
 use super::state::AppState;
-use super::{audit, contract, events};
+use super::{audit, browse, contract, events};
 
 /// Every route with its OpenAPI description: the one list both the router and the document
 /// ([`openapi`]) are made from.
@@ -31,6 +31,10 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(audit::receipt))
         .routes(routes!(audit::audit))
         .routes(routes!(events::events))
+        .routes(routes!(browse::sessions))
+        .routes(routes!(browse::window))
+        .routes(routes!(browse::outline))
+        .routes(routes!(browse::outline_preview))
 }
 
 /// The document, built once.

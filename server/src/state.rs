@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use pruning_engine::{Engine, Hub, JournalReplay};
@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::auth::Password;
 use super::error::ApiError;
 use super::workspaces::{Workspace, Workspaces};
-use pruning_adapters::opencode::{OpenCodeStore, Owner};
+use pruning_adapters::opencode::{Browser, Interrupt, Lease, OpenCodeStore, Owner, StoreOptions};
+use pruning_engine::StoreError;
 
 /// How long event filtering trusts a session's owner once read.
 const OWNER_TTL: Duration = Duration::from_secs(1);
@@ -70,6 +71,8 @@ struct Inner {
     /// from it is known to be still the cached one without looking it up again.
     owners_generation: AtomicU64,
     shutdown: CancellationToken,
+    /// The browsing routes' read-only connections, opened on first use.
+    browser: OnceLock<Arc<Browser>>,
 }
 
 impl AppState {
@@ -85,6 +88,7 @@ impl AppState {
                 owners: Mutex::new(HashMap::new()),
                 owners_generation: AtomicU64::new(0),
                 shutdown: CancellationToken::new(),
+                browser: OnceLock::new(),
             }),
         }
     }
@@ -138,6 +142,40 @@ impl AppState {
         })
         .await
         .map_err(|error| ApiError::Internal(format!("the engine call failed: {error}")))
+    }
+
+    /// Runs a browsing read on the blocking pool, on a read-only connection of its own (never
+    /// the one prunes use). Cancel safety: dropping the returned future (the client went away)
+    /// stops the read (`Interrupt`); the connection goes back to the pool.
+    ///
+    /// Errors: [`ApiError::Internal`] when the database cannot be opened for reading or the
+    /// call panicked; the read's own failure is the inner `Err`.
+    pub async fn browse<T, F>(&self, call: F) -> Result<Result<T, StoreError>, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Lease) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        let lease = tokio::task::spawn_blocking(move || {
+            let browser = match inner.browser.get() {
+                Some(browser) => Arc::clone(browser),
+                None => {
+                    let path = inner.engine.store().path().to_path_buf();
+                    let opened = Browser::open(&path, StoreOptions::default())?;
+                    Arc::clone(inner.browser.get_or_init(|| opened))
+                }
+            };
+            browser.lease()
+        })
+        .await
+        .map_err(|error| ApiError::Internal(format!("opening a reader failed: {error}")))?
+        .map_err(|error| ApiError::Internal(format!("the database cannot be read: {error}")))?;
+        let mut stop = StopOnDrop(Some(lease.interrupt_handle()));
+        let result = tokio::task::spawn_blocking(move || call(&lease))
+            .await
+            .map_err(|error| ApiError::Internal(format!("the read failed: {error}")));
+        stop.0 = None;
+        result
     }
 
     /// The workspace `id`.
@@ -274,5 +312,17 @@ impl AppState {
             .get(session_id)
             .filter(|(_, read)| read.elapsed() < OWNER_TTL)
             .map(|(owner, _)| (owner.clone(), OwnerStamp { generation }))
+    }
+}
+
+/// Stops a browsing read when dropped while it still holds the handle: the future awaiting the
+/// read was dropped before the read ended.
+struct StopOnDrop(Option<Interrupt>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(interrupt) = self.0.take() {
+            interrupt.interrupt();
+        }
     }
 }

@@ -83,6 +83,9 @@ pub enum ConfigError {
     /// `serve --workspace` is not `ID=DIR` with an absolute directory.
     #[error("--workspace {0}: give ID=DIR with an absolute directory, each ID once (e.g. --workspace app=/home/me/app)")]
     Workspace(String),
+    /// `outline --cursor` is not `AFTER:THROUGH`.
+    #[error("--cursor {0}: give AFTER:THROUGH, the two sequence numbers of a page's cursor (e.g. --cursor 16383:20000)")]
+    OutlineCursor(String),
     /// The candidates file cannot be read or holds no candidates.
     #[error("--candidates {path}: {detail}")]
     Candidates {

@@ -14,6 +14,7 @@ mod events;
 mod history;
 mod messages;
 mod open;
+mod outline;
 mod preview;
 mod prune;
 mod prune_batch;
@@ -23,6 +24,7 @@ mod serve;
 mod sessions;
 mod stats;
 mod vacuum;
+mod window;
 
 use clap::Subcommand;
 
@@ -51,6 +53,12 @@ pub enum Command {
     Vacuum(vacuum::Args),
     /// List the messages of a session with their tool and reasoning parts (read-only).
     Messages(messages::Args),
+    /// At most 200 messages of a session, oldest first: the newest, the oldest, or around,
+    /// before or after a message (read-only; --json as `POST .../session-history/window`).
+    Window(window::Args),
+    /// One line per message of a session: sequence number, type, tool and reasoning parts,
+    /// first tool; 16,384 a page (read-only; --json as `POST .../session-history/outline`).
+    Outline(outline::Args),
     /// Show the revision and the technical parts of a message (read-only).
     Preview(preview::Args),
     /// Remove technical parts of a completed assistant message. Exit 0 pruned, 3 blocked, 2 bad input.
@@ -107,6 +115,8 @@ impl Command {
             Command::Stats(args) => stats::run(args, config),
             Command::Vacuum(args) => vacuum::run(args, config),
             Command::Messages(args) => messages::run(args, config),
+            Command::Window(args) => window::run(args, config),
+            Command::Outline(args) => outline::run(args, config),
             Command::Preview(args) => preview::run(args, config),
             Command::Prune(args) => prune::run(args, config),
             Command::History(args) => history::run(args, config),

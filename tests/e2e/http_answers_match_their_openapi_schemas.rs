@@ -419,8 +419,104 @@ fn every_answer_of_every_route_matches_the_document() {
         api.expect(&route("POST", name), &path(PROJECT, name), big, 413);
     }
 
+    // The browsing routes: each answer, `blocked`, and every error status.
+    let history =
+        |workspace: &str, name: &str| format!("/api/workspaces/{workspace}/session-history/{name}");
+    let browse_route = |name: &str| format!("POST /api/workspaces/{{id}}/session-history/{name}");
+    let browse_bodies = [
+        (
+            "window",
+            json!({ "sessionID": SESSION, "target": { "kind": "latest" } }),
+        ),
+        ("outline", json!({ "sessionID": SESSION })),
+        (
+            "outlinePreview",
+            json!({ "sessionID": SESSION, "messageIDs": [messages[0]] }),
+        ),
+    ];
+    for (name, body) in &browse_bodies {
+        let answer = api.expect(
+            &browse_route(name),
+            &history(PROJECT, name),
+            body.clone(),
+            200,
+        );
+        assert_ne!(answer["status"], "blocked", "{name}: {answer}");
+        let mut missing = body.clone();
+        missing["sessionID"] = json!("ses_missing");
+        let blocked = api.expect(&browse_route(name), &history(PROJECT, name), missing, 200);
+        assert_eq!(
+            blocked,
+            json!({ "status": "blocked", "reason": "not_deletable" })
+        );
+        let mut bogus = body.clone();
+        bogus["bogus"] = json!(1);
+        let error = api.expect(&browse_route(name), &history(PROJECT, name), bogus, 400);
+        assert_eq!(error["field"], "bogus", "{error}");
+        api.expect(
+            &browse_route(name),
+            &history(ELSEWHERE, name),
+            body.clone(),
+            403,
+        );
+        api.expect(
+            &browse_route(name),
+            &history("nope", name),
+            body.clone(),
+            404,
+        );
+        let never =
+            Body::from_stream(futures_util::stream::pending::<Result<Bytes, std::io::Error>>());
+        let mut request = json_request(Method::POST, &history(PROJECT, name), never);
+        request
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, "100".parse().expect("a header"));
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            format!("Bearer {PASSWORD}").parse().expect("a header"),
+        );
+        let answer = app.answer(request);
+        assert_eq!(answer.status, 408, "{name}: {}", answer.body);
+        api.doc.check(&browse_route(name), &answer);
+        let mut big = body.clone();
+        big["sessionID"] = json!("s".repeat(1024 * 1024));
+        api.expect(&browse_route(name), &history(PROJECT, name), big, 413);
+    }
+    let anchor =
+        json!({ "sessionID": SESSION, "target": { "kind": "around", "messageID": "msg_gone" } });
+    let gone = api.expect(
+        &browse_route("window"),
+        &history(PROJECT, "window"),
+        anchor,
+        200,
+    );
+    assert_eq!(
+        gone,
+        json!({ "status": "blocked", "reason": "anchor_missing" })
+    );
+    let sessions_route = "GET /api/workspaces/{id}/sessions";
+    let sessions = |workspace: &str| format!("/api/workspaces/{workspace}/sessions");
+    let page = api.expect(sessions_route, &sessions(PROJECT), Value::Null, 200);
+    assert_eq!(page["cursor"], Value::Null, "{page}");
+    api.expect(
+        sessions_route,
+        &format!("{}?bogus=1", sessions(PROJECT)),
+        Value::Null,
+        400,
+    );
+    api.expect(sessions_route, &sessions("nope"), Value::Null, 404);
+
     // 500: the workspaces cannot be read.
     fx.exec("ALTER TABLE project RENAME COLUMN worktree TO gone");
+    api.expect(sessions_route, &sessions(PROJECT), Value::Null, 500);
+    for (name, body) in &browse_bodies {
+        api.expect(
+            &browse_route(name),
+            &history(PROJECT, name),
+            body.clone(),
+            500,
+        );
+    }
     api.expect("GET /api/workspaces", "/api/workspaces", Value::Null, 500);
     for (name, body) in contract_bodies
         .iter()

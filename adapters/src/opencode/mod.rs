@@ -9,6 +9,7 @@
 mod archive;
 mod archive_retention;
 mod audit;
+mod browse;
 mod cached;
 mod clean;
 mod generation;
@@ -36,6 +37,7 @@ mod workspaces;
 mod write;
 
 pub use archive_retention::{ArchiveStats, PurgeReport};
+pub use browse::{Browser, Interrupt, Lease, SessionsPage};
 pub use clean::{CleanPolicy, Listing, Planned, SkipReason};
 pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};

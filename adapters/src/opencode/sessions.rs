@@ -16,6 +16,7 @@ use super::values::lenient_text;
 
 /// One session and its sizes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionSummary {
     /// The session id.
     #[serde(rename = "sessionID")]
@@ -41,6 +42,12 @@ pub struct SessionSummary {
     /// `time_updated`, ms since the Unix epoch.
     #[serde(rename = "timeUpdated")]
     pub time_updated: i64,
+    /// `time_created`, ms since the Unix epoch.
+    #[serde(rename = "timeCreated")]
+    pub time_created: i64,
+    /// Where its messages are: `v2` (`session_message` rows, or a session of opencode2's
+    /// `session_v2`) or `v1` (`message` + `part`).
+    pub storage: &'static str,
 }
 
 /// `data` of a V2 row when it is valid JSON, else `{}`: `json_each` fails on malformed text, and
@@ -49,6 +56,21 @@ const V2_DATA: &str = "CASE WHEN json_valid(sm.data) THEN sm.data ELSE '{}' END"
 
 /// Every session of both tables, largest total first (ties: most recently updated first).
 pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
+    let mut sessions = list_of(conn, None)?;
+    sessions.sort_by(|a, b| {
+        b.total_bytes
+            .cmp(&a.total_bytes)
+            .then(b.time_updated.cmp(&a.time_updated))
+    });
+    Ok(sessions)
+}
+
+/// The sessions of both tables with the ids in `only` (every session for `None`), in no
+/// particular order.
+pub fn list_of(
+    conn: &Connection,
+    only: Option<&[String]>,
+) -> rusqlite::Result<Vec<SessionSummary>> {
     let schema = Schema::read(conn)?;
     let zero = "0".to_string();
     let v1 = schema.has("message") && schema.has("part");
@@ -101,6 +123,13 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
                 AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))"
         ),
     );
+    let (where_only, only_param) = match only {
+        Some(ids) => (
+            "WHERE s.id IN (SELECT value FROM json_each(?1))",
+            vec![serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())],
+        ),
+        None => ("", Vec::new()),
+    };
     let mut sessions = Vec::new();
     for table in [SessionTable::Shared, SessionTable::V2] {
         if !schema.has(table.name()) {
@@ -113,12 +142,14 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
                {v1_messages} + {v2_messages},
                {v1_bytes} + {v2_bytes} + {event_bytes},
                {v1_prunable} + {v2_prunable} + {event_prunable},
-               CAST(coalesce(s.project_id, '') AS TEXT), CAST({workspace} AS TEXT)
-             FROM {} s",
+               CAST(coalesce(s.project_id, '') AS TEXT), CAST({workspace} AS TEXT),
+               CAST(coalesce(s.time_created, 0) AS INTEGER), {v2_messages} > 0
+             FROM {} s {where_only}",
             table.name()
         );
+        let in_v2_table = table == SessionTable::V2;
         let mut stmt = conn.prepare(&sql)?;
-        let rows = stmt.query_map([], |row| {
+        let rows = stmt.query_map(rusqlite::params_from_iter(&only_param), |row| {
             let n = |i: usize| -> rusqlite::Result<u64> {
                 Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0))
             };
@@ -135,17 +166,18 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
                     rusqlite::types::ValueRef::Null => None,
                     value => Some(lenient_text(value)),
                 },
+                time_created: row.get(9)?,
+                storage: if in_v2_table || row.get::<_, bool>(10)? {
+                    "v2"
+                } else {
+                    "v1"
+                },
             })
         })?;
         for row in rows {
             sessions.push(row?);
         }
     }
-    sessions.sort_by(|a, b| {
-        b.total_bytes
-            .cmp(&a.total_bytes)
-            .then(b.time_updated.cmp(&a.time_updated))
-    });
     Ok(sessions)
 }
 

@@ -551,7 +551,7 @@ fn is_wal(conn: &Connection) -> bool {
     .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"))
 }
 
-fn storage(error: rusqlite::Error) -> StoreError {
+pub(crate) fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(Box::new(error))
 }
 

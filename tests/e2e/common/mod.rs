@@ -4,6 +4,7 @@
 
 pub mod archive;
 pub mod audit;
+pub mod browse;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,191 @@
+//! Browsing a session, read-only and bounded (docs/ARCHITECTURE.md, "Browsing"): the windows,
+//! outlines and excerpts of the browsing contract (`pruning_engine::browse`) over both storage
+//! generations, and the sessions page of `GET .../sessions`.
+//!
+//! A [`Browser`] keeps read-only connections of its own (never the connection that prunes), so
+//! that a long read never holds a prune up; a [`Lease`] is one of them, lent to one request.
+//! Every request reads in one transaction (one snapshot of the database) and can be stopped
+//! from another thread ([`Interrupt`]).
+
+mod excerpt;
+mod message;
+mod outline;
+mod sessions_page;
+mod visible;
+mod window;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use pruning_engine::browse::{
+    OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult, WindowRequest,
+    WindowResult,
+};
+use pruning_engine::StoreError;
+use rusqlite::Connection;
+
+pub use sessions_page::SessionsPage;
+
+use super::store::{storage, OpenCodeStore, StoreOptions};
+
+/// Idle connections a [`Browser`] keeps for the next requests.
+const IDLE_CONNECTIONS: usize = 4;
+
+/// Read-only connections to one OpenCode database, lent out one per request.
+pub struct Browser {
+    path: PathBuf,
+    options: StoreOptions,
+    idle: Mutex<Vec<OpenCodeStore>>,
+}
+
+impl Browser {
+    /// Opens the database at `path` for browsing (read-only; see
+    /// [`OpenCodeStore::open_read_only`], whose errors it returns).
+    pub fn open(path: &Path, options: StoreOptions) -> Result<Arc<Self>, StoreError> {
+        Self::over(open_reader(path, options)?, options)
+    }
+
+    /// Browses the database of `store`, a store opened with
+    /// [`OpenCodeStore::open_read_only`], lent out first.
+    ///
+    /// Errors: [`StoreError::Storage`] when SQLite refuses the connection settings.
+    pub fn over(store: OpenCodeStore, options: StoreOptions) -> Result<Arc<Self>, StoreError> {
+        store.leave_wal_on_close()?;
+        Ok(Arc::new(Self {
+            path: store.path().to_path_buf(),
+            options,
+            idle: Mutex::new(vec![store]),
+        }))
+    }
+
+    /// A connection for one request: an idle one, or a new one.
+    ///
+    /// Errors: as [`OpenCodeStore::open_read_only`].
+    pub fn lease(self: &Arc<Self>) -> Result<Lease, StoreError> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pop();
+        let store = match idle {
+            Some(store) => store,
+            None => open_reader(&self.path, self.options)?,
+        };
+        Ok(Lease {
+            browser: Arc::clone(self),
+            store: Some(store),
+        })
+    }
+}
+
+/// A read-only store that leaves the WAL as it is when it closes (a reader changes no file).
+fn open_reader(path: &Path, options: StoreOptions) -> Result<OpenCodeStore, StoreError> {
+    let store = OpenCodeStore::open_read_only(path, options)?;
+    store.leave_wal_on_close()?;
+    Ok(store)
+}
+
+/// One read-only connection, lent by a [`Browser`] until dropped.
+pub struct Lease {
+    browser: Arc<Browser>,
+    store: Option<OpenCodeStore>,
+}
+
+/// Stops the read running on a [`Lease`] from another thread: its SQLite statements fail at
+/// once (`SQLITE_INTERRUPT`), and the request ends with an error. Harmless when nothing runs.
+pub struct Interrupt(rusqlite::InterruptHandle);
+
+impl Interrupt {
+    /// Stops the running read, if any.
+    pub fn interrupt(&self) {
+        self.0.interrupt();
+    }
+}
+
+impl Lease {
+    /// A handle that stops this lease's running read.
+    pub fn interrupt_handle(&self) -> Interrupt {
+        Interrupt(self.store().connection().get_interrupt_handle())
+    }
+
+    /// `window`: at most 200 messages around a target (see [`pruning_engine::browse`]).
+    ///
+    /// Errors: SQLite's ([`StoreError::Storage`]), an interrupted read among them.
+    pub fn window(&self, request: &WindowRequest) -> Result<WindowResult, StoreError> {
+        self.read(|conn| window::read(conn, request))
+    }
+
+    /// `outline`: one page of a session's outline with its checkpoints.
+    ///
+    /// Errors: as [`Self::window`].
+    pub fn outline(&self, request: &OutlineRequest) -> Result<OutlineResult, StoreError> {
+        self.read(|conn| outline::read(conn, request).map(|(result, _)| result))
+    }
+
+    /// [`Self::outline`], and how many rows it parsed for entries (the rows of the chunks it
+    /// answers as changed): what revalidation costs beyond the header rows.
+    ///
+    /// Errors: as [`Self::window`].
+    pub fn outline_counted(
+        &self,
+        request: &OutlineRequest,
+    ) -> Result<(OutlineResult, u64), StoreError> {
+        self.read(|conn| outline::read(conn, request))
+    }
+
+    /// `outlinePreview`: text and tool excerpts of up to 12 messages.
+    ///
+    /// Errors: as [`Self::window`].
+    pub fn previews(&self, request: &OutlinePreviewRequest) -> Result<PreviewsResult, StoreError> {
+        self.read(|conn| excerpt::read(conn, request))
+    }
+
+    /// One page of the sessions `admit` lets through, by session id, after `cursor` (a session
+    /// id from the last page), with their sizes.
+    ///
+    /// Errors: as [`Self::window`].
+    pub fn sessions(
+        &self,
+        cursor: Option<&str>,
+        admit: &dyn Fn(&super::Owner) -> bool,
+    ) -> Result<SessionsPage, StoreError> {
+        self.read(|conn| sessions_page::read(conn, cursor, admit))
+    }
+
+    fn store(&self) -> &OpenCodeStore {
+        match &self.store {
+            Some(store) => store,
+            None => unreachable!("a lease holds its store until dropped"),
+        }
+    }
+
+    /// Runs `read` in one read transaction (one snapshot), rolled back after.
+    fn read<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let conn = self.store().connection();
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let result = read(&conn);
+        // A failed rollback (an interrupted one) leaves nothing behind on a read transaction;
+        // SQLite ends it when the statement ends.
+        let _ = conn.execute_batch("ROLLBACK");
+        result.map_err(storage)
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some(store) = self.store.take() else {
+            return;
+        };
+        let mut idle = self
+            .browser
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if idle.len() < IDLE_CONNECTIONS {
+            idle.push(store);
+        }
+    }
+}
