@@ -25,6 +25,14 @@ pub fn json_document<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints a browsing answer on stdout: the bytes the HTTP API answers with
+/// ([`pruning_engine::browse::document`], compact).
+pub fn json_compact<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let text = pruning_engine::browse::document(value)?;
+    std::io::stdout().lock().write_all(&text)?;
+    Ok(())
+}
+
 /// Prints one JSON line on stdout and flushes it (for streams).
 pub fn json_line<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut text = serde_json::to_vec(value)?;

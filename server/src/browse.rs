@@ -59,7 +59,7 @@ pub async fn sessions(
         })
         .await?
         .map_err(|error| ApiError::Internal(format!("reading the sessions failed: {error}")))?;
-    Ok(document::json(&page))
+    Ok(document::compact(&page))
 }
 
 /// `window {sessionID, target}` -> `{status:"window", messages, older, newer, resume, latest}`.
@@ -156,7 +156,7 @@ async fn handle<R: BrowseRoute>(
     let request = R::parse(&body::read(headers, body).await?)?;
     let session_id = request.session().to_string();
     if state.admit(&workspace, &session_id).await? == Admission::Missing {
-        return Ok(document::json(&R::blocked(BrowseReason::NotDeletable)));
+        return Ok(document::compact(&R::blocked(BrowseReason::NotDeletable)));
     }
     let answer = match state.browse(move |lease| request.run(lease)).await? {
         Ok(answer) => answer,
@@ -166,13 +166,13 @@ async fn handle<R: BrowseRoute>(
                 R::NAME,
                 session_id.escape_debug()
             );
-            return Ok(document::json(&R::blocked(BrowseReason::Unavailable)));
+            return Ok(document::compact(&R::blocked(BrowseReason::Unavailable)));
         }
     };
     match state.admit(&workspace, &session_id).await {
-        Ok(Admission::Inside) => Ok(document::json(&answer)),
+        Ok(Admission::Inside) => Ok(document::compact(&answer)),
         Ok(Admission::Missing) | Err(ApiError::Forbidden { .. }) => {
-            Ok(document::json(&R::blocked(BrowseReason::Conflict)))
+            Ok(document::compact(&R::blocked(BrowseReason::Conflict)))
         }
         Err(error) => Err(error),
     }

@@ -8,7 +8,16 @@ use serde::Serialize;
 /// A `200 application/json` answer (or `500` with a JSON error, for a value that cannot be
 /// serialized, which no type of this crate is).
 pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
-    match pruning_engine::contract::document(value) {
+    respond(pruning_engine::contract::document(value))
+}
+
+/// [`json`] in the browsing routes' compact form ([`pruning_engine::browse::document`]).
+pub fn compact<T: Serialize + ?Sized>(value: &T) -> Response {
+    respond(pruning_engine::browse::document(value))
+}
+
+fn respond(document: serde_json::Result<Vec<u8>>) -> Response {
+    match document {
         Ok(body) => (
             [(
                 header::CONTENT_TYPE,

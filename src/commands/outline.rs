@@ -47,7 +47,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         OutlineResult::Blocked { .. } => Outcome::Blocked,
     };
     let printed = if config.json {
-        output::json_document(&result)
+        output::json_compact(&result)
     } else {
         print_human(&config.invocation, &request.session_id, &result).map_err(Into::into)
     };

@@ -61,7 +61,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         WindowResult::Blocked { .. } => Outcome::Blocked,
     };
     let printed = if config.json {
-        output::json_document(&result)
+        output::json_compact(&result)
     } else {
         print_human(&config.invocation, &request, &result).map_err(Into::into)
     };

@@ -42,6 +42,10 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         format!("GET {pruning}/receipts/{{receiptID}}"),
         format!("GET {pruning}/audit"),
         format!("GET {pruning}/events"),
+        "GET /api/workspaces/{id}/sessions".into(),
+        "POST /api/workspaces/{id}/session-history/window".into(),
+        "POST /api/workspaces/{id}/session-history/outline".into(),
+        "POST /api/workspaces/{id}/session-history/outlinePreview".into(),
     ]
     .into_iter()
     .collect();

@@ -26,6 +26,7 @@ mod audit_keeps_a_forged_receipt_out_of_the_chain;
 mod audit_names_the_row_that_was_tampered_with;
 mod audit_reports_only_what_does_not_hold;
 mod audit_tells_a_damaged_archive_from_a_lost_entry;
+mod browse_reads_survive_damage_and_hostile_input;
 mod browse_routes_keep_their_bounds;
 mod clean_before_compaction_and_until_live_size_combine;
 mod clean_before_compaction_keeps_what_opencode_still_sends;

@@ -58,6 +58,17 @@ pub const MIME_CHARS: usize = 128;
 /// Most sessions in one page of `GET .../sessions`.
 pub const SESSIONS_PAGE: usize = 100;
 
+/// The bytes of a browsing answer, as the HTTP API sends them and `--json` prints them: compact
+/// JSON and a newline. Not pretty-printed, unlike the contract's answers: a window carries
+/// stored JSON, whose nesting indentation would multiply far past the window's 24 MiB bound.
+///
+/// Errors: serde_json's (none for the browsing answers).
+pub fn document<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    let mut text = serde_json::to_vec(value)?;
+    text.push(b'\n');
+    Ok(text)
+}
+
 /// `text` cut to at most `units` UTF-16 code units, without leaving half of a surrogate pair at
 /// its end (CodeNomad's `boundedToolName`).
 pub fn cut_utf16(text: &str, units: usize) -> &str {

@@ -163,6 +163,14 @@ impl OutlineRequest {
         if self.after < -1 {
             return Err(invalid("after", "after must be -1 or more"));
         }
+        if let Some(cursor) = self.cursor {
+            if cursor.after > cursor.through {
+                return Err(invalid(
+                    "cursor",
+                    "cursor.after must not be past cursor.through (send back a page's cursor as it came)",
+                ));
+            }
+        }
         if self.known.len() > MAX_CHECKPOINTS {
             return Err(invalid(
                 "known",

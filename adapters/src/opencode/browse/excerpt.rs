@@ -95,10 +95,12 @@ fn v1(conn: &Connection, id: &str, excerpt: &mut Excerpt) -> rusqlite::Result<()
         .prepare_cached("SELECT CAST(data AS TEXT) FROM part WHERE message_id = ?1 ORDER BY id")?;
     let mut rows = stmt.query([id])?;
     while let Some(row) = rows.next()? {
-        let Some(part) = row
-            .get::<_, Option<String>>(0)?
-            .and_then(|d| serde_json::from_str::<Value>(&d).ok())
-        else {
+        let parsed = row
+            .get_ref(0)?
+            .as_str()
+            .ok()
+            .map(serde_json::from_str::<Value>);
+        let Some(Ok(part)) = parsed else {
             continue;
         };
         add_text(&mut excerpt.text, &part);

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use pruning_engine::browse::{
-    OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult, WindowRequest,
-    WindowResult,
+    BrowseReason, OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult,
+    WindowRequest, WindowResult,
 };
 use pruning_engine::StoreError;
 use rusqlite::Connection;
@@ -74,6 +74,7 @@ impl Browser {
         Ok(Lease {
             browser: Arc::clone(self),
             store: Some(store),
+            live: Arc::new(Mutex::new(true)),
         })
     }
 }
@@ -89,37 +90,57 @@ fn open_reader(path: &Path, options: StoreOptions) -> Result<OpenCodeStore, Stor
 pub struct Lease {
     browser: Arc<Browser>,
     store: Option<OpenCodeStore>,
+    /// True while the lease holds its connection; cleared (under this lock) before the
+    /// connection goes back to the pool, so that an [`Interrupt`] never reaches the request
+    /// the connection is lent to next.
+    live: Arc<Mutex<bool>>,
 }
 
 /// Stops the read running on a [`Lease`] from another thread: its SQLite statements fail at
-/// once (`SQLITE_INTERRUPT`), and the request ends with an error. Harmless when nothing runs.
-pub struct Interrupt(rusqlite::InterruptHandle);
+/// once (`SQLITE_INTERRUPT`), and the request ends with an error. Harmless when nothing runs,
+/// and once the lease is dropped.
+pub struct Interrupt {
+    handle: rusqlite::InterruptHandle,
+    live: Arc<Mutex<bool>>,
+}
 
 impl Interrupt {
-    /// Stops the running read, if any.
+    /// Stops the lease's running read, if the lease still holds its connection.
     pub fn interrupt(&self) {
-        self.0.interrupt();
+        let live = self
+            .live
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *live {
+            self.handle.interrupt();
+        }
     }
 }
 
 impl Lease {
     /// A handle that stops this lease's running read.
     pub fn interrupt_handle(&self) -> Interrupt {
-        Interrupt(self.store().connection().get_interrupt_handle())
+        Interrupt {
+            handle: self.store().connection().get_interrupt_handle(),
+            live: Arc::clone(&self.live),
+        }
     }
 
     /// `window`: at most 200 messages around a target (see [`pruning_engine::browse`]).
     ///
     /// Errors: SQLite's ([`StoreError::Storage`]), an interrupted read among them.
     pub fn window(&self, request: &WindowRequest) -> Result<WindowResult, StoreError> {
-        self.read(|conn| window::read(conn, request))
+        self.read(
+            |conn| window::read(conn, request),
+            |reason| WindowResult::Blocked { reason },
+        )
     }
 
     /// `outline`: one page of a session's outline with its checkpoints.
     ///
     /// Errors: as [`Self::window`].
     pub fn outline(&self, request: &OutlineRequest) -> Result<OutlineResult, StoreError> {
-        self.read(|conn| outline::read(conn, request).map(|(result, _)| result))
+        self.outline_counted(request).map(|(result, _)| result)
     }
 
     /// [`Self::outline`], and how many rows it parsed for entries (the rows of the chunks it
@@ -130,14 +151,20 @@ impl Lease {
         &self,
         request: &OutlineRequest,
     ) -> Result<(OutlineResult, u64), StoreError> {
-        self.read(|conn| outline::read(conn, request))
+        self.read(
+            |conn| outline::read(conn, request),
+            |reason| (OutlineResult::Blocked { reason }, 0),
+        )
     }
 
     /// `outlinePreview`: text and tool excerpts of up to 12 messages.
     ///
     /// Errors: as [`Self::window`].
     pub fn previews(&self, request: &OutlinePreviewRequest) -> Result<PreviewsResult, StoreError> {
-        self.read(|conn| excerpt::read(conn, request))
+        self.read(
+            |conn| excerpt::read(conn, request),
+            |reason| PreviewsResult::Blocked { reason },
+        )
     }
 
     /// One page of the sessions `admit` lets through, by session id, after `cursor` (a session
@@ -149,7 +176,11 @@ impl Lease {
         cursor: Option<&str>,
         admit: &dyn Fn(&super::Owner) -> bool,
     ) -> Result<SessionsPage, StoreError> {
-        self.read(|conn| sessions_page::read(conn, cursor, admit))
+        let conn = self.store().connection();
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let result = sessions_page::read(&conn, cursor, admit);
+        let _ = conn.execute_batch("ROLLBACK");
+        result.map_err(storage)
     }
 
     fn store(&self) -> &OpenCodeStore {
@@ -159,26 +190,57 @@ impl Lease {
         }
     }
 
-    /// Runs `read` in one read transaction (one snapshot), rolled back after.
+    /// Runs `read` in one read transaction (one snapshot), rolled back after. A row that
+    /// cannot be read as the type its column should hold (text that is not UTF-8, a NULL or
+    /// text where OpenCode writes a number) is answered `refuse(unsupported_storage)`.
     fn read<T>(
         &self,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+        refuse: impl FnOnce(BrowseReason) -> T,
     ) -> Result<T, StoreError> {
         let conn = self.store().connection();
         conn.execute_batch("BEGIN").map_err(storage)?;
         let result = read(&conn);
-        // A failed rollback (an interrupted one) leaves nothing behind on a read transaction;
-        // SQLite ends it when the statement ends.
+        // A rollback that fails (an interrupted one) leaves the transaction open: the lease's
+        // drop then closes the connection rather than lend it again.
         let _ = conn.execute_batch("ROLLBACK");
-        result.map_err(storage)
+        match result {
+            Ok(value) => Ok(value),
+            Err(error) if damaged_row(&error) => Ok(refuse(BrowseReason::UnsupportedStorage)),
+            Err(error) => Err(storage(error)),
+        }
     }
+}
+
+/// Whether `error` is a stored value of the wrong type rather than a failure of SQLite.
+fn damaged_row(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::Utf8Error(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+    )
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        *self
+            .live
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = false;
         let Some(store) = self.store.take() else {
             return;
         };
+        // A read cut short (a panic, an interrupted rollback) may have left its transaction
+        // open: such a connection is closed, never lent again.
+        let idle_ok = {
+            let conn = store.connection();
+            conn.is_autocommit() || (conn.execute_batch("ROLLBACK").is_ok() && conn.is_autocommit())
+        };
+        if !idle_ok {
+            return;
+        }
         let mut idle = self
             .browser
             .idle

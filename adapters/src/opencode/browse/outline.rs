@@ -191,7 +191,7 @@ fn chunk(
             rows.collect::<Result<Vec<_>, _>>().map(Some)
         }
         Layout::V1 => {
-            let wanted = (end - after).clamp(0, CHUNK_ROWS as i64);
+            let wanted = end.saturating_sub(after).clamp(0, CHUNK_ROWS as i64);
             let mut sql = format!(
                 "SELECT m.id, CASE WHEN json_valid(m.data) THEN m.data ->> '$.role' END, \
                    m.time_created, \
@@ -207,7 +207,7 @@ fn chunk(
                     params.extend(key);
                     0
                 }
-                _ => after + 1,
+                _ => after.saturating_add(1),
             };
             sql.push_str(&format!(
                 " ORDER BY m.time_created, m.id LIMIT {wanted} OFFSET {offset}"
@@ -217,7 +217,7 @@ fn chunk(
             let mut found = Vec::new();
             let mut seq = after;
             while let Some(row) = rows.next()? {
-                seq += 1;
+                seq = seq.saturating_add(1);
                 let ValueRef::Text(_) = row.get_ref(1)? else {
                     return Ok(None);
                 };
@@ -295,8 +295,9 @@ fn entry(conn: &Connection, visible: &Visible, row: &Row) -> rusqlite::Result<Ou
             )?;
             let mut parts = stmt.query([&row.id])?;
             while let Some(part) = parts.next()? {
-                if let Some(data) = part.get::<_, Option<String>>(0)? {
-                    counts.add_item(&data);
+                // A part that is not UTF-8 text counts as neither kind.
+                if let Ok(data) = part.get_ref(0)?.as_str() {
+                    counts.add_item(data);
                 }
             }
         }
