@@ -1,5 +1,5 @@
 //! The browsing routes (docs/ARCHITECTURE.md, "Browsing"): `GET /api/workspaces/{id}/sessions`
-//! and `POST /api/workspaces/{id}/session-history/{window,outline,outlinePreview}`, with the
+//! and `POST /api/workspaces/{id}/session-history/{window,outline,outlinePreview,assets,assetRead}`, with the
 //! shapes of CodeNomad's session navigation. They only read, on connections of their own
 //! (`pruning_adapters::opencode::Browser`), and a read whose client goes away is stopped.
 //!
@@ -14,8 +14,9 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use pruning_adapters::opencode::{Lease, SessionsPage};
 use pruning_engine::browse::{
-    BrowseReason, OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult,
-    WindowRequest, WindowResult,
+    AssetReadRequest, AssetResult, AssetsRequest, AssetsResult, BrowseReason,
+    OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult, WindowRequest,
+    WindowResult,
 };
 use pruning_engine::{ContractError, StoreError};
 use serde::Serialize;
@@ -125,6 +126,49 @@ pub async fn outline_preview(
     request: Body,
 ) -> Result<Response, ApiError> {
     handle::<OutlinePreviewRequest>(&state, workspace, &headers, request).await
+}
+
+/// `assets {sessionID, cursor?}` -> `{status:"page", entries, cursor}`.
+#[utoipa::path(
+    post,
+    path = "/api/workspaces/{id}/session-history/assets",
+    summary = "The session's file attachments, newest message first, 64 a page (metadata only; \
+        read-only)",
+    params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
+    request_body = AssetsRequest,
+    responses(
+        (status = 200, description = "One page, or `blocked`", body = AssetsResult),
+        ContractFailures,
+    )
+)]
+pub async fn assets(
+    State(state): State<AppState>,
+    Path(workspace): Path<String>,
+    headers: HeaderMap,
+    request: Body,
+) -> Result<Response, ApiError> {
+    handle::<AssetsRequest>(&state, workspace, &headers, request).await
+}
+
+/// `assetRead {sessionID, target}` -> `{status:"asset", uri, mime}`.
+#[utoipa::path(
+    post,
+    path = "/api/workspaces/{id}/session-history/assetRead",
+    summary = "One attachment as its `data:` URI (at most 8 MiB; read-only)",
+    params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
+    request_body = AssetReadRequest,
+    responses(
+        (status = 200, description = "The attachment, or `blocked`", body = AssetResult),
+        ContractFailures,
+    )
+)]
+pub async fn asset_read(
+    State(state): State<AppState>,
+    Path(workspace): Path<String>,
+    headers: HeaderMap,
+    request: Body,
+) -> Result<Response, ApiError> {
+    handle::<AssetReadRequest>(&state, workspace, &headers, request).await
 }
 
 /// What one browsing route does with its validated request.
@@ -238,5 +282,47 @@ impl BrowseRoute for OutlinePreviewRequest {
 
     fn run(&self, lease: &Lease) -> Result<PreviewsResult, StoreError> {
         lease.previews(self)
+    }
+}
+
+impl BrowseRoute for AssetsRequest {
+    const NAME: &'static str = "assets";
+    type Answer = AssetsResult;
+
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        Self::from_json(body)
+    }
+
+    fn session(&self) -> &str {
+        &self.session_id
+    }
+
+    fn blocked(reason: BrowseReason) -> AssetsResult {
+        AssetsResult::Blocked { reason }
+    }
+
+    fn run(&self, lease: &Lease) -> Result<AssetsResult, StoreError> {
+        lease.assets(self)
+    }
+}
+
+impl BrowseRoute for AssetReadRequest {
+    const NAME: &'static str = "assetRead";
+    type Answer = AssetResult;
+
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        Self::from_json(body)
+    }
+
+    fn session(&self) -> &str {
+        &self.session_id
+    }
+
+    fn blocked(reason: BrowseReason) -> AssetResult {
+        AssetResult::Blocked { reason }
+    }
+
+    fn run(&self, lease: &Lease) -> Result<AssetResult, StoreError> {
+        lease.asset(self)
     }
 }

@@ -7,7 +7,7 @@
 //! history,prune-batch}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
 //! `GET .../receipts/{receiptID}` (audit); `GET .../events` (Server-Sent Events, resumable);
 //! the browsing routes `GET /api/workspaces/{id}/sessions` and `POST
-//! /api/workspaces/{id}/session-history/{window,outline,outlinePreview}` (read-only, on
+//! /api/workspaces/{id}/session-history/{window,outline,outlinePreview,assets,assetRead}` (read-only, on
 //! connections of their own: `browse`);
 //! `GET /api/workspaces`; `GET /openapi.json` (the OpenAPI 3.1 document, derived from the
 //! handlers and the types they answer with: `openapi`); `GET /health`.

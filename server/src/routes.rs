@@ -35,6 +35,8 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(browse::window))
         .routes(routes!(browse::outline))
         .routes(routes!(browse::outline_preview))
+        .routes(routes!(browse::assets))
+        .routes(routes!(browse::asset_read))
 }
 
 /// The document, built once.

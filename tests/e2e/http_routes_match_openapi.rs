@@ -46,6 +46,8 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         "POST /api/workspaces/{id}/session-history/window".into(),
         "POST /api/workspaces/{id}/session-history/outline".into(),
         "POST /api/workspaces/{id}/session-history/outlinePreview".into(),
+        "POST /api/workspaces/{id}/session-history/assets".into(),
+        "POST /api/workspaces/{id}/session-history/assetRead".into(),
     ]
     .into_iter()
     .collect();

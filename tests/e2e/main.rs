@@ -19,6 +19,7 @@ mod archive_recovery_and_purge;
 mod archive_recovery_cuts_a_torn_tail_after_a_restore;
 mod archive_survives_kill_9;
 mod archive_writer_never_writes_to_a_file_a_purge_replaced;
+mod assets_list_and_read_attachments;
 mod audit_beside_a_prune_sees_it_whole_or_not_at_all;
 mod audit_compares_the_journal_with_each_receipt;
 mod audit_finds_each_kind_of_tampering;

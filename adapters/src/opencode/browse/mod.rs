@@ -7,6 +7,7 @@
 //! Every request reads in one transaction (one snapshot of the database) and can be stopped
 //! from another thread ([`Interrupt`]).
 
+mod assets;
 mod excerpt;
 mod message;
 mod outline;
@@ -18,8 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use pruning_engine::browse::{
-    BrowseReason, OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult,
-    WindowRequest, WindowResult,
+    AssetReadRequest, AssetResult, AssetsRequest, AssetsResult, BrowseReason,
+    OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult, WindowRequest,
+    WindowResult,
 };
 use pruning_engine::StoreError;
 use rusqlite::Connection;
@@ -164,6 +166,26 @@ impl Lease {
         self.read(
             |conn| excerpt::read(conn, request),
             |reason| PreviewsResult::Blocked { reason },
+        )
+    }
+
+    /// `assets`: one page of the session's file attachments, newest message first.
+    ///
+    /// Errors: as [`Self::window`].
+    pub fn assets(&self, request: &AssetsRequest) -> Result<AssetsResult, StoreError> {
+        self.read(
+            |conn| assets::list(conn, request),
+            |reason| AssetsResult::Blocked { reason },
+        )
+    }
+
+    /// `assetRead`: one attachment as its `data:` URI.
+    ///
+    /// Errors: as [`Self::window`].
+    pub fn asset(&self, request: &AssetReadRequest) -> Result<AssetResult, StoreError> {
+        self.read(
+            |conn| assets::read(conn, request),
+            |reason| AssetResult::Blocked { reason },
         )
     }
 

@@ -165,6 +165,16 @@ impl Visible {
         .optional()
     }
 
+    /// The staged revert this view hides the tail from, in words (empty: none), for binding a
+    /// cursor to it.
+    pub fn cut_text(&self) -> String {
+        match &self.cut {
+            None => String::new(),
+            Some(Cut::Id(id)) => format!("id {id}"),
+            Some(Cut::Key(key)) => format!("key {key:?}"),
+        }
+    }
+
     /// Columns in the order key.
     pub fn key_width(&self) -> usize {
         match self.layout {
