@@ -200,3 +200,21 @@ pub fn open_engine(config: &Config, archiving: Archiving) -> anyhow::Result<Engi
     }
     Ok(engine)
 }
+
+/// Opens the database read-only for browsing session `session_id` (`window`, `outline`): one
+/// lease of a [`pruning_adapters::opencode::Browser`] over it.
+///
+/// Errors: the database cannot be opened or is not OpenCode's; [`super::UnknownSession`] (exit
+/// 2) when it has no such session.
+pub fn open_reader(
+    config: &Config,
+    session_id: &str,
+) -> anyhow::Result<pruning_adapters::opencode::Lease> {
+    let store = open_store(config)?;
+    require_opencode(&store, &config.db)?;
+    if !store.session_exists(session_id)? {
+        return Err(super::UnknownSession(session_id.to_string()).into());
+    }
+    let browser = pruning_adapters::opencode::Browser::over(store, StoreOptions::default())?;
+    Ok(browser.lease()?)
+}

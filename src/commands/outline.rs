@@ -5,12 +5,11 @@
 
 use pruning_engine::browse::{OutlineCursor, OutlineRequest, OutlineResult};
 
-use super::{open_store, require_opencode, Outcome, UnknownSession};
+use super::{open_reader, Outcome};
 use crate::cli::config::Config;
 use crate::cli::error::ConfigError;
 use crate::output;
 use crate::output::say;
-use pruning_adapters::opencode::Browser;
 
 /// `outline` arguments.
 #[derive(Debug, clap::Args)]
@@ -35,13 +34,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         known: Vec::new(),
     }
     .validate()?;
-    let store = open_store(config)?;
-    require_opencode(&store, &config.db)?;
-    if !store.session_exists(&request.session_id)? {
-        return Err(UnknownSession(request.session_id).into());
-    }
-    let browser = Browser::over(store, Default::default())?;
-    let result = browser.lease()?.outline(&request)?;
+    let result = open_reader(config, &request.session_id)?.outline(&request)?;
     let ended = match result {
         OutlineResult::Outline { .. } => Outcome::Done,
         OutlineResult::Blocked { .. } => Outcome::Blocked,

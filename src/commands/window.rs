@@ -5,11 +5,10 @@
 use pruning_engine::browse::{Target, WindowRequest, WindowResult};
 use serde_json::Value;
 
-use super::{open_store, require_opencode, Outcome, UnknownSession};
+use super::{open_reader, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 use crate::output::say;
-use pruning_adapters::opencode::Browser;
 
 /// `window` arguments: where the window lies (the newest messages by default).
 #[derive(Debug, clap::Args)]
@@ -49,13 +48,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         target,
     }
     .validate()?;
-    let store = open_store(config)?;
-    require_opencode(&store, &config.db)?;
-    if !store.session_exists(&request.session_id)? {
-        return Err(UnknownSession(request.session_id).into());
-    }
-    let browser = Browser::over(store, Default::default())?;
-    let result = browser.lease()?.window(&request)?;
+    let result = open_reader(config, &request.session_id)?.window(&request)?;
     let ended = match result {
         WindowResult::Window { .. } => Outcome::Done,
         WindowResult::Blocked { .. } => Outcome::Blocked,

@@ -79,6 +79,23 @@ impl Checked<'_> {
         answer.json()
     }
 
+    /// `POST path` with a body that never arrives: the answer must be 408, as `route` says.
+    fn body_never_arrives(&mut self, route: &str, path: &str) {
+        let never =
+            Body::from_stream(futures_util::stream::pending::<Result<Bytes, std::io::Error>>());
+        let mut request = json_request(Method::POST, path, never);
+        request
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, "100".parse().expect("a header"));
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            format!("Bearer {PASSWORD}").parse().expect("a header"),
+        );
+        let answer = self.app.answer(request);
+        assert_eq!(answer.status, 408, "{route}: {}", answer.body);
+        self.doc.check(route, &answer);
+    }
+
     /// Opens the event stream at `path`, checks its status and content type against the
     /// document, and checks the events of its first chunks (until one of type `last`) against
     /// the schemas of their data; returns them.
@@ -401,19 +418,7 @@ fn every_answer_of_every_route_matches_the_document() {
 
     // 408 and 413: a body that never comes, and one over 1 MiB.
     for name in ["preview", "prune", "history", "prune-batch", "restore"] {
-        let never =
-            Body::from_stream(futures_util::stream::pending::<Result<Bytes, std::io::Error>>());
-        let mut request = json_request(Method::POST, &path(PROJECT, name), never);
-        request
-            .headers_mut()
-            .insert(header::CONTENT_LENGTH, "100".parse().expect("a header"));
-        request.headers_mut().insert(
-            header::AUTHORIZATION,
-            format!("Bearer {PASSWORD}").parse().expect("a header"),
-        );
-        let answer = app.answer(request);
-        assert_eq!(answer.status, 408, "{name}: {}", answer.body);
-        api.doc.check(&route("POST", name), &answer);
+        api.body_never_arrives(&route("POST", name), &path(PROJECT, name));
         let mut big = prune.clone();
         big["sessionID"] = json!("s".repeat(1024 * 1024));
         api.expect(&route("POST", name), &path(PROJECT, name), big, 413);
@@ -478,19 +483,7 @@ fn every_answer_of_every_route_matches_the_document() {
             body.clone(),
             404,
         );
-        let never =
-            Body::from_stream(futures_util::stream::pending::<Result<Bytes, std::io::Error>>());
-        let mut request = json_request(Method::POST, &history(PROJECT, name), never);
-        request
-            .headers_mut()
-            .insert(header::CONTENT_LENGTH, "100".parse().expect("a header"));
-        request.headers_mut().insert(
-            header::AUTHORIZATION,
-            format!("Bearer {PASSWORD}").parse().expect("a header"),
-        );
-        let answer = app.answer(request);
-        assert_eq!(answer.status, 408, "{name}: {}", answer.body);
-        api.doc.check(&browse_route(name), &answer);
+        api.body_never_arrives(&browse_route(name), &history(PROJECT, name));
         let mut big = body.clone();
         big["sessionID"] = json!("s".repeat(1024 * 1024));
         api.expect(&browse_route(name), &history(PROJECT, name), big, 413);
