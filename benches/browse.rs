@@ -160,6 +160,7 @@ fn whole_outline(browser: &Arc<Browser>, known: &[KnownCheckpoint]) -> (Vec<Know
             after: c.after,
             through: c.through,
             digest: c.digest,
+            changed: None,
         }));
         match next {
             Some(next) => cursor = Some(next),

@@ -185,6 +185,8 @@ trait BrowseRoute: Sized + Send + 'static {
     fn blocked(reason: BrowseReason) -> Self::Answer;
     /// Reads the answer on a lease (on the blocking pool).
     fn run(&self, lease: &Lease) -> Result<Self::Answer, StoreError>;
+    /// Why the answer is `blocked`, if it is.
+    fn refused(answer: &Self::Answer) -> Option<BrowseReason>;
 }
 
 /// The steps of every browsing route: the workspace (404), the body (413, 408, 400), the
@@ -199,8 +201,19 @@ async fn handle<R: BrowseRoute>(
     let workspace = state.workspace(workspace).await?;
     let request = R::parse(&body::read(headers, body).await?)?;
     let session_id = request.session().to_string();
+    let refuse = |reason: BrowseReason, why: &str| {
+        eprintln!(
+            "blocked: {}: {reason}: session {}: {why}",
+            R::NAME,
+            session_id.escape_debug()
+        );
+        Ok(document::compact(&R::blocked(reason)))
+    };
     if state.admit(&workspace, &session_id).await? == Admission::Missing {
-        return Ok(document::compact(&R::blocked(BrowseReason::NotDeletable)));
+        return refuse(
+            BrowseReason::NotDeletable,
+            "there is no such session in this database",
+        );
     }
     let answer = match state.browse(move |lease| request.run(lease)).await? {
         Ok(answer) => answer,
@@ -214,10 +227,20 @@ async fn handle<R: BrowseRoute>(
         }
     };
     match state.admit(&workspace, &session_id).await {
-        Ok(Admission::Inside) => Ok(document::compact(&answer)),
-        Ok(Admission::Missing) | Err(ApiError::Forbidden { .. }) => {
-            Ok(document::compact(&R::blocked(BrowseReason::Conflict)))
+        Ok(Admission::Inside) => {
+            if let Some(reason) = R::refused(&answer) {
+                eprintln!(
+                    "blocked: {}: {reason}: session {}",
+                    R::NAME,
+                    session_id.escape_debug()
+                );
+            }
+            Ok(document::compact(&answer))
         }
+        Ok(Admission::Missing) | Err(ApiError::Forbidden { .. }) => refuse(
+            BrowseReason::Conflict,
+            "it was deleted or left the workspace while it was read",
+        ),
         Err(error) => Err(error),
     }
 }
@@ -241,6 +264,13 @@ impl BrowseRoute for WindowRequest {
     fn run(&self, lease: &Lease) -> Result<WindowResult, StoreError> {
         lease.window(self)
     }
+
+    fn refused(answer: &WindowResult) -> Option<BrowseReason> {
+        match answer {
+            WindowResult::Blocked { reason } => Some(*reason),
+            _ => None,
+        }
+    }
 }
 
 impl BrowseRoute for OutlineRequest {
@@ -261,6 +291,13 @@ impl BrowseRoute for OutlineRequest {
 
     fn run(&self, lease: &Lease) -> Result<OutlineResult, StoreError> {
         lease.outline(self)
+    }
+
+    fn refused(answer: &OutlineResult) -> Option<BrowseReason> {
+        match answer {
+            OutlineResult::Blocked { reason } => Some(*reason),
+            _ => None,
+        }
     }
 }
 
@@ -283,6 +320,13 @@ impl BrowseRoute for OutlinePreviewRequest {
     fn run(&self, lease: &Lease) -> Result<PreviewsResult, StoreError> {
         lease.previews(self)
     }
+
+    fn refused(answer: &PreviewsResult) -> Option<BrowseReason> {
+        match answer {
+            PreviewsResult::Blocked { reason } => Some(*reason),
+            _ => None,
+        }
+    }
 }
 
 impl BrowseRoute for AssetsRequest {
@@ -304,6 +348,13 @@ impl BrowseRoute for AssetsRequest {
     fn run(&self, lease: &Lease) -> Result<AssetsResult, StoreError> {
         lease.assets(self)
     }
+
+    fn refused(answer: &AssetsResult) -> Option<BrowseReason> {
+        match answer {
+            AssetsResult::Blocked { reason } => Some(*reason),
+            _ => None,
+        }
+    }
 }
 
 impl BrowseRoute for AssetReadRequest {
@@ -324,5 +375,12 @@ impl BrowseRoute for AssetReadRequest {
 
     fn run(&self, lease: &Lease) -> Result<AssetResult, StoreError> {
         lease.asset(self)
+    }
+
+    fn refused(answer: &AssetResult) -> Option<BrowseReason> {
+        match answer {
+            AssetResult::Blocked { reason } => Some(*reason),
+            _ => None,
+        }
     }
 }

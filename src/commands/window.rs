@@ -25,10 +25,12 @@ pub struct Args {
     /// 80 messages before MESSAGE and 120 from it on.
     #[arg(long, value_name = "MESSAGE")]
     around: Option<String>,
-    /// The messages before MESSAGE (a window's `older`).
+    /// The window before MESSAGE: 184 messages before it and the 16 from it on (a window's
+    /// `older` names it).
     #[arg(long, value_name = "MESSAGE")]
     before: Option<String>,
-    /// The messages after MESSAGE (a window's `newer`).
+    /// The window after MESSAGE: the 16 up to it and 184 after it (a window's `newer` names
+    /// it).
     #[arg(long, value_name = "MESSAGE")]
     after: Option<String>,
 }

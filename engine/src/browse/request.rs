@@ -110,6 +110,10 @@ pub struct KnownCheckpoint {
     /// SHA-256 of the chunk's rows, 64 lowercase hex characters.
     #[cfg_attr(feature = "openapi", schema(pattern = "^[a-f0-9]{64}$"))]
     pub digest: String,
+    /// The `changed` of the page the checkpoint came in, accepted so that a client may send
+    /// checkpoints back as it got them; not read.
+    #[serde(default, skip_serializing)]
+    pub changed: Option<bool>,
 }
 
 /// `outline {sessionID, cursor?, after?, known?}`: one entry per message, in chunks with
