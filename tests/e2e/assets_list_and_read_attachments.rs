@@ -28,7 +28,7 @@ fn v1_attachments_are_listed_newest_first_and_read_by_digest() {
         [
             json!([
                 {"type": "file", "mime": "image/png", "url": PNG, "filename": "a.png"},
-                {"type": "file", "mime": "text/plain", "url": "file:///tmp/x.txt"},
+                {"type": "file", "mime": "text/plain", "url": "file:///tmp/x.txt", "filename": ""},
                 {"type": "file", "mime": "text/plain; charset=utf-8", "url": "data:text/plain;base64,YQ=="},
             ])
             .to_string(),
@@ -126,6 +126,12 @@ fn v2_pages_of_64_go_on_by_cursor_bound_to_the_session_and_its_revert() {
          WHERE session_message.id = '{V2_TOOL_MESSAGE}' AND json_extract(j.value, '$.type') = 'tool'"
     ));
     assert_eq!(tool_position, 1, "the fixture's tool item is the second");
+    // A newer assistant row that is not JSON and one over 16 MiB are passed over.
+    fx.exec(&format!(
+        "UPDATE session_message SET data = '{{not json' WHERE id = 'msg_2266daec50019gPHQTrfVoYXFE';
+         UPDATE session_message SET data = json_set(data, '$.pad', printf('%.*c', 17000000, 'x'))
+           WHERE id = 'msg_2266db3a7001wo06SAVu5RsRxM';"
+    ));
     let app = App::start(&fx);
     let (_, first) = call(&app, "assets", &json!({"sessionID": V2_SESSION}));
     let entries = first["entries"].as_array().unwrap();
@@ -150,6 +156,12 @@ fn v2_pages_of_64_go_on_by_cursor_bound_to_the_session_and_its_revert() {
     assert_eq!(entries[5]["target"]["index"], 5);
     assert_eq!(entries[5]["tool"], "bash");
 
+    // A user row is no attachment's message, as the listing has it.
+    let user = json!({"sessionID": V2_SESSION, "target": {"messageID": "msg_2266da8cc001Zv9E1JnOMflhi9", "part": 0, "index": 0, "digest": "0".repeat(64)}});
+    assert_eq!(
+        call(&app, "assetRead", &user),
+        (200, json!({"status": "blocked", "reason": "missing"}))
+    );
     let conflict = json!({"status": "blocked", "reason": "conflict"});
     let elsewhere = json!({"sessionID": MANY_TURNS, "cursor": cursor});
     assert_eq!(call(&app, "assets", &elsewhere), (200, conflict.clone()));

@@ -248,7 +248,11 @@ fn v2_pages_of_16384_keep_their_horizon_while_rows_are_appended() {
 
     // The next scan from the start sees the appended rows.
     // Sent back as they came, `changed` and all.
-    let (_, next) = call(&app, "outline", &body(json!({"known": first["checkpoints"]})));
+    let (_, next) = call(
+        &app,
+        "outline",
+        &body(json!({"known": first["checkpoints"]})),
+    );
     assert_eq!(next["total"], all.len() + 7);
     assert!(next["checkpoints"].as_array().unwrap()[..31]
         .iter()

@@ -30,7 +30,9 @@ pub enum BrowseReason {
     AnchorMissing,
     /// The asset's message is gone, or is over 16 MiB.
     Missing,
-    /// A message an assets page would read is over 16 MiB.
+    /// CodeNomad's answer for an assets page that meets a message over 16 MiB. This engine
+    /// passes such a message over instead (so that older attachments stay within reach) and
+    /// never sends it; it stays for the contract's shape.
     Limit,
 }
 

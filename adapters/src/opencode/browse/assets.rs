@@ -182,15 +182,17 @@ pub(super) fn list(conn: &Connection, request: &AssetsRequest) -> rusqlite::Resu
         }
         let bytes = u64::try_from(*bytes).unwrap_or(0);
         if bytes > MESSAGE_BYTES {
-            return blocked(BrowseReason::Limit);
+            // Not read: a message over 16 MiB is passed over, so that the older ones stay
+            // within reach.
+            continue;
         }
         if examined > 0 && examined + bytes > ASSET_SCAN_BYTES {
             return page(key, 0, entries);
         }
         examined += bytes;
-        let Some(found) = attachments(conn, &visible, id)? else {
-            return blocked(BrowseReason::UnsupportedStorage);
-        };
+        // A message that cannot be read as JSON, or holds more than 100,000 parts or
+        // attachments, is passed over as one without attachments.
+        let found = attachments(conn, &visible, id)?.unwrap_or_default();
         // The offset counts in the message the cursor names, if it is still there.
         let skip = match &cursor {
             Some(c) if i == 0 && key.iter().map(Key::of).eq(c.at.iter().cloned().map(Some)) => {
@@ -209,7 +211,7 @@ pub(super) fn list(conn: &Connection, request: &AssetsRequest) -> rusqlite::Resu
                     index: file.index,
                     digest: hex::encode(Sha256::digest(file.uri.as_bytes())),
                 },
-                name: match &file.name {
+                name: match file.name.as_deref().filter(|name| !name.is_empty()) {
                     Some(name) => cut_utf16(name, NAME_UNITS).to_string(),
                     None => format!(
                         "{} · {}",
@@ -242,6 +244,17 @@ pub(super) fn read(conn: &Connection, request: &AssetReadRequest) -> rusqlite::R
     let target = &request.target;
     if visible.visible_key(conn, &target.message_id)?.is_none() {
         return blocked(BrowseReason::Missing);
+    }
+    if visible.layout == Layout::V2 {
+        // As the listing: only assistant rows carry attachments.
+        let kind: Option<String> = conn
+            .prepare_cached(
+                "SELECT CAST(type AS TEXT) FROM session_message WHERE session_id = ?1 AND id = ?2",
+            )?
+            .query_row([&visible.session_id, &target.message_id], |row| row.get(0))?;
+        if kind.as_deref() != Some("assistant") {
+            return blocked(BrowseReason::Missing);
+        }
     }
     let sql = format!(
         "SELECT {} FROM {} WHERE m.session_id = ?1 AND m.id = ?2",
