@@ -127,11 +127,11 @@ fn v2_pages_of_64_go_on_by_cursor_bound_to_the_session_and_its_revert() {
     ));
     assert_eq!(tool_position, 1, "the fixture's tool item is the second");
     // A newer assistant row that is not JSON and one over 16 MiB are passed over.
-    fx.exec(&format!(
-        "UPDATE session_message SET data = '{{not json' WHERE id = 'msg_2266daec50019gPHQTrfVoYXFE';
+    fx.exec(
+        "UPDATE session_message SET data = '{not json' WHERE id = 'msg_2266daec50019gPHQTrfVoYXFE';
          UPDATE session_message SET data = json_set(data, '$.pad', printf('%.*c', 17000000, 'x'))
-           WHERE id = 'msg_2266db3a7001wo06SAVu5RsRxM';"
-    ));
+           WHERE id = 'msg_2266db3a7001wo06SAVu5RsRxM';",
+    );
     let app = App::start(&fx);
     let (_, first) = call(&app, "assets", &json!({"sessionID": V2_SESSION}));
     let entries = first["entries"].as_array().unwrap();
