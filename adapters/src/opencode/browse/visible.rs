@@ -67,9 +67,6 @@ impl Visible {
             session_id: session_id.to_string(),
             cut: None,
         };
-        if layout == Layout::V1 && !schema.has_v1() {
-            return Ok(Some(visible));
-        }
         if let Some(message_id) = revert {
             visible.cut = Some(match visible.key_of(conn, &message_id)? {
                 Some(key) if layout == Layout::V1 => Cut::Key(key),
