@@ -29,6 +29,8 @@ pub mod document;
 pub mod error;
 mod events;
 mod openapi;
+mod overview;
+mod page;
 mod query;
 mod responses;
 mod routes;

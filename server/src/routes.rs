@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::openapi::{Closed, Fixed};
 use super::responses::Unauthorized;
 use super::state::AppState;
-use super::{audit, browse, contract, events};
+use super::{audit, browse, contract, events, overview, page};
 
 /// Every route with its OpenAPI description: the one list both the router and the document
 /// ([`openapi`]) are made from.
@@ -37,11 +37,20 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(browse::outline_preview))
         .routes(routes!(browse::assets))
         .routes(routes!(browse::asset_read))
+        .routes(routes!(overview::stats))
+}
+
+/// The routes served without the password: the page and its assets, which hold no data
+/// (`page`).
+pub(super) fn public_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(page::index))
+        .routes(routes!(page::file))
 }
 
 /// The document, built once.
 static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {
-    let mut document = routes().into_openapi();
+    let mut document = routes().merge(public_routes()).into_openapi();
     Closed.modify(&mut document);
     document
 });

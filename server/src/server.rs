@@ -12,10 +12,11 @@ use tokio::net::TcpListener;
 
 use super::connections::{self, ConnectionLimits};
 use super::error::ApiError;
-use super::routes::routes;
+use super::routes::{public_routes, routes};
 use super::state::AppState;
 
-/// Every route of the API, behind the password check when one is set, and, when origins are
+/// Every route of the API, behind the password check when one is set (the page and its assets
+/// are served without it: `page`), and, when origins are
 /// allowed ([`crate::ServerOptions::allowed_origins`]), the CORS layer outside it: it answers
 /// a browser's preflight (`OPTIONS` with `Access-Control-Request-Method`, which carries no
 /// password) and adds the CORS headers to every answer to an allowed origin, refusals
@@ -23,11 +24,13 @@ use super::state::AppState;
 /// withholds the answer.
 pub fn router(state: AppState) -> Router {
     let (routes, _) = routes().split_for_parts();
+    let (public, _) = public_routes().split_for_parts();
     let origins = state.options().allowed_origins.clone();
     let router = routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .merge(public)
         .with_state(state);
     if origins.is_empty() {
         return router;

@@ -86,6 +86,33 @@ pub enum ConfigError {
     /// `outline --cursor` is not `AFTER:THROUGH`.
     #[error("--cursor {0}: give AFTER:THROUGH, the two sequence numbers of a page's cursor (e.g. --cursor 16383:20000)")]
     OutlineCursor(String),
+    /// `events --url` is not an http URL.
+    #[error("--url {url}: {detail} (e.g. --url http://127.0.0.1:7281/api/workspaces/ID/session-pruning/events)")]
+    EventsUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// `events --cursor-file` cannot be read or does not hold an event id.
+    #[error("--cursor-file {path}: {detail}")]
+    CursorFile {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The server `events --url` follows refused the request itself (a password, a workspace,
+    /// a URL that is no event stream): trying again would not help.
+    #[error("{url} answered {status}: {detail}")]
+    Remote {
+        /// The URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// What it said, and what to do.
+        detail: String,
+    },
     /// The candidates file cannot be read or holds no candidates.
     #[error("--candidates {path}: {detail}")]
     Candidates {

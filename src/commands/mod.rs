@@ -87,7 +87,8 @@ pub enum Command {
     /// receipt's journaled event, no removed part back, each pruned message's revision
     /// (read-only). Exit 0 when everything holds, 1 with every discrepancy.
     Audit(audit::Args),
-    /// Print journaled prune events after a cursor, then (with --follow) new ones as they commit.
+    /// Print journaled prune events after a cursor, then (with --follow) new ones as they commit;
+    /// or (with --follow --url) follow a running server's event stream across reconnects.
     Events(events::Args),
     /// Serve the engine over HTTP: the CodeNomad-compatible routes, receipts, and a resumable
     /// Server-Sent Events stream of prunes (GET /openapi.json describes them). Holds the journal
@@ -100,9 +101,13 @@ pub enum Command {
 
 impl Command {
     /// Whether the command works on the database `--db` names (or OpenCode's, found): every
-    /// command but `demo`, which makes its own.
+    /// command but `demo`, which makes its own, and `events --url`, which follows a server.
     pub fn uses_database(&self) -> bool {
-        !matches!(self, Command::Demo(_))
+        match self {
+            Command::Demo(_) => false,
+            Command::Events(args) => args.uses_database(),
+            _ => true,
+        }
     }
 
     /// Validates the command's flags, then runs it on `config`'s files.

@@ -48,6 +48,9 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         "POST /api/workspaces/{id}/session-history/outlinePreview".into(),
         "POST /api/workspaces/{id}/session-history/assets".into(),
         "POST /api/workspaces/{id}/session-history/assetRead".into(),
+        "GET /api/workspaces/{id}/stats".into(),
+        "GET /".into(),
+        "GET /page/{name}".into(),
     ]
     .into_iter()
     .collect();
@@ -57,7 +60,8 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         let (method, path) = route.split_once(' ').unwrap();
         let path = path
             .replace("{id}", "work")
-            .replace("{receiptID}", "0190a3f0-0000-7000-8000-000000000000");
+            .replace("{receiptID}", "0190a3f0-0000-7000-8000-000000000000")
+            .replace("{name}", "app.js");
         let path = format!(
             "{path}{}",
             if path.ends_with("/events") {

@@ -37,7 +37,7 @@ mod workspaces;
 mod write;
 
 pub use archive_retention::{ArchiveStats, PurgeReport};
-pub use browse::{Browser, Interrupt, Lease, SessionsPage};
+pub use browse::{Browser, Interrupt, Lease, Overview, SessionsPage, OVERVIEW_TOP_MAX};
 pub use clean::{CleanPolicy, Listing, Planned, SkipReason};
 pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};

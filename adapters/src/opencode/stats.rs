@@ -15,6 +15,7 @@ use super::spill;
 
 /// Rows and their bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Volume {
     /// Row (or entry, or file) count.
     pub count: u64,
@@ -24,6 +25,7 @@ pub struct Volume {
 
 /// One table's rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TableVolume {
     /// `part`, `message`, `session_message` or `event`.
     pub table: &'static str,
@@ -34,6 +36,7 @@ pub struct TableVolume {
 
 /// One event type's rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EventVolume {
     /// `event.type`, e.g. `message.part.updated.1`.
     #[serde(rename = "type")]
@@ -45,6 +48,7 @@ pub struct EventVolume {
 
 /// Technical content, what a clean of every message could remove.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Technical {
     /// V1 tool `part` rows.
@@ -59,6 +63,7 @@ pub struct Technical {
 
 /// Spill files in `<data>/tool-output/`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Spill {
     /// Every spill file.
     pub files: Volume,
@@ -68,6 +73,7 @@ pub struct Spill {
 
 /// The whole picture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Stats {
     /// The database file, bytes.

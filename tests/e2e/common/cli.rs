@@ -56,3 +56,28 @@ pub fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
+
+/// Previews `message` of `session` and prunes all its technical parts with the CLI (no server
+/// may hold the journal); returns the prune's JSON answer.
+pub fn prune_all(db: &Path, session: &str, message: &str) -> Value {
+    let out = run(db, &["preview", session, message, "--json"]);
+    assert_exit(&out, 0);
+    let revision = json(&out)["revision"]
+        .as_str()
+        .expect("revision")
+        .to_string();
+    let out = run(
+        db,
+        &[
+            "prune",
+            session,
+            message,
+            "--revision",
+            &revision,
+            "--all-technical",
+            "--json",
+        ],
+    );
+    assert_exit(&out, 0);
+    json(&out)
+}

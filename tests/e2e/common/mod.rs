@@ -299,6 +299,7 @@ pub fn prune_turn5_once(fx: &Fixture) -> (PruneRequest, pruning_engine::PruneOut
 }
 
 pub mod app;
+pub mod browser;
 pub mod cli;
 pub mod counting;
 #[path = "../../../benches/common/mod.rs"]

@@ -38,6 +38,12 @@ impl Document {
         routes
     }
 
+    /// Whether `route` is served without the password: its operation's `security` is `[{}]`
+    /// (no requirement), where every other operation takes the document's.
+    pub fn is_public(&self, route: &str) -> bool {
+        self.operation(route)["security"] == serde_json::json!([{}])
+    }
+
     /// Every `(METHOD /template, status)` the document lists.
     pub fn statuses(&self) -> BTreeSet<(String, u16)> {
         let mut statuses = BTreeSet::new();

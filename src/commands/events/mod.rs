@@ -1,11 +1,17 @@
 //! `session-prune events [--since SEQ] [--follow]`: journaled prune events as JSON lines (or
-//! text), then, with `--follow`, new ones as other processes journal them.
+//! text), then, with `--follow`, new ones as other processes journal them. With
+//! `--follow --url URL` it follows a running server's event stream instead (`remote`).
 //!
 //! The journal file admits one process at a time, so this command holds it only while it reads
 //! a page (never while it writes output): it reopens it every poll interval, and a busy journal
 //! just means trying again at the next poll. A process that crashed mid-prune leaves a pending
 //! intent; when one is seen (no other process can be mid-prune while this one holds the
 //! journal), recovery runs first, so the event of a prune that committed is not missed.
+
+mod cursor_file;
+mod remote;
+
+use std::path::PathBuf;
 
 use pruning_engine::{Journal, PrunedEvent};
 
@@ -31,21 +37,51 @@ enum Page {
 /// `events` flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Print events with a sequence number greater than this.
-    #[arg(long, default_value_t = 0, value_name = "SEQ")]
-    since: u64,
+    /// Print events with a sequence number greater than this (default 0: every event the
+    /// journal keeps). With --url: where to start when no --cursor-file holds an id.
+    #[arg(long, value_name = "SEQ")]
+    since: Option<u64>,
     /// Keep running and print events as they are journaled.
     #[arg(long)]
     follow: bool,
     /// With --follow: how often to look for new events, in milliseconds.
-    #[arg(long, default_value_t = 500, value_name = "MS", requires = "follow")]
+    #[arg(
+        long,
+        default_value_t = 500,
+        value_name = "MS",
+        requires = "follow",
+        conflicts_with = "url"
+    )]
     poll_ms: u64,
+    /// With --follow: follow the event stream of a running `serve` instead of the journal
+    /// file, http://HOST:PORT/api/workspaces/ID/session-pruning/events (the password, if it
+    /// has one, from SESSION_PRUNE_PASSWORD); it reconnects after every drop and prints
+    /// exactly the events it missed.
+    #[arg(long, value_name = "URL", requires = "follow")]
+    url: Option<String>,
+    /// With --url: keep the last event id in this file (read at start, replaced after each
+    /// event), so that the client started again resumes where it stopped.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    cursor_file: Option<PathBuf>,
 }
 
-/// Prints events after `--since`; with `--follow`, keeps polling (at least every 10 ms).
+impl Args {
+    /// Whether the command reads a database and journal of this machine: not when it follows
+    /// a server.
+    pub fn uses_database(&self) -> bool {
+        self.url.is_none()
+    }
+}
+
+/// Prints events after `--since`; with `--follow`, keeps polling (at least every 10 ms), or,
+/// with `--url`, follows the server's stream.
 pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    if let Some(url) = &args.url {
+        let remote = remote::Remote::new(url, args.cursor_file, args.since, config.json)?;
+        return remote.run();
+    }
     let poll = std::time::Duration::from_millis(args.poll_ms.max(10));
-    execute(config, args.since, args.follow, poll)
+    execute(config, args.since.unwrap_or(0), args.follow, poll)
 }
 
 /// Prints events after `since`; with `follow`, keeps polling.

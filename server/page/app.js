@@ -1,0 +1,693 @@
+// The page: where the bytes are, the workspace's sessions by size, one session as its outline
+// and a window of messages that loads as it scrolls, prunes (one message's parts, or a clean of
+// the session), receipts, and the event stream that keeps all of it current. On every
+// `pruned` (or `restored`) event it drops exactly what the event names from what it holds: the
+// message (read again and drawn anew), the outline chunks whose checkpoint moved, the
+// session's sizes; nothing else is read again.
+
+import { Api, ApiError, workspacePaths } from "./api.js";
+import { EventStream } from "./stream.js";
+import { bytes, normalize, render, text } from "./messages.js";
+
+const PRUNED = "rpc.codenomad.session-pruning.pruned";
+const RESTORED = "rpc.codenomad.session-pruning.restored";
+/** Session pages the list reads by itself (100 sessions each); the rest on request. */
+const SESSION_PAGES_AT_ONCE = 50;
+/** Candidates per `prune-batch` call (the contract's most). */
+const BATCH = 16;
+/** The outline's `known` holds at most this many checkpoints (the contract's most). */
+const MOST_KNOWN = 512;
+/** Events the log keeps on screen. */
+const LOG_LINES = 100;
+
+const REASONS = {
+  maintenance_required:
+    "OpenCode may be using the session (a run, a compaction, a staged revert, or a write in the last 30 s), or another process holds the database: try again later.",
+  conflict: "The message changed since its preview: preview it again.",
+  not_deletable:
+    "Nothing here can be pruned: not a completed assistant message, no tool or reasoning part selected, or the session is gone.",
+  unsupported_storage: "This storage is not one the engine writes (read-only V2 rows of OpenCode 1.18, or an unknown layout).",
+  unavailable: "The server could not read or write the database: its log says why.",
+  anchor_missing: "That message is no longer there (deleted, or hidden by a staged revert).",
+};
+
+const api = new Api();
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  health: null,
+  workspace: null,
+  paths: null,
+  stream: null,
+  /** sessionID -> the summary the sessions route answered. */
+  sessions: new Map(),
+  /** sessionID -> the cursor of the sessions page that holds it (null: the first). */
+  sessionPage: new Map(),
+  sessionsMore: null,
+  sessionsToken: 0,
+  /** The open session, or null. */
+  open: null,
+  /** `type|messageID|revision` of every event applied: a retry's announcement is applied once. */
+  applied: new Set(),
+  /** Events are applied one after the other. */
+  queue: Promise.resolve(),
+  overviewTimer: null,
+};
+
+/** What the page did, for a person at the console and for tests that drive a browser. */
+const record = {
+  eventsApplied: 0,
+  lastEventId: null,
+  reloadedMessages: [],
+  outlineRowsRead: 0,
+  sessionsShownMs: null,
+};
+window.sessionPrune = record;
+
+// --- start, password, workspace ------------------------------------------------------------
+
+api.onUnauthorized = () => askPassword(api.password !== null);
+
+async function boot() {
+  try {
+    state.health = await api.get("/health");
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) notice(`The server cannot be reached: ${error.message}`);
+    return;
+  }
+  $("version").textContent = `session-prune ${state.health.version}`;
+  const workspaces = await api.get("/api/workspaces");
+  const select = $("workspace");
+  select.replaceChildren(
+    ...workspaces.map((w) => {
+      const option = text("option", "", `${w.directory}`);
+      option.value = w.id;
+      return option;
+    }),
+  );
+  if (workspaces.length === 0) {
+    notice("This database has no workspace (no OpenCode project): there is nothing to browse.");
+    return;
+  }
+  const wanted = route().get("ws");
+  const chosen = workspaces.find((w) => w.id === wanted) ?? workspaces[0];
+  select.value = chosen.id;
+  await openWorkspace(chosen.id, route().get("session"));
+}
+
+function askPassword(wrong) {
+  const dialog = $("password");
+  if (dialog.open) return;
+  api.setPassword(null);
+  $("password-wrong").hidden = !wrong;
+  $("password-input").value = "";
+  dialog.showModal();
+}
+
+$("password-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  api.setPassword($("password-input").value);
+  $("password").close();
+  boot();
+});
+
+$("workspace").addEventListener("change", (event) => openWorkspace(event.target.value, null));
+
+/** `#ws=ID&session=ID`: where the page is, so that a reload or a link opens the same place. */
+function route() {
+  return new URLSearchParams(location.hash.slice(1));
+}
+
+function setRoute(session) {
+  const params = new URLSearchParams({ ws: state.workspace });
+  if (session) params.set("session", session);
+  history.replaceState(null, "", `#${params}`);
+}
+
+async function openWorkspace(id, session) {
+  state.stream?.stop();
+  state.workspace = id;
+  state.paths = workspacePaths(id);
+  state.open = null;
+  $("session").hidden = true;
+  setRoute(session);
+  startEvents();
+  const sessions = loadSessions();
+  loadOverview();
+  if (session) await openSession(session);
+  await sessions;
+}
+
+function notice(message) {
+  const line = $("notice");
+  line.textContent = message;
+  line.hidden = !message;
+}
+
+// --- the event stream ----------------------------------------------------------------------
+
+function startEvents() {
+  const key = `session-prune.lastEventId.${state.health.databaseID}.${state.workspace}`;
+  state.stream = new EventStream(
+    api,
+    state.paths.events,
+    key,
+    state.health.lastSeq,
+    (event) => {
+      state.queue = state.queue.then(() => applyEvent(event)).catch((error) => notice(`An event could not be applied: ${error.message}`));
+    },
+    (status, live) => {
+      $("events-status").textContent = status;
+      $("events-status").className = live ? "live" : "down";
+    },
+  );
+  state.stream.run();
+}
+
+async function applyEvent({ type, id, data }) {
+  if (id !== null) record.lastEventId = Number(id);
+  if (type === "heartbeat") return;
+  log(id, type, data);
+  if (type === "resync") {
+    notice("The journal no longer holds every event this page missed: everything was read again.");
+    state.applied.clear();
+    await reloadAll();
+    return;
+  }
+  if (type !== PRUNED && type !== RESTORED) return;
+  const key = `${type}|${data.messageID}|${data.revision}`;
+  if (state.applied.has(key)) return;
+  state.applied.add(key);
+  record.eventsApplied += 1;
+  const open = state.open;
+  if (open && open.id === data.sessionID) {
+    if (open.messages.has(data.messageID)) await reloadMessage(open, data.messageID);
+    await loadOutline(open);
+    if (open.previewing === data.messageID) await preview(data.messageID, []);
+    if (!$("receipts").hidden) await loadReceipts();
+  }
+  if (state.sessions.has(data.sessionID)) await refreshSession(data.sessionID);
+  scheduleOverview();
+}
+
+function log(id, type, data) {
+  const line = document.createElement("li");
+  line.dataset.eventId = id ?? "";
+  line.dataset.type = type;
+  if (data?.messageID) line.dataset.messageId = data.messageID;
+  const what = type === "resync" ? `resync: resumed after #${data.resumeAfter}` : `${type.split(".").pop()} ${data.messageID ?? ""}`;
+  line.append(text("code", "", id === null ? "(again)" : `#${id}`), text("span", "", what));
+  const list = $("log");
+  list.prepend(line);
+  while (list.children.length > LOG_LINES) list.lastElementChild.remove();
+}
+
+async function reloadAll() {
+  await loadSessions();
+  loadOverview();
+  if (state.open) await openSession(state.open.id);
+}
+
+// --- where the bytes are -------------------------------------------------------------------
+
+function scheduleOverview() {
+  clearTimeout(state.overviewTimer);
+  state.overviewTimer = setTimeout(loadOverview, 1000);
+}
+
+async function loadOverview() {
+  const workspace = state.workspace;
+  let overview;
+  try {
+    overview = await api.get(state.paths.stats(10));
+  } catch (error) {
+    $("overview-body").replaceChildren(text("p", "error", `The sizes could not be read: ${error.message}`));
+    return;
+  }
+  if (workspace !== state.workspace) return;
+  const t = overview.technical;
+  const technical = t.toolParts.bytes + t.reasoningParts.bytes + t.snapshotEvents.bytes + t.v2Entries.bytes;
+  $("overview-summary").textContent =
+    `file ${bytes(overview.databaseBytes)} · WAL ${bytes(overview.walBytes)} · free ${bytes(overview.freeBytes)} · up to ${bytes(technical)} technical content and copies of it`;
+  $("overview-body").replaceChildren(
+    chart("Tables", overview.tables.map((x) => [x.table, x.bytes, `${x.count} rows`])),
+    chart(
+      "Technical content",
+      [
+        ["tool parts", t.toolParts.bytes, `${t.toolParts.count}`],
+        ["reasoning parts", t.reasoningParts.bytes, `${t.reasoningParts.count}`],
+        ["snapshot events of them", t.snapshotEvents.bytes, `${t.snapshotEvents.count}`],
+        ["V2 tool and reasoning items", t.v2Entries.bytes, `${t.v2Entries.count}`],
+      ],
+    ),
+    chart("Event types", overview.events.slice(0, 8).map((x) => [x.type, x.bytes, `${x.count} rows`])),
+    chart(
+      "Largest sessions",
+      overview.sessions.map((s) => [s.title || s.sessionID, s.totalBytes, `${bytes(s.prunableBytes)} prunable`, s.sessionID]),
+    ),
+  );
+}
+
+/** A bar chart: one row per `[label, bytes, note, sessionID?]`, bars relative to the largest. */
+function chart(title, rows) {
+  const figure = document.createElement("figure");
+  figure.className = "chart";
+  figure.append(text("figcaption", "", title));
+  const most = Math.max(1, ...rows.map((r) => r[1]));
+  for (const [label, size, note, session] of rows) {
+    const row = document.createElement("div");
+    row.className = "bar-row";
+    const bar = document.createElement("div");
+    bar.className = "bar";
+    bar.style.width = `${Math.max(0.5, (100 * size) / most)}%`;
+    const name = text(session ? "a" : "span", "label", label);
+    if (session) {
+      name.href = "#";
+      name.addEventListener("click", (event) => {
+        event.preventDefault();
+        openSession(session);
+      });
+    }
+    row.append(name, text("span", "size", `${bytes(size)} · ${note}`), bar);
+    figure.append(row);
+  }
+  if (rows.length === 0) figure.append(text("p", "empty", "nothing"));
+  return figure;
+}
+
+// --- sessions --------------------------------------------------------------------------------
+
+async function loadSessions(more = false) {
+  const token = ++state.sessionsToken;
+  let cursor = more ? state.sessionsMore : null;
+  if (!more) {
+    state.sessions.clear();
+    state.sessionPage.clear();
+  }
+  for (let pages = 0; pages < SESSION_PAGES_AT_ONCE; pages += 1) {
+    let page;
+    try {
+      page = await api.get(state.paths.sessions(cursor));
+    } catch (error) {
+      $("sessions-status").textContent = `The sessions could not be read: ${error.message}`;
+      return;
+    }
+    if (token !== state.sessionsToken) return;
+    for (const session of page.sessions) {
+      state.sessions.set(session.sessionID, session);
+      state.sessionPage.set(session.sessionID, cursor);
+    }
+    state.sessionsMore = page.cursor;
+    drawSessions();
+    if (record.sessionsShownMs === null) {
+      record.sessionsShownMs = performance.now();
+      document.body.dataset.sessionsShown = "true";
+    }
+    cursor = page.cursor;
+    if (cursor === null) break;
+  }
+}
+
+$("sessions-more").addEventListener("click", () => loadSessions(true));
+
+function drawSessions() {
+  const sorted = [...state.sessions.values()].sort((a, b) => b.totalBytes - a.totalBytes || b.timeUpdated - a.timeUpdated);
+  $("sessions-list").replaceChildren(...sorted.map(sessionRow));
+  const more = state.sessionsMore !== null;
+  $("sessions-status").textContent = `${sorted.length} session${sorted.length === 1 ? "" : "s"}${more ? ", more to read" : ""}, largest first`;
+  $("sessions-more").hidden = !more;
+  const open = state.open && state.sessions.get(state.open.id);
+  if (open) drawSessionHead(open);
+}
+
+function sessionRow(session) {
+  const row = document.createElement("li");
+  row.dataset.sessionId = session.sessionID;
+  if (state.open?.id === session.sessionID) row.classList.add("current");
+  const link = text("a", "title", session.title || session.sessionID);
+  link.href = "#";
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    openSession(session.sessionID);
+  });
+  row.append(
+    link,
+    text(
+      "span",
+      "sizes",
+      `${bytes(session.totalBytes)} · ${bytes(session.prunableBytes)} prunable · ${session.messages} messages · ${session.storage}`,
+    ),
+  );
+  return row;
+}
+
+/** Reads the sessions page that holds `sessionID` again, for its sizes after a prune. */
+async function refreshSession(sessionID) {
+  const page = await api.get(state.paths.sessions(state.sessionPage.get(sessionID) ?? null));
+  const fresh = page.sessions.find((s) => s.sessionID === sessionID);
+  if (!fresh) return;
+  state.sessions.set(sessionID, fresh);
+  drawSessions();
+  if (state.open?.id === sessionID) drawSessionHead(fresh);
+}
+
+// --- one session: outline and window -------------------------------------------------------
+
+async function openSession(sessionID) {
+  const open = {
+    id: sessionID,
+    /** Outline chunks: `{checkpoint, entries}` in order. */
+    chunks: [],
+    /** messageID -> normalized message, for what the window holds. */
+    messages: new Map(),
+    older: null,
+    newer: null,
+    loading: false,
+    previewing: null,
+  };
+  state.open = open;
+  setRoute(sessionID);
+  $("session").hidden = false;
+  panel("Prune", text("p", "", "Choose “Preview prune” on a message, or clean the whole session."));
+  $("receipts").hidden = true;
+  $("messages-list").replaceChildren();
+  for (const row of document.querySelectorAll("#sessions-list li")) row.classList.toggle("current", row.dataset.sessionId === sessionID);
+  drawSessionHead(state.sessions.get(sessionID) ?? { sessionID, title: sessionID });
+  await Promise.all([loadOutline(open), loadWindow(open, { kind: "latest" }, "replace")]);
+}
+
+function drawSessionHead(session) {
+  $("session-title").textContent = session.title || session.sessionID;
+  $("session-sizes").textContent =
+    session.totalBytes === undefined
+      ? session.sessionID
+      : `${session.sessionID} · ${bytes(session.totalBytes)} · ${bytes(session.prunableBytes)} prunable · ${session.messages} messages`;
+}
+
+/**
+ * Reads the outline, sending back the checkpoints held: chunks whose checkpoint did not move
+ * come without entries and keep the ones held; the rest (and the newest chunk) are replaced.
+ */
+async function loadOutline(open) {
+  const held = new Map(open.chunks.map((c) => [chunkKey(c.checkpoint), c]));
+  const known = open.chunks.length <= MOST_KNOWN ? open.chunks.map(({ checkpoint: c }) => ({ after: c.after, through: c.through, digest: c.digest })) : [];
+  const chunks = [];
+  let cursor = null;
+  let read = 0;
+  do {
+    const body = { sessionID: open.id, known };
+    if (cursor) body.cursor = cursor;
+    const answer = await api.post(state.paths.history("outline"), body);
+    if (state.open !== open) return;
+    if (answer.status !== "outline") {
+      $("outline-status").textContent = `outline: ${answer.reason} — ${REASONS[answer.reason] ?? ""}`;
+      return;
+    }
+    for (const checkpoint of answer.checkpoints) {
+      if (checkpoint.changed) {
+        const entries = answer.entries.filter((e) => e.seq > checkpoint.after && e.seq <= checkpoint.through);
+        read += entries.length;
+        chunks.push({ checkpoint, entries });
+        continue;
+      }
+      const kept = held.get(chunkKey(checkpoint));
+      if (!kept) {
+        // A chunk answered as unchanged that this page does not hold: read the whole outline.
+        open.chunks = [];
+        return loadOutline(open);
+      }
+      chunks.push(kept);
+    }
+    cursor = answer.cursor;
+  } while (cursor);
+  open.chunks = chunks;
+  record.outlineRowsRead = read;
+  drawOutline(open);
+}
+
+function chunkKey(checkpoint) {
+  return `${checkpoint.after}:${checkpoint.through}:${checkpoint.digest}`;
+}
+
+function drawOutline(open) {
+  const items = [];
+  let count = 0;
+  for (const chunk of open.chunks) {
+    for (const entry of chunk.entries) {
+      count += 1;
+      const item = document.createElement("li");
+      item.dataset.messageId = entry.id;
+      item.dataset.seq = String(entry.seq);
+      item.className = `role-${entry.type}`;
+      const marks = [entry.tools ? `⚒${entry.tools}` : "", entry.reasoning ? `✎${entry.reasoning}` : "", entry.toolName ?? ""].filter(Boolean).join(" ");
+      item.append(text("span", "seq", String(entry.seq)), text("span", "type", entry.type), text("span", "marks", marks));
+      item.addEventListener("click", () => loadWindow(open, { kind: "around", messageID: entry.id }, "replace"));
+      items.push(item);
+    }
+  }
+  $("outline-list").replaceChildren(...items);
+  $("outline-status").textContent = `${count} messages`;
+}
+
+/** Reads a window and draws it: `replace` (a new place), `prepend` (older), `append` (newer). */
+async function loadWindow(open, target, mode) {
+  if (open.loading && mode !== "replace") return;
+  open.loading = true;
+  try {
+    const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target });
+    if (state.open !== open) return;
+    if (answer.status !== "window") {
+      notice(`window: ${answer.reason} — ${REASONS[answer.reason] ?? ""}`);
+      return;
+    }
+    const list = $("messages-list");
+    const fresh = answer.messages.map(normalize);
+    if (mode === "replace") {
+      open.messages.clear();
+      list.replaceChildren();
+    }
+    const added = fresh.filter((m) => !open.messages.has(m.id));
+    for (const message of added) open.messages.set(message.id, message);
+    const elements = added.map((m) => render(m, (id, checked) => preview(id, checked)));
+    if (mode === "prepend") {
+      const scroller = $("messages");
+      const before = scroller.scrollHeight;
+      list.prepend(...elements);
+      scroller.scrollTop += scroller.scrollHeight - before;
+    } else {
+      list.append(...elements);
+    }
+    if (mode !== "append") open.older = answer.older;
+    if (mode !== "prepend") open.newer = answer.newer;
+    if (mode === "replace") {
+      const anchor = target.messageID ? list.querySelector(`[data-message-id="${CSS.escape(target.messageID)}"]`) : null;
+      if (anchor) anchor.scrollIntoView({ block: "start" });
+      else $("messages").scrollTop = $("messages").scrollHeight;
+    }
+    $("messages-status").textContent = `${open.messages.size} messages loaded${open.older ? ", older above" : ""}${open.newer ? ", newer below" : ""}`;
+  } finally {
+    open.loading = false;
+  }
+}
+
+/** The event named this message: drop it and draw it again from a fresh read. */
+async function reloadMessage(open, messageID) {
+  open.messages.delete(messageID);
+  const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target: { kind: "around", messageID } });
+  if (state.open !== open) return;
+  const old = $("messages-list").querySelector(`[data-message-id="${CSS.escape(messageID)}"]`);
+  const found = answer.status === "window" ? answer.messages.find((m) => normalize(m).id === messageID) : undefined;
+  if (!found) {
+    old?.remove();
+    return;
+  }
+  const message = normalize(found);
+  open.messages.set(messageID, message);
+  const element = render(message, (id, checked) => preview(id, checked));
+  if (old) old.replaceWith(element);
+  record.reloadedMessages.push(messageID);
+}
+
+const watcher = new IntersectionObserver(
+  (seen) => {
+    const open = state.open;
+    if (!open) return;
+    for (const entry of seen) {
+      if (!entry.isIntersecting) continue;
+      if (entry.target.id === "older-edge" && open.older) loadWindow(open, open.older, "prepend");
+      if (entry.target.id === "newer-edge" && open.newer) loadWindow(open, open.newer, "append");
+    }
+  },
+  { root: $("messages"), rootMargin: "400px 0px" },
+);
+watcher.observe($("older-edge"));
+watcher.observe($("newer-edge"));
+
+// --- the panel: preview and prune, clean, receipts ----------------------------------------
+
+function panel(title, ...content) {
+  $("panel-title").textContent = title;
+  $("panel-body").replaceChildren(...content);
+}
+
+function blockedLine(reason) {
+  return text("p", "blocked", `blocked: ${reason} — ${REASONS[reason] ?? ""}`);
+}
+
+async function preview(messageID, checked) {
+  const open = state.open;
+  open.previewing = messageID;
+  const answer = await api.post(state.paths.pruning("preview"), { sessionID: open.id, messageID });
+  if (state.open !== open || open.previewing !== messageID) return;
+  if (answer.status !== "preview") {
+    panel(`Message ${messageID}`, blockedLine(answer.reason));
+    return;
+  }
+  const choose = new Set(checked.length > 0 ? checked : answer.parts.map((p) => p.index));
+  const rows = answer.parts.map((part) => {
+    const label = document.createElement("label");
+    label.className = "choice";
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.value = String(part.index);
+    box.checked = choose.has(part.index);
+    label.append(box, text("span", "", `#${part.index} ${part.type} · ${bytes(part.bytes)}`));
+    return label;
+  });
+  const result = text("p", "result", "");
+  const button = text("button", "prune", "Prune selected");
+  button.type = "button";
+  button.disabled = !answer.liveMutation || answer.parts.length === 0;
+  button.addEventListener("click", async () => {
+    const indexes = [...$("panel-body").querySelectorAll("label.choice input:checked")].map((b) => Number(b.value));
+    if (indexes.length === 0) {
+      result.textContent = "Select at least one part.";
+      return;
+    }
+    button.disabled = true;
+    try {
+      const pruned = await api.post(state.paths.pruning("prune"), {
+        sessionID: open.id,
+        messageID,
+        revision: answer.revision,
+        indexes,
+      });
+      if (pruned.status === "pruned") result.textContent = `pruned ${pruned.removedCount} part(s); revision ${pruned.revision.slice(0, 12)}…`;
+      else result.replaceChildren(blockedLine(pruned.reason));
+    } catch (error) {
+      result.textContent = `refused: ${error.message}`;
+    } finally {
+      button.disabled = false;
+    }
+  });
+  const intro = answer.parts.length === 0 ? "Nothing left to prune in this message." : answer.liveMutation ? "Choose the parts to remove:" : "This storage is read-only here: nothing can be pruned.";
+  panel(`Message ${messageID}`, text("p", "", intro), ...rows, button, result, text("p", "revision", `revision ${answer.revision}`));
+}
+
+$("clean").addEventListener("click", () => cleanDryRun(state.open));
+
+/** The dry run of a clean: every prunable message of the session but the last turns kept. */
+async function cleanDryRun(open) {
+  const keep = text("input", "", "");
+  keep.type = "number";
+  keep.min = "0";
+  keep.value = "2";
+  keep.id = "keep-turns";
+  const summary = text("p", "summary", "Reading the prunable messages…");
+  panel("Clean this session", summary);
+  const candidates = [];
+  let cursor = null;
+  do {
+    const body = { sessionID: open.id, purpose: "prune" };
+    if (cursor) body.cursor = cursor;
+    const page = await api.post(state.paths.pruning("history"), body);
+    if (state.open !== open) return;
+    if (page.status !== "page") {
+      panel("Clean this session", blockedLine(page.reason));
+      return;
+    }
+    candidates.push(...page.candidates);
+    cursor = page.cursor;
+  } while (cursor);
+  const seqs = new Map(open.chunks.flatMap((c) => c.entries.map((e) => [e.id, e])));
+  const plan = () => {
+    const turns = Math.max(0, Number(keep.value) || 0);
+    const users = open.chunks.flatMap((c) => c.entries).filter((e) => e.type === "user");
+    const from = turns === 0 || users.length < turns ? Infinity : users[users.length - turns].seq;
+    const chosen = candidates.filter((c) => (seqs.get(c.messageID)?.seq ?? Infinity) < from);
+    const parts = chosen.reduce((n, c) => n + c.toolCount + c.reasoningCount, 0);
+    summary.textContent = `Dry run: ${chosen.length} message(s), ${parts} tool and reasoning part(s) would be pruned; ${candidates.length - chosen.length} prunable message(s) are in the last ${turns} turn(s) and kept. Text is never removed.`;
+    return chosen;
+  };
+  let chosen = plan();
+  keep.addEventListener("input", () => {
+    chosen = plan();
+  });
+  const apply = text("button", "apply", "Apply the clean");
+  apply.type = "button";
+  apply.addEventListener("click", () => cleanApply(open, chosen));
+  const label = text("label", "", "Keep the last turns: ");
+  label.append(keep);
+  panel("Clean this session", label, summary, apply);
+}
+
+async function cleanApply(open, chosen) {
+  const progress = document.createElement("progress");
+  progress.max = chosen.length;
+  progress.value = 0;
+  const line = text("p", "summary", "");
+  const stop = text("button", "stop", "Stop after this batch");
+  stop.type = "button";
+  let stopping = false;
+  stop.addEventListener("click", () => {
+    stopping = true;
+  });
+  panel("Cleaning", progress, line, stop);
+  const counts = new Map();
+  let done = 0;
+  for (let start = 0; start < chosen.length && !stopping; start += BATCH) {
+    const batch = chosen.slice(start, start + BATCH);
+    let answer;
+    try {
+      answer = await api.post(state.paths.pruning("prune-batch"), { sessionID: open.id, candidates: batch });
+    } catch (error) {
+      line.textContent = `Stopped: ${error.message}`;
+      return;
+    }
+    for (const { result } of answer.results) {
+      const key = result.status === "blocked" ? result.reason : result.status;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    done += batch.length;
+    progress.value = done;
+    line.textContent = `${done} of ${chosen.length}: ${[...counts].map(([k, n]) => `${n} ${k}`).join(", ")}`;
+  }
+  stop.remove();
+  line.textContent = `${stopping ? "Stopped" : "Done"}: ${done} of ${chosen.length} message(s); ${[...counts].map(([k, n]) => `${n} ${k}`).join(", ") || "nothing to do"}.`;
+}
+
+$("show-receipts").addEventListener("click", async () => {
+  $("receipts").hidden = false;
+  await loadReceipts();
+});
+
+async function loadReceipts() {
+  const open = state.open;
+  const receipts = await api.get(state.paths.receipts(open.id));
+  if (state.open !== open) return;
+  const rows = receipts.reverse().map((r) => {
+    const row = document.createElement("tr");
+    const what = r.restores ? `restored receipt ${r.restores.slice(0, 8)}…` : `${r.removedCount} part(s), ${bytes(r.bytesRemoved)}`;
+    row.append(
+      text("td", "", new Date(r.committedAtMs).toLocaleString()),
+      text("td", "", r.messageID),
+      text("td", "", what),
+      text("td", "", r.receiptId),
+    );
+    return row;
+  });
+  $("receipts-list").replaceChildren(...rows);
+  $("receipts-status").textContent = `${receipts.length} receipt(s), newest first`;
+}
+
+boot();

@@ -1,0 +1,275 @@
+//! `events --follow --url`, the client a TUI runs: it prints every event of a server's stream
+//! once, in order; when the server restarts it reconnects and prints exactly the prunes it
+//! missed; killed and started again with its `--cursor-file`, it goes on after the last event
+//! it printed. A request the server refuses (the password, the workspace) ends it with exit 2
+//! and its cursor file untouched.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common;
+use common::http::{prune_all, with_messages, Server, FIXTURE_DIRECTORY, WORKSPACE};
+
+const SESSION: &str = "ses_tui_follow";
+const PASSWORD: &str = "tui-secret";
+
+/// Serves `db` on `listen`, with [`PASSWORD`] when `guarded`.
+fn serve(db: &Path, listen: &str, guarded: bool) -> Server {
+    let env: &[(&str, &str)] = if guarded {
+        &[("SESSION_PRUNE_PASSWORD", PASSWORD)]
+    } else {
+        &[]
+    };
+    Server::start_exactly(
+        db,
+        &[
+            "--workspace".into(),
+            format!("{WORKSPACE}={FIXTURE_DIRECTORY}"),
+            "--heartbeat".into(),
+            "100ms".into(),
+            "--listen".into(),
+            listen.into(),
+        ],
+        env,
+    )
+}
+
+/// A running client and the lines it prints.
+struct Client {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl Client {
+    fn start(url: &str, cursor_file: &Path, password: &str, json: bool) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_session-prune"));
+        command
+            .args(["events", "--follow", "--url", url, "--cursor-file"])
+            .arg(cursor_file)
+            .env("SESSION_PRUNE_PASSWORD", password)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if json {
+            command.arg("--json");
+        }
+        let mut child = command.spawn().expect("start the client");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn next_line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the client printed nothing within 60 s")
+    }
+
+    fn next(&self) -> Value {
+        let line = self.next_line();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn event(id: u64, message: &str, pruned: &Value) -> Value {
+    json!({
+        "id": id,
+        "event": "rpc.codenomad.session-pruning.pruned",
+        "data": { "sessionID": SESSION, "messageID": message, "revision": pruned["revision"] },
+    })
+}
+
+/// Waits (at most 60 s) until the cursor file holds `text`.
+fn kept(cursor_file: &Path, text: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(cursor_file).ok().as_deref() != Some(text) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cursor file does not hold {text:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn events_url(server: &Server, workspace: &str) -> String {
+    server.url(&format!(
+        "/api/workspaces/{workspace}/session-pruning/events"
+    ))
+}
+
+#[test]
+fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
+    let (fx, messages) = with_messages(SESSION, 8);
+    let cursor_file = fx.dir.path().join("tui.cursor");
+    let server = serve(&fx.db, "127.0.0.1:0", false);
+    let address = server.address.clone();
+    let url = events_url(&server, WORKSPACE);
+    let client = Client::start(&url, &cursor_file, "", true);
+
+    let first = prune_all(&server, SESSION, &messages[0]);
+    let second = prune_all(&server, SESSION, &messages[1]);
+    assert_eq!(client.next(), event(1, &messages[0], &first));
+    assert_eq!(client.next(), event(2, &messages[1], &second));
+
+    // The server goes away; two prunes are made without it; it comes back on the same port.
+    let (status, _) = server.stop();
+    assert_eq!(status.code(), Some(0));
+    let third = common::cli::prune_all(&fx.db, SESSION, &messages[2]);
+    let fourth = common::cli::prune_all(&fx.db, SESSION, &messages[3]);
+    let server = serve(&fx.db, &address, false);
+    assert_eq!(client.next(), event(3, &messages[2], &third));
+    assert_eq!(client.next(), event(4, &messages[3], &fourth));
+    let fifth = prune_all(&server, SESSION, &messages[4]);
+    assert_eq!(client.next(), event(5, &messages[4], &fifth));
+    // The client keeps an id after it printed its event (a client killed in between prints
+    // that event again when started again: never a gap).
+    kept(&cursor_file, "5\n");
+    drop(client);
+
+    // A prune while no client runs; a new client with the same cursor file prints it, then
+    // the next live one, and nothing else.
+    let sixth = prune_all(&server, SESSION, &messages[5]);
+    let client = Client::start(&url, &cursor_file, "", true);
+    assert_eq!(client.next(), event(6, &messages[5], &sixth));
+    let seventh = prune_all(&server, SESSION, &messages[6]);
+    assert_eq!(client.next(), event(7, &messages[6], &seventh));
+    kept(&cursor_file, "7\n");
+    drop(client);
+
+    // Text lines, for a person: the same events from the start of the journal.
+    let text_cursor = fx.dir.path().join("text.cursor");
+    let client = Client::start(&url, &text_cursor, "", false);
+    assert_eq!(
+        client.next_line(),
+        format!(
+            "#1 rpc.codenomad.session-pruning.pruned session {SESSION} message {} revision {}",
+            messages[0],
+            first["revision"].as_str().unwrap()
+        )
+    );
+    drop(server);
+}
+
+#[test]
+fn a_request_the_server_refuses_ends_the_client_with_exit_2_and_its_cursor_kept() {
+    let (fx, _) = with_messages(SESSION, 1);
+    let server = serve(&fx.db, "127.0.0.1:0", true);
+    let cursor_file = fx.dir.path().join("tui.cursor");
+    std::fs::write(&cursor_file, "3\n").unwrap();
+    for (url, password, words) in [
+        (
+            events_url(&server, WORKSPACE),
+            "wrong",
+            "answered 401: the server does not take this password (SESSION_PRUNE_PASSWORD)",
+        ),
+        (
+            events_url(&server, WORKSPACE),
+            "",
+            "answered 401: the server needs its password: set SESSION_PRUNE_PASSWORD",
+        ),
+        (
+            events_url(&server, "nowhere"),
+            PASSWORD,
+            "answered 404: there is no workspace nowhere",
+        ),
+        (
+            server.url("/health"),
+            PASSWORD,
+            "answered 200: the answer is not an event stream",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+            .args(["events", "--follow", "--url", &url, "--cursor-file"])
+            .arg(&cursor_file)
+            .arg("--json")
+            .env("SESSION_PRUNE_PASSWORD", password)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{url} {password}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["status"], "error");
+        assert_eq!(doc["exitCode"], 2);
+        assert!(
+            doc["error"].as_str().unwrap().contains(words),
+            "{url} {password}: {doc}"
+        );
+        assert_eq!(std::fs::read_to_string(&cursor_file).unwrap(), "3\n");
+    }
+}
+
+#[test]
+fn bad_flags_are_refused_before_anything_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.cursor");
+    std::fs::write(&bad, "seven\n").unwrap();
+    for (args, words) in [
+        (
+            vec!["--url", "https://127.0.0.1:1/events"],
+            "https is not spoken here",
+        ),
+        (vec!["--url", "not a url"], "--url not a url: "),
+        (vec!["--url", "ftp://host/events"], "give an http:// URL"),
+        (
+            vec![
+                "--url",
+                "http://127.0.0.1:1/e",
+                "--cursor-file",
+                bad.to_str().unwrap(),
+            ],
+            "it holds `seven`, not an event id",
+        ),
+        (
+            vec![
+                "--url",
+                "http://127.0.0.1:1/e",
+                "--cursor-file",
+                "/nonexistent/folder/c",
+            ],
+            "its folder /nonexistent/folder does not exist",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+            .args(["events", "--follow", "--json"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            doc["error"].as_str().unwrap().contains(words),
+            "{args:?}: {doc}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&bad).unwrap(), "seven\n");
+    // --url needs --follow (a stream has no end to print up to), --cursor-file needs --url.
+    for args in [
+        vec!["events", "--url", "http://127.0.0.1:1/e"],
+        vec!["events", "--follow", "--cursor-file", "c"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}

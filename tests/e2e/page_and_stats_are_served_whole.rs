@@ -1,0 +1,120 @@
+//! The page is served without the password (it holds no data; the API calls it makes need
+//! the password), with every file it loads and a policy that keeps it to its own origin; the
+//! stats route answers what `stats --json` prints, the largest sessions limited to the
+//! workspace's.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+
+use axum::body::Body;
+use axum::http::Method;
+use common::app::{json_request, test_workspaces, App};
+use common::http::{parse, OTHER_WORKSPACE, WORKSPACE};
+use common::Fixture;
+use serde_json::Value;
+
+/// The files `text` names: `src="/page/..."`/`href="/page/..."` and `from "./....js"`.
+fn named_files(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for marker in ["\"/page/", "from \"./"] {
+        for (at, _) in text.match_indices(marker) {
+            let rest = &text[at + marker.len()..];
+            let end = rest.find('"').expect("a closing quote");
+            names.insert(rest[..end].to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn the_page_and_every_file_it_loads_are_served_without_the_password() {
+    let fx = Fixture::new();
+    let app = App::with(&fx, test_workspaces(), Some("s3cret"));
+    let page = app.answer(json_request(Method::GET, "/", Body::empty()));
+    assert_eq!(page.status, 200);
+    assert_eq!(page.headers["content-type"], "text/html; charset=utf-8");
+    assert_eq!(
+        page.headers["content-security-policy"],
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+         img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    assert_eq!(page.headers["x-content-type-options"], "nosniff");
+    // Every file the page names, and every module those name, is served; none is missing.
+    let mut seen = BTreeSet::new();
+    let mut next: Vec<String> = named_files(&page.body).into_iter().collect();
+    while let Some(name) = next.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let file = app.answer(json_request(
+            Method::GET,
+            &format!("/page/{name}"),
+            Body::empty(),
+        ));
+        assert_eq!(file.status, 200, "{name}");
+        let kind = if name.ends_with(".css") {
+            "text/css"
+        } else {
+            "text/javascript"
+        };
+        assert_eq!(
+            file.headers["content-type"],
+            format!("{kind}; charset=utf-8"),
+            "{name}"
+        );
+        next.extend(named_files(&file.body));
+    }
+    assert_eq!(
+        seen,
+        ["api.js", "app.css", "app.js", "messages.js", "stream.js"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+    // Any other name is a 404 (the files are built into the binary: nothing is read from the
+    // disk); a path that is no route is one behind the password, as every unknown route.
+    for (path, expected) in [
+        ("/page/index.html", 404),
+        ("/page/..%2FCargo.toml", 404),
+        ("/page/../Cargo.toml", 401),
+        ("/page/", 401),
+        ("/page/app.js/x", 401),
+    ] {
+        let (status, _) = app.get(path);
+        assert_eq!(status, expected, "{path}");
+    }
+    assert_eq!(app.get("/health").0, 401);
+    assert_eq!(
+        app.get(&format!("/api/workspaces/{WORKSPACE}/stats")).0,
+        401
+    );
+}
+
+#[test]
+fn stats_answer_what_the_cli_prints_with_the_workspaces_largest_sessions() {
+    let fx = Fixture::new();
+    let cli = common::cli::run(&fx.db, &["stats", "--json"]);
+    common::cli::assert_exit(&cli, 0);
+    let printed = common::cli::json(&cli);
+    let app = App::with(&fx, test_workspaces(), None);
+    let (status, body) = app.get(&format!("/api/workspaces/{WORKSPACE}/stats"));
+    assert_eq!(status, 200, "{body}");
+    // Every fixture session lies in the workspace's directory: the same document.
+    assert_eq!(parse(&body), printed);
+    let (_, body) = app.get(&format!("/api/workspaces/{WORKSPACE}/stats?top=3"));
+    let three = parse(&body);
+    assert_eq!(
+        three["sessions"],
+        Value::Array(printed["sessions"].as_array().unwrap()[..3].to_vec())
+    );
+    // A workspace that holds none of them: the file's volumes, no session.
+    let (_, body) = app.get(&format!("/api/workspaces/{OTHER_WORKSPACE}/stats"));
+    let other = parse(&body);
+    assert_eq!(other["sessions"], Value::Array(vec![]));
+    assert_eq!(other["tables"], printed["tables"]);
+    // Read-only: the file is unchanged.
+    let digest = fx.file_digest();
+    app.get(&format!("/api/workspaces/{WORKSPACE}/stats?top=100"));
+    assert_eq!(fx.file_digest(), digest);
+}
