@@ -49,18 +49,29 @@ const state = {
   open: null,
   /** `type|messageID|revision` of every event applied: a retry's announcement is applied once. */
   applied: new Set(),
-  /** Events are applied one after the other. */
-  queue: Promise.resolve(),
+  /** Events received and not yet applied; `draining` while they are being applied. */
+  pending: [],
+  draining: false,
   overviewTimer: null,
+  /** How long the last overview took to read, ms (null: never read). */
+  overviewMs: null,
+  /** The workspace whose overview is being read, or null. */
+  overviewLoading: null,
 };
+
+/** An overview that took longer than this to read is read again on request, not after each prune. */
+const OVERVIEW_AUTO_MS = 2000;
 
 /** What the page did, for a person at the console and for tests that drive a browser. */
 const record = {
+  /** When this script began to run, ms since the navigation began. */
+  startedMs: performance.now(),
   eventsApplied: 0,
   lastEventId: null,
   reloadedMessages: [],
   outlineRowsRead: 0,
   sessionsShownMs: null,
+  sessionsLoading: false,
 };
 window.sessionPrune = record;
 
@@ -69,14 +80,14 @@ window.sessionPrune = record;
 api.onUnauthorized = () => askPassword(api.password !== null);
 
 async function boot() {
+  let workspaces;
   try {
-    state.health = await api.get("/health");
+    [state.health, workspaces] = await Promise.all([api.get("/health"), api.get("/api/workspaces")]);
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 401)) notice(`The server cannot be reached: ${error.message}`);
     return;
   }
   $("version").textContent = `session-prune ${state.health.version}`;
-  const workspaces = await api.get("/api/workspaces");
   const select = $("workspace");
   select.replaceChildren(
     ...workspaces.map((w) => {
@@ -113,6 +124,18 @@ $("password-form").addEventListener("submit", (event) => {
 
 $("workspace").addEventListener("change", (event) => openWorkspace(event.target.value, null));
 
+// A changed address (a pasted link, the Back button) opens what it names.
+window.addEventListener("hashchange", () => {
+  if (!state.health) return;
+  const wanted = route();
+  if (wanted.get("ws") && wanted.get("ws") !== state.workspace) {
+    $("workspace").value = wanted.get("ws");
+    openWorkspace(wanted.get("ws"), wanted.get("session"));
+  } else if (wanted.get("session") && wanted.get("session") !== state.open?.id) {
+    openSession(wanted.get("session"));
+  }
+});
+
 /** `#ws=ID&session=ID`: where the page is, so that a reload or a link opens the same place. */
 function route() {
   return new URLSearchParams(location.hash.slice(1));
@@ -132,8 +155,8 @@ async function openWorkspace(id, session) {
   $("session").hidden = true;
   setRoute(session);
   startEvents();
-  const sessions = loadSessions();
-  loadOverview();
+  // The overview scans every row's size: it is asked for once the first sessions are shown.
+  const sessions = loadSessions(false, loadOverview);
   if (session) await openSession(session);
   await sessions;
 }
@@ -154,7 +177,8 @@ function startEvents() {
     key,
     state.health.lastSeq,
     (event) => {
-      state.queue = state.queue.then(() => applyEvent(event)).catch((error) => notice(`An event could not be applied: ${error.message}`));
+      state.pending.push(event);
+      if (!state.draining) drain();
     },
     (status, live) => {
       $("events-status").textContent = status;
@@ -164,66 +188,116 @@ function startEvents() {
   state.stream.run();
 }
 
-async function applyEvent({ type, id, data }) {
-  if (id !== null) record.lastEventId = Number(id);
-  if (type === "heartbeat") return;
-  log(id, type, data);
-  if (type === "resync") {
-    notice("The journal no longer holds every event this page missed: everything was read again.");
-    state.applied.clear();
-    await reloadAll();
-    return;
+/**
+ * Applies the events that arrived, a batch at a time: a burst (a clean, a replay after a
+ * restart) costs one read of each thing it changed, not one per event.
+ */
+async function drain() {
+  state.draining = true;
+  try {
+    while (state.pending.length > 0) {
+      const batch = state.pending.splice(0);
+      try {
+        await applyEvents(batch);
+      } catch (error) {
+        notice(`Events could not be applied: ${error.message}`);
+      }
+    }
+  } finally {
+    state.draining = false;
   }
-  if (type !== PRUNED && type !== RESTORED) return;
-  const key = `${type}|${data.messageID}|${data.revision}`;
-  if (state.applied.has(key)) return;
-  state.applied.add(key);
-  record.eventsApplied += 1;
+}
+
+async function applyEvents(batch) {
+  const changed = [];
+  for (const { type, id, data } of batch) {
+    if (id !== null) record.lastEventId = Number(id);
+    if (type === "heartbeat") continue;
+    if (type === "resync") {
+      log(id, type, data, false);
+      notice("The journal no longer holds every event this page missed: everything was read again.");
+      state.applied.clear();
+      await reloadAll();
+      return;
+    }
+    if (type !== PRUNED && type !== RESTORED) continue;
+    const key = `${type}|${data.messageID}|${data.revision}`;
+    const again = state.applied.has(key);
+    log(id, type, data, again);
+    if (again) continue;
+    state.applied.add(key);
+    record.eventsApplied += 1;
+    changed.push(data);
+  }
+  if (changed.length === 0) return;
   const open = state.open;
-  if (open && open.id === data.sessionID) {
-    if (open.messages.has(data.messageID)) await reloadMessage(open, data.messageID);
+  const here = open ? changed.filter((d) => d.sessionID === open.id) : [];
+  if (here.length > 0) {
+    await reloadMessages(open, [...new Set(here.map((d) => d.messageID))]);
     await loadOutline(open);
-    if (open.previewing === data.messageID) await preview(data.messageID, []);
+    if (here.some((d) => d.messageID === open.previewing)) await preview(open.previewing, { fresh: false });
     if (!$("receipts").hidden) await loadReceipts();
   }
-  if (state.sessions.has(data.sessionID)) await refreshSession(data.sessionID);
+  for (const sessionID of new Set(changed.map((d) => d.sessionID))) {
+    if (state.sessions.has(sessionID)) await refreshSession(sessionID);
+  }
   scheduleOverview();
 }
 
-function log(id, type, data) {
+function log(id, type, data, again) {
   const line = document.createElement("li");
   line.dataset.eventId = id ?? "";
   line.dataset.type = type;
   if (data?.messageID) line.dataset.messageId = data.messageID;
   const what = type === "resync" ? `resync: resumed after #${data.resumeAfter}` : `${type.split(".").pop()} ${data.messageID ?? ""}`;
-  line.append(text("code", "", id === null ? "(again)" : `#${id}`), text("span", "", what));
+  line.append(text("code", "", id === null || again ? "(again)" : `#${id}`), text("span", "", what));
   const list = $("log");
   list.prepend(line);
   while (list.children.length > LOG_LINES) list.lastElementChild.remove();
 }
 
 async function reloadAll() {
-  await loadSessions();
-  loadOverview();
+  await loadSessions(false, loadOverview);
   if (state.open) await openSession(state.open.id);
 }
 
 // --- where the bytes are -------------------------------------------------------------------
 
+/**
+ * After prunes: the overview is read again a second after the last one, when reading it is
+ * cheap; on a database where it is not (it reads every row's size), the page says the sizes
+ * changed and reads them again when asked.
+ */
 function scheduleOverview() {
+  if (state.overviewMs === null || state.overviewMs > OVERVIEW_AUTO_MS) {
+    $("overview-refresh").hidden = false;
+    return;
+  }
   clearTimeout(state.overviewTimer);
   state.overviewTimer = setTimeout(loadOverview, 1000);
 }
 
+$("overview-refresh").addEventListener("click", (event) => {
+  event.preventDefault();
+  loadOverview();
+});
+
 async function loadOverview() {
   const workspace = state.workspace;
+  if (state.overviewLoading === workspace) return;
+  const started = performance.now();
+  state.overviewLoading = workspace;
+  $("overview-refresh").hidden = true;
   let overview;
   try {
     overview = await api.get(state.paths.stats(10));
   } catch (error) {
     $("overview-body").replaceChildren(text("p", "error", `The sizes could not be read: ${error.message}`));
     return;
+  } finally {
+    if (state.overviewLoading === workspace) state.overviewLoading = null;
   }
+  state.overviewMs = performance.now() - started;
   if (workspace !== state.workspace) return;
   const t = overview.technical;
   const technical = t.toolParts.bytes + t.reasoningParts.bytes + t.snapshotEvents.bytes + t.v2Entries.bytes;
@@ -277,8 +351,18 @@ function chart(title, rows) {
 
 // --- sessions --------------------------------------------------------------------------------
 
-async function loadSessions(more = false) {
+/** Reads the sessions, page after page; `shown` is called once the first page is drawn. */
+async function loadSessions(more = false, shown = () => {}) {
   const token = ++state.sessionsToken;
+  record.sessionsLoading = true;
+  try {
+    await readSessionPages(token, more, shown);
+  } finally {
+    if (token === state.sessionsToken) record.sessionsLoading = false;
+  }
+}
+
+async function readSessionPages(token, more, shown) {
   let cursor = more ? state.sessionsMore : null;
   if (!more) {
     state.sessions.clear();
@@ -298,7 +382,10 @@ async function loadSessions(more = false) {
       state.sessionPage.set(session.sessionID, cursor);
     }
     state.sessionsMore = page.cursor;
-    drawSessions();
+    // Drawn from the first page on, then every tenth and the last (each draw sorts them all).
+    if (pages % 10 === 0 || page.cursor === null || pages === SESSION_PAGES_AT_ONCE - 1) drawSessions();
+    else $("sessions-status").textContent = `${state.sessions.size} sessions read, reading more…`;
+    if (pages === 0) shown();
     if (record.sessionsShownMs === null) {
       record.sessionsShownMs = performance.now();
       document.body.dataset.sessionsShown = "true";
@@ -341,13 +428,22 @@ function sessionRow(session) {
   return row;
 }
 
-/** Reads the sessions page that holds `sessionID` again, for its sizes after a prune. */
+/**
+ * Reads the sessions page that holds `sessionID` again, for its sizes after a prune, and moves
+ * its row to where its new size sorts (the other rows stay as they are).
+ */
 async function refreshSession(sessionID) {
   const page = await api.get(state.paths.sessions(state.sessionPage.get(sessionID) ?? null));
   const fresh = page.sessions.find((s) => s.sessionID === sessionID);
   if (!fresh) return;
   state.sessions.set(sessionID, fresh);
-  drawSessions();
+  const list = $("sessions-list");
+  list.querySelector(`li[data-session-id="${CSS.escape(sessionID)}"]`)?.remove();
+  const after = [...list.children].find((row) => {
+    const other = state.sessions.get(row.dataset.sessionId);
+    return other && (other.totalBytes < fresh.totalBytes || (other.totalBytes === fresh.totalBytes && other.timeUpdated < fresh.timeUpdated));
+  });
+  list.insertBefore(sessionRow(fresh), after ?? null);
   if (state.open?.id === sessionID) drawSessionHead(fresh);
 }
 
@@ -407,7 +503,7 @@ async function loadOutline(open) {
       if (checkpoint.changed) {
         const entries = answer.entries.filter((e) => e.seq > checkpoint.after && e.seq <= checkpoint.through);
         read += entries.length;
-        chunks.push({ checkpoint, entries });
+        chunks.push({ checkpoint, entries, element: null });
         continue;
       }
       const kept = held.get(chunkKey(checkpoint));
@@ -429,24 +525,33 @@ function chunkKey(checkpoint) {
   return `${checkpoint.after}:${checkpoint.through}:${checkpoint.digest}`;
 }
 
+/** Draws the outline: a chunk that did not change keeps its elements; the others are drawn. */
 function drawOutline(open) {
-  const items = [];
   let count = 0;
   for (const chunk of open.chunks) {
-    for (const entry of chunk.entries) {
-      count += 1;
-      const item = document.createElement("li");
-      item.dataset.messageId = entry.id;
-      item.dataset.seq = String(entry.seq);
-      item.className = `role-${entry.type}`;
-      const marks = [entry.tools ? `⚒${entry.tools}` : "", entry.reasoning ? `✎${entry.reasoning}` : "", entry.toolName ?? ""].filter(Boolean).join(" ");
-      item.append(text("span", "seq", String(entry.seq)), text("span", "type", entry.type), text("span", "marks", marks));
-      item.addEventListener("click", () => loadWindow(open, { kind: "around", messageID: entry.id }, "replace"));
-      items.push(item);
-    }
+    count += chunk.entries.length;
+    if (chunk.element) continue;
+    chunk.element = document.createElement("div");
+    chunk.element.className = "chunk";
+    chunk.element.append(...chunk.entries.map((entry) => outlineEntry(open, entry)));
   }
-  $("outline-list").replaceChildren(...items);
-  $("outline-status").textContent = `${count} messages`;
+  const list = $("outline-list");
+  const first = list.childElementCount === 0;
+  list.replaceChildren(...open.chunks.map((c) => c.element));
+  if (first) list.parentElement.scrollTop = list.parentElement.scrollHeight;
+  $("outline-status").textContent = `${count} messages · ⚒ tool parts · ✎ reasoning`;
+}
+
+function outlineEntry(open, entry) {
+  const item = document.createElement("li");
+  item.dataset.messageId = entry.id;
+  item.dataset.seq = String(entry.seq);
+  item.className = `role-${entry.type}`;
+  const marks = [entry.tools ? `⚒${entry.tools}` : "", entry.reasoning ? `✎${entry.reasoning}` : "", entry.toolName ?? ""].filter(Boolean).join(" ");
+  item.title = `${entry.id}: ${entry.type}, ${entry.tools} tool part(s), ${entry.reasoning} reasoning part(s)${entry.toolName ? `, first tool ${entry.toolName}` : ""}`;
+  item.append(text("span", "seq", String(entry.seq)), text("span", "type", entry.type), text("span", "marks", marks));
+  item.addEventListener("click", () => loadWindow(open, { kind: "around", messageID: entry.id }, "replace"));
+  return item;
 }
 
 /** Reads a window and draws it: `replace` (a new place), `prepend` (older), `append` (newer). */
@@ -468,7 +573,7 @@ async function loadWindow(open, target, mode) {
     }
     const added = fresh.filter((m) => !open.messages.has(m.id));
     for (const message of added) open.messages.set(message.id, message);
-    const elements = added.map((m) => render(m, (id, checked) => preview(id, checked)));
+    const elements = added.map((m) => render(m, onPreview));
     if (mode === "prepend") {
       const scroller = $("messages");
       const before = scroller.scrollHeight;
@@ -490,22 +595,30 @@ async function loadWindow(open, target, mode) {
   }
 }
 
-/** The event named this message: drop it and draw it again from a fresh read. */
-async function reloadMessage(open, messageID) {
-  open.messages.delete(messageID);
-  const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target: { kind: "around", messageID } });
-  if (state.open !== open) return;
-  const old = $("messages-list").querySelector(`[data-message-id="${CSS.escape(messageID)}"]`);
-  const found = answer.status === "window" ? answer.messages.find((m) => normalize(m).id === messageID) : undefined;
-  if (!found) {
-    old?.remove();
-    return;
+/**
+ * The events named these messages: drop each that the window holds and draw it again from a
+ * fresh read. A read of the window around one of them answers for every other it holds.
+ */
+async function reloadMessages(open, messageIDs) {
+  const wanted = new Set(messageIDs.filter((id) => open.messages.has(id)));
+  for (const id of wanted) open.messages.delete(id);
+  while (wanted.size > 0) {
+    const [anchor] = wanted;
+    const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target: { kind: "around", messageID: anchor } });
+    if (state.open !== open) return;
+    const fresh = answer.status === "window" ? answer.messages.map(normalize) : [];
+    for (const message of fresh.filter((m) => wanted.has(m.id))) {
+      wanted.delete(message.id);
+      open.messages.set(message.id, message);
+      messageElement(message.id)?.replaceWith(render(message, onPreview));
+      record.reloadedMessages.push(message.id);
+    }
+    if (wanted.delete(anchor)) messageElement(anchor)?.remove();
   }
-  const message = normalize(found);
-  open.messages.set(messageID, message);
-  const element = render(message, (id, checked) => preview(id, checked));
-  if (old) old.replaceWith(element);
-  record.reloadedMessages.push(messageID);
+}
+
+function messageElement(messageID) {
+  return $("messages-list").querySelector(`[data-message-id="${CSS.escape(messageID)}"]`);
 }
 
 const watcher = new IntersectionObserver(
@@ -534,8 +647,19 @@ function blockedLine(reason) {
   return text("p", "blocked", `blocked: ${reason} — ${REASONS[reason] ?? ""}`);
 }
 
-async function preview(messageID, checked) {
+/** What a message's "Preview prune" button does: the parts ticked in the message (none: all). */
+function onPreview(messageID, checked) {
+  return preview(messageID, { checked });
+}
+
+/**
+ * Previews a message in the panel: from its button (`checked`: the parts to tick, none ticks
+ * all), or again after an event named it (`fresh: false`: nothing ticked, and the answer of
+ * the prune made from the panel kept).
+ */
+async function preview(messageID, { checked = [], fresh = true } = {}) {
   const open = state.open;
+  if (fresh) open.pruneNote = null;
   open.previewing = messageID;
   const answer = await api.post(state.paths.pruning("preview"), { sessionID: open.id, messageID });
   if (state.open !== open || open.previewing !== messageID) return;
@@ -543,7 +667,8 @@ async function preview(messageID, checked) {
     panel(`Message ${messageID}`, blockedLine(answer.reason));
     return;
   }
-  const choose = new Set(checked.length > 0 ? checked : answer.parts.map((p) => p.index));
+  const all = answer.parts.map((p) => p.index);
+  const choose = new Set(fresh ? (checked.length > 0 ? checked : all) : []);
   const rows = answer.parts.map((part) => {
     const label = document.createElement("label");
     label.className = "choice";
@@ -554,7 +679,7 @@ async function preview(messageID, checked) {
     label.append(box, text("span", "", `#${part.index} ${part.type} · ${bytes(part.bytes)}`));
     return label;
   });
-  const result = text("p", "result", "");
+  const result = text("p", "result", open.pruneNote ?? "");
   const button = text("button", "prune", "Prune selected");
   button.type = "button";
   button.disabled = !answer.liveMutation || answer.parts.length === 0;
@@ -572,8 +697,13 @@ async function preview(messageID, checked) {
         revision: answer.revision,
         indexes,
       });
-      if (pruned.status === "pruned") result.textContent = `pruned ${pruned.removedCount} part(s); revision ${pruned.revision.slice(0, 12)}…`;
-      else result.replaceChildren(blockedLine(pruned.reason));
+      if (pruned.status === "pruned") {
+        open.pruneNote = `pruned ${pruned.removedCount} part(s); revision ${pruned.revision.slice(0, 12)}…`;
+        const shown = open.previewing === messageID ? $("panel-body").querySelector(".result") : null;
+        if (shown) shown.textContent = open.pruneNote;
+      } else {
+        result.replaceChildren(blockedLine(pruned.reason));
+      }
     } catch (error) {
       result.textContent = `refused: ${error.message}`;
     } finally {
@@ -584,10 +714,11 @@ async function preview(messageID, checked) {
   panel(`Message ${messageID}`, text("p", "", intro), ...rows, button, result, text("p", "revision", `revision ${answer.revision}`));
 }
 
-$("clean").addEventListener("click", () => cleanDryRun(state.open));
+$("clean").addEventListener("click", () => state.open && cleanDryRun(state.open));
 
 /** The dry run of a clean: every prunable message of the session but the last turns kept. */
 async function cleanDryRun(open) {
+  open.previewing = null;
   const keep = text("input", "", "");
   keep.type = "number";
   keep.min = "0";
@@ -667,6 +798,7 @@ async function cleanApply(open, chosen) {
 }
 
 $("show-receipts").addEventListener("click", async () => {
+  if (!state.open) return;
   $("receipts").hidden = false;
   await loadReceipts();
 });
@@ -678,12 +810,12 @@ async function loadReceipts() {
   const rows = receipts.reverse().map((r) => {
     const row = document.createElement("tr");
     const what = r.restores ? `restored receipt ${r.restores.slice(0, 8)}…` : `${r.removedCount} part(s), ${bytes(r.bytesRemoved)}`;
-    row.append(
-      text("td", "", new Date(r.committedAtMs).toLocaleString()),
-      text("td", "", r.messageID),
-      text("td", "", what),
-      text("td", "", r.receiptId),
-    );
+    const message = text("td", "", `…${r.messageID.slice(-10)}`);
+    message.title = r.messageID;
+    const receipt = text("td", "", `…${r.receiptId.slice(-8)}`);
+    receipt.title = `receipt ${r.receiptId}`;
+    row.dataset.receiptId = r.receiptId;
+    row.append(text("td", "", new Date(r.committedAtMs).toLocaleString()), message, text("td", "", what), receipt);
     return row;
   });
   $("receipts-list").replaceChildren(...rows);

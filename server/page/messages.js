@@ -90,7 +90,7 @@ export function render(message, onPreview) {
   head.append(text("span", "role", message.role), text("span", "when", when), text("code", "id", message.id));
   const technical = message.parts.filter((p) => p.technical);
   if (message.role === "assistant" && technical.length > 0) {
-    const button = text("button", "preview", `Preview prune (${technical.length})`);
+    const button = text("button", "preview", `Preview prune · ${technical.length} part${technical.length === 1 ? "" : "s"}`);
     button.type = "button";
     button.addEventListener("click", () => onPreview(message.id, selected(element)));
     head.append(button);
@@ -131,14 +131,14 @@ export function text(tag, className, content) {
   return element;
 }
 
-/** Bytes as a person reads them. */
+/** Bytes as a person reads them, in the units the CLI prints (KiB = 1,024 bytes). */
 export function bytes(n) {
   if (!Number.isFinite(n)) return "?";
-  const units = ["B", "KB", "MB", "GB", "TB"];
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let value = n;
   let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
     unit += 1;
   }
   return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;

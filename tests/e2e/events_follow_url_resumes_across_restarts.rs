@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::common;
-use common::http::{prune_all, with_messages, Server, FIXTURE_DIRECTORY, WORKSPACE};
+use common::http::{parse, post, prune_all, with_messages, Server, FIXTURE_DIRECTORY, WORKSPACE};
 
 const SESSION: &str = "ses_tui_follow";
 const PASSWORD: &str = "tui-secret";
@@ -99,6 +99,30 @@ fn event(id: u64, message: &str, pruned: &Value) -> Value {
     })
 }
 
+/// Previews `message` and prunes all its technical parts over HTTP; returns the prune's request
+/// body (to send again as an identical retry) and its answer.
+fn prune_keeping_request(server: &Server, message: &str) -> (String, Value) {
+    let (_, body) = post(
+        &server.route("preview"),
+        &json!({ "sessionID": SESSION, "messageID": message }).to_string(),
+    );
+    let preview = parse(&body);
+    let indexes: Vec<Value> = preview["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .map(|p| p["index"].clone())
+        .collect();
+    let request = json!({
+        "sessionID": SESSION, "messageID": message,
+        "revision": preview["revision"], "indexes": indexes,
+    })
+    .to_string();
+    let (status, body) = post(&server.route("prune"), &request);
+    assert_eq!(status, 200, "{body}");
+    (request, parse(&body))
+}
+
 /// Waits (at most 60 s) until the cursor file holds `text`.
 fn kept(cursor_file: &Path, text: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -119,7 +143,7 @@ fn events_url(server: &Server, workspace: &str) -> String {
 
 #[test]
 fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
-    let (fx, messages) = with_messages(SESSION, 8);
+    let (fx, messages) = with_messages(SESSION, 9);
     let cursor_file = fx.dir.path().join("tui.cursor");
     let server = serve(&fx.db, "127.0.0.1:0", false);
     let address = server.address.clone();
@@ -151,12 +175,32 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
     let sixth = prune_all(&server, SESSION, &messages[5]);
     let client = Client::start(&url, &cursor_file, "", true);
     assert_eq!(client.next(), event(6, &messages[5], &sixth));
-    let seventh = prune_all(&server, SESSION, &messages[6]);
+    let (request, seventh) = prune_keeping_request(&server, &messages[6]);
     assert_eq!(client.next(), event(7, &messages[6], &seventh));
-    kept(&cursor_file, "7\n");
+    // An identical retry of the newest prune is announced again: printed as such, with no id,
+    // and the cursor stays.
+    let (status, again) = post(&server.route("prune"), &request);
+    assert_eq!((status, parse(&again)), (200, seventh.clone()));
+    let mut repeated = event(7, &messages[6], &seventh);
+    repeated["id"] = Value::Null;
+    assert_eq!(client.next(), repeated);
+    let eighth = prune_all(&server, SESSION, &messages[7]);
+    assert_eq!(client.next(), event(8, &messages[7], &eighth));
+    kept(&cursor_file, "8\n");
     drop(client);
 
-    // Text lines, for a person: the same events from the start of the journal.
+    // A cursor past the journal's last event (another journal's): one resync, then live.
+    std::fs::write(&cursor_file, "99\n").unwrap();
+    let client = Client::start(&url, &cursor_file, "", true);
+    assert_eq!(
+        client.next(),
+        json!({ "id": 8, "event": "resync", "data": { "firstKept": 1, "resumeAfter": 8 } })
+    );
+    kept(&cursor_file, "8\n");
+    drop(client);
+
+    // Text lines, for a person: the same events from the start of the journal; a resync in
+    // words.
     let text_cursor = fx.dir.path().join("text.cursor");
     let client = Client::start(&url, &text_cursor, "", false);
     assert_eq!(
@@ -165,6 +209,24 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
             "#1 rpc.codenomad.session-pruning.pruned session {SESSION} message {} revision {}",
             messages[0],
             first["revision"].as_str().unwrap()
+        )
+    );
+    drop(client);
+    std::fs::write(&text_cursor, "99\n").unwrap();
+    let client = Client::start(&url, &text_cursor, "", false);
+    assert_eq!(
+        client.next_line(),
+        "resync: the server's journal does not go on from #99 (it keeps the events from #1 on: \
+         older ones were trimmed, or it is another journal): reload everything; following on \
+         after #8"
+    );
+    let ninth = prune_all(&server, SESSION, &messages[8]);
+    assert_eq!(
+        client.next_line(),
+        format!(
+            "#9 rpc.codenomad.session-pruning.pruned session {SESSION} message {} revision {}",
+            messages[8],
+            ninth["revision"].as_str().unwrap()
         )
     );
     drop(server);

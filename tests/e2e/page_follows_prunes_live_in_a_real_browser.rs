@@ -313,6 +313,34 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
             .await,
         json!(40)
     );
+    // Once every event of the clean is applied the clean's report is still there (a message
+    // previewed earlier does not take the panel back), and no message of the big session was
+    // read again in the other tab: the events named none of them.
+    browser
+        .until(
+            "the clean's events",
+            "return window.sessionPrune.eventsApplied === 43",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .eval("return document.querySelector('#panel-body .summary').textContent")
+            .await,
+        json!("Done: 40 of 40 message(s); 40 pruned.")
+    );
+    browser.switch(&two).await;
+    browser
+        .until(
+            "the clean's events in the second tab",
+            "return window.sessionPrune.eventsApplied === 43",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .eval("return window.sessionPrune.reloadedMessages.length")
+            .await,
+        json!(3)
+    );
     browser.close().await;
     drop(second);
 }

@@ -7,8 +7,9 @@
 //!
 //! What it prints, a line each (`--json`: `{"id", "event", "data"}`, the stream's frame):
 //! - a prune or restore: `#ID TYPE session S message M revision R`;
-//! - the same event announced again by an identical retry, which the stream sends without an
-//!   id: the same line with `(again)` for `#ID`;
+//! - the same event announced again by an identical retry (the stream sends it without an id,
+//!   or, for a retry of the newest event, with an id not past the cursor): the same line with
+//!   `(again)` for `#ID` (`"id": null`);
 //! - a `resync` (the server's journal no longer holds every event after the cursor, or is
 //!   another journal): a line saying so and from where it goes on; the TUI must reload.
 //!
@@ -232,9 +233,11 @@ impl Remote {
                 // Nothing to print; only the stream's cursor moves.
             } else if kind == RESYNC {
                 self.print_resync(*cursor, &data)?;
-            } else if id.is_some_and(|id| cursor.is_some_and(|c| id <= c)) {
-                // Printed before this connection: the stream never sends it twice, and neither
-                // does this client.
+            } else if id.is_none_or(|id| cursor.is_some_and(|c| id <= c)) {
+                // An identical retry's announcement: the stream replays only events after the
+                // cursor, so one without an id, or not past the cursor (a retry of the newest
+                // event), was printed before. It is printed as such and moves nothing.
+                self.print_event(None, &kind, &data)?;
                 continue;
             } else {
                 self.print_event(id, &kind, &data)?;
@@ -271,7 +274,7 @@ impl Remote {
             return output::json_line(&json!({ "id": id, "event": RESYNC, "data": data }));
         }
         say!(
-            "resync: the server no longer holds every event after {} (the oldest it keeps is #{}): reload everything; following on after #{}",
+            "resync: the server's journal does not go on from {} (it keeps the events from #{} on: older ones were trimmed, or it is another journal): reload everything; following on after #{}",
             position(cursor),
             data["firstKept"],
             data["resumeAfter"]
