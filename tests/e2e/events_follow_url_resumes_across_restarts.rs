@@ -13,7 +13,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::common;
-use common::http::{parse, post, prune_all, with_messages, Server, FIXTURE_DIRECTORY, WORKSPACE};
+use common::http::{
+    parse, post, prune_all, prune_all_keeping_request, with_messages, Server, FIXTURE_DIRECTORY,
+    WORKSPACE,
+};
 
 const SESSION: &str = "ses_tui_follow";
 const PASSWORD: &str = "tui-secret";
@@ -99,30 +102,6 @@ fn event(id: u64, message: &str, pruned: &Value) -> Value {
     })
 }
 
-/// Previews `message` and prunes all its technical parts over HTTP; returns the prune's request
-/// body (to send again as an identical retry) and its answer.
-fn prune_keeping_request(server: &Server, message: &str) -> (String, Value) {
-    let (_, body) = post(
-        &server.route("preview"),
-        &json!({ "sessionID": SESSION, "messageID": message }).to_string(),
-    );
-    let preview = parse(&body);
-    let indexes: Vec<Value> = preview["parts"]
-        .as_array()
-        .expect("parts")
-        .iter()
-        .map(|p| p["index"].clone())
-        .collect();
-    let request = json!({
-        "sessionID": SESSION, "messageID": message,
-        "revision": preview["revision"], "indexes": indexes,
-    })
-    .to_string();
-    let (status, body) = post(&server.route("prune"), &request);
-    assert_eq!(status, 200, "{body}");
-    (request, parse(&body))
-}
-
 /// Waits (at most 60 s) until the cursor file holds `text`.
 fn kept(cursor_file: &Path, text: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -175,7 +154,7 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
     let sixth = prune_all(&server, SESSION, &messages[5]);
     let client = Client::start(&url, &cursor_file, "", true);
     assert_eq!(client.next(), event(6, &messages[5], &sixth));
-    let (request, seventh) = prune_keeping_request(&server, &messages[6]);
+    let (request, seventh) = prune_all_keeping_request(&server, SESSION, &messages[6]);
     assert_eq!(client.next(), event(7, &messages[6], &seventh));
     // An identical retry of the newest prune is announced again: printed as such, with no id,
     // and the cursor stays.

@@ -156,6 +156,12 @@ pub fn parse(text: &str) -> Value {
 /// Previews `message` through the API and prunes all its technical parts; returns the prune
 /// answer.
 pub fn prune_all(server: &Server, session: &str, message: &str) -> Value {
+    prune_all_keeping_request(server, session, message).1
+}
+
+/// [`prune_all`], returning also the prune's request body (to send again as an identical
+/// retry).
+pub fn prune_all_keeping_request(server: &Server, session: &str, message: &str) -> (String, Value) {
     let (status, body) = post(
         &server.route("preview"),
         &serde_json::json!({ "sessionID": session, "messageID": message }).to_string(),
@@ -169,18 +175,16 @@ pub fn prune_all(server: &Server, session: &str, message: &str) -> Value {
         .iter()
         .map(|p| p["index"].clone())
         .collect();
-    let (status, body) = post(
-        &server.route("prune"),
-        &serde_json::json!({
-            "sessionID": session, "messageID": message,
-            "revision": preview["revision"], "indexes": indexes,
-        })
-        .to_string(),
-    );
+    let request = serde_json::json!({
+        "sessionID": session, "messageID": message,
+        "revision": preview["revision"], "indexes": indexes,
+    })
+    .to_string();
+    let (status, body) = post(&server.route("prune"), &request);
     assert_eq!(status, 200, "{body}");
     let pruned = parse(&body);
     assert_eq!(pruned["status"], "pruned", "{pruned}");
-    pruned
+    (request, pruned)
 }
 
 /// The fixture with `n` prunable messages `msg_http_0000`, ... (one bash tool part of 200
