@@ -17,6 +17,8 @@ const SESSION_PAGES_AT_ONCE = 50;
 const BATCH = 16;
 /** The outline's `known` holds at most this many checkpoints (the contract's most). */
 const MOST_KNOWN = 512;
+/** How near the view (px) an edge of the messages must come for the window beyond it to be read. */
+const EDGE_MARGIN = 400;
 /** Events the log keeps on screen. */
 const LOG_LINES = 100;
 
@@ -459,6 +461,8 @@ async function openSession(sessionID) {
     older: null,
     newer: null,
     loading: false,
+    /** Counts the places the window was opened at; a read for an earlier place is dropped. */
+    place: 0,
     previewing: null,
   };
   state.open = open;
@@ -557,10 +561,13 @@ function outlineEntry(open, entry) {
 /** Reads a window and draws it: `replace` (a new place), `prepend` (older), `append` (newer). */
 async function loadWindow(open, target, mode) {
   if (open.loading && mode !== "replace") return;
+  // A new place supersedes every read in flight: what they bring is not drawn.
+  if (mode === "replace") open.place += 1;
+  const place = open.place;
   open.loading = true;
   try {
     const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target });
-    if (state.open !== open) return;
+    if (state.open !== open || open.place !== place) return;
     if (answer.status !== "window") {
       notice(`window: ${answer.reason} — ${REASONS[answer.reason] ?? ""}`);
       return;
@@ -585,14 +592,29 @@ async function loadWindow(open, target, mode) {
     if (mode !== "append") open.older = answer.older;
     if (mode !== "prepend") open.newer = answer.newer;
     if (mode === "replace") {
-      const anchor = target.messageID ? list.querySelector(`[data-message-id="${CSS.escape(target.messageID)}"]`) : null;
+      const anchor = target.messageID ? messageElement(target.messageID) : null;
       if (anchor) anchor.scrollIntoView({ block: "start" });
       else $("messages").scrollTop = $("messages").scrollHeight;
     }
     $("messages-status").textContent = `${open.messages.size} messages loaded${open.older ? ", older above" : ""}${open.newer ? ", newer below" : ""}`;
   } finally {
-    open.loading = false;
+    if (open.place === place) open.loading = false;
   }
+  // An edge still in view after the read (short messages) reads on: the observer only tells
+  // of edges that come into view.
+  requestAnimationFrame(() => readAtEdges(open));
+}
+
+/** Reads the window beyond an edge of the messages that is within reach of the view. */
+function readAtEdges(open) {
+  if (state.open !== open || open.loading) return;
+  const view = $("messages").getBoundingClientRect();
+  const near = (id) => {
+    const edge = $(id).getBoundingClientRect();
+    return edge.bottom >= view.top - EDGE_MARGIN && edge.top <= view.bottom + EDGE_MARGIN;
+  };
+  if (open.older && near("older-edge")) loadWindow(open, open.older, "prepend");
+  else if (open.newer && near("newer-edge")) loadWindow(open, open.newer, "append");
 }
 
 /**
@@ -601,7 +623,6 @@ async function loadWindow(open, target, mode) {
  */
 async function reloadMessages(open, messageIDs) {
   const wanted = new Set(messageIDs.filter((id) => open.messages.has(id)));
-  for (const id of wanted) open.messages.delete(id);
   while (wanted.size > 0) {
     const [anchor] = wanted;
     const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target: { kind: "around", messageID: anchor } });
@@ -613,7 +634,10 @@ async function reloadMessages(open, messageIDs) {
       messageElement(message.id)?.replaceWith(render(message, onPreview));
       record.reloadedMessages.push(message.id);
     }
-    if (wanted.delete(anchor)) messageElement(anchor)?.remove();
+    if (wanted.delete(anchor)) {
+      open.messages.delete(anchor);
+      messageElement(anchor)?.remove();
+    }
   }
 }
 
@@ -622,16 +646,10 @@ function messageElement(messageID) {
 }
 
 const watcher = new IntersectionObserver(
-  (seen) => {
-    const open = state.open;
-    if (!open) return;
-    for (const entry of seen) {
-      if (!entry.isIntersecting) continue;
-      if (entry.target.id === "older-edge" && open.older) loadWindow(open, open.older, "prepend");
-      if (entry.target.id === "newer-edge" && open.newer) loadWindow(open, open.newer, "append");
-    }
+  () => {
+    if (state.open) readAtEdges(state.open);
   },
-  { root: $("messages"), rootMargin: "400px 0px" },
+  { root: $("messages"), rootMargin: `${EDGE_MARGIN}px 0px` },
 );
 watcher.observe($("older-edge"));
 watcher.observe($("newer-edge"));
