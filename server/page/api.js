@@ -29,7 +29,7 @@ export class Api {
   /** Request headers: the password when there is one, and `extra`. */
   headers(extra = {}) {
     const headers = { ...extra };
-    if (this.password !== null) headers.Authorization = `Bearer ${this.password}`;
+    if (this.password !== null) headers.Authorization = `Bearer ${latin1(this.password)}`;
     return headers;
   }
 
@@ -69,6 +69,14 @@ export class Api {
     if (response.status === 401) this.onUnauthorized();
     throw new ApiError(response.status, detail, field);
   }
+}
+
+/**
+ * `text` as UTF-8, one character per byte: a header value is sent as bytes of ISO-8859-1, and
+ * the server compares the password's UTF-8 bytes.
+ */
+function latin1(text) {
+  return String.fromCharCode(...new TextEncoder().encode(text));
 }
 
 /** The API paths of workspace `id`. */

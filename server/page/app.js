@@ -33,6 +33,15 @@ const REASONS = {
   anchor_missing: "That message is no longer there (deleted, or hidden by a staged revert).",
 };
 
+/** What a refusal of a read (a window, an outline) means. */
+const READ_REASONS = {
+  not_deletable: "There is no such session in this database.",
+  conflict: "The session left this workspace, or changed under a scan: open it again.",
+  anchor_missing: REASONS.anchor_missing,
+  unsupported_storage: "A message is over 16 MiB, the window over 24 MiB, or a row is damaged.",
+  unavailable: REASONS.unavailable,
+};
+
 const api = new Api();
 const $ = (id) => document.getElementById(id);
 
@@ -49,8 +58,8 @@ const state = {
   sessionsToken: 0,
   /** The open session, or null. */
   open: null,
-  /** `type|messageID|revision` of every event applied: a retry's announcement is applied once. */
-  applied: new Set(),
+  /** The number of the last event applied: a retry's announcement is applied once. */
+  appliedThrough: 0,
   /** Events received and not yet applied; `draining` while they are being applied. */
   pending: [],
   draining: false,
@@ -186,9 +195,39 @@ function startEvents() {
       $("events-status").textContent = status;
       $("events-status").className = live ? "live" : "down";
     },
+    sameDatabase,
   );
+  state.appliedThrough = Number(state.stream.lastId);
   state.stream.run();
 }
+
+/**
+ * Before each connection of the stream: whether the server still serves the database the page
+ * shows. Another one (restarted on another file) has another journal, whose event numbers
+ * mean nothing here: the page starts anew.
+ */
+async function sameDatabase() {
+  let health;
+  try {
+    health = await api.get("/health");
+  } catch {
+    return true; // Unreachable: the stream's own attempt says so, and tries again.
+  }
+  if (health.databaseID === state.health.databaseID) return true;
+  notice("The server now serves another database: everything was read again.");
+  state.stream?.stop();
+  setTimeout(boot);
+  return false;
+}
+
+// A page put in the browser's back-forward cache lets its stream go (its connection is one of
+// the six the browser gives the origin); shown again, it resumes.
+window.addEventListener("pagehide", (event) => {
+  if (event.persisted) state.stream?.stop();
+});
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted && state.health) startEvents();
+});
 
 /**
  * Applies the events that arrived, a batch at a time: a burst (a clean, a replay after a
@@ -218,16 +257,17 @@ async function applyEvents(batch) {
     if (type === "resync") {
       log(id, type, data, false);
       notice("The journal no longer holds every event this page missed: everything was read again.");
-      state.applied.clear();
+      state.appliedThrough = Number(data.resumeAfter);
       await reloadAll();
       return;
     }
     if (type !== PRUNED && type !== RESTORED) continue;
-    const key = `${type}|${data.messageID}|${data.revision}`;
-    const again = state.applied.has(key);
+    // Every committed event has a number of its own; one without a number, or not past the
+    // last applied, is an identical retry's announcement of an event already applied.
+    const again = id === null || Number(id) <= state.appliedThrough;
     log(id, type, data, again);
     if (again) continue;
-    state.applied.add(key);
+    state.appliedThrough = Number(id);
     record.eventsApplied += 1;
     changed.push(data);
   }
@@ -360,7 +400,10 @@ async function loadSessions(more = false, shown = () => {}) {
   try {
     await readSessionPages(token, more, shown);
   } finally {
-    if (token === state.sessionsToken) record.sessionsLoading = false;
+    if (token === state.sessionsToken) {
+      record.sessionsLoading = false;
+      $("sessions-more").hidden = state.sessionsMore === null;
+    }
   }
 }
 
@@ -404,7 +447,7 @@ function drawSessions() {
   $("sessions-list").replaceChildren(...sorted.map(sessionRow));
   const more = state.sessionsMore !== null;
   $("sessions-status").textContent = `${sorted.length} session${sorted.length === 1 ? "" : "s"}${more ? ", more to read" : ""}, largest first`;
-  $("sessions-more").hidden = !more;
+  $("sessions-more").hidden = !more || record.sessionsLoading;
   const open = state.open && state.sessions.get(state.open.id);
   if (open) drawSessionHead(open);
 }
@@ -473,7 +516,12 @@ async function openSession(sessionID) {
   $("messages-list").replaceChildren();
   for (const row of document.querySelectorAll("#sessions-list li")) row.classList.toggle("current", row.dataset.sessionId === sessionID);
   drawSessionHead(state.sessions.get(sessionID) ?? { sessionID, title: sessionID });
-  await Promise.all([loadOutline(open), loadWindow(open, { kind: "latest" }, "replace")]);
+  notice("");
+  try {
+    await Promise.all([loadOutline(open), loadWindow(open, { kind: "latest" }, "replace")]);
+  } catch (error) {
+    if (state.open === open) notice(`Session ${sessionID} cannot be shown: ${error.message}`);
+  }
 }
 
 function drawSessionHead(session) {
@@ -500,7 +548,7 @@ async function loadOutline(open) {
     const answer = await api.post(state.paths.history("outline"), body);
     if (state.open !== open) return;
     if (answer.status !== "outline") {
-      $("outline-status").textContent = `outline: ${answer.reason} — ${REASONS[answer.reason] ?? ""}`;
+      $("outline-status").textContent = `outline: ${answer.reason} — ${READ_REASONS[answer.reason] ?? ""}`;
       return;
     }
     for (const checkpoint of answer.checkpoints) {
@@ -569,7 +617,7 @@ async function loadWindow(open, target, mode) {
     const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target });
     if (state.open !== open || open.place !== place) return;
     if (answer.status !== "window") {
-      notice(`window: ${answer.reason} — ${REASONS[answer.reason] ?? ""}`);
+      notice(`window: ${answer.reason} — ${READ_REASONS[answer.reason] ?? ""}`);
       return;
     }
     const list = $("messages-list");
@@ -760,16 +808,19 @@ async function cleanDryRun(open) {
   } while (cursor);
   const seqs = new Map(open.chunks.flatMap((c) => c.entries.map((e) => [e.id, e])));
   const plan = () => {
-    const turns = Math.max(0, Number(keep.value) || 0);
+    const turns = Math.max(0, Math.floor(Number(keep.value)) || 0);
+    keep.value = String(turns);
     const users = open.chunks.flatMap((c) => c.entries).filter((e) => e.type === "user");
-    const from = turns === 0 || users.length < turns ? Infinity : users[users.length - turns].seq;
+    // As `clean --keep-last-turns`: messages before the Nth last user message; a session with
+    // fewer user turns than kept keeps every message.
+    const from = turns === 0 ? Infinity : users.length < turns ? -Infinity : users[users.length - turns].seq;
     const chosen = candidates.filter((c) => (seqs.get(c.messageID)?.seq ?? Infinity) < from);
     const parts = chosen.reduce((n, c) => n + c.toolCount + c.reasoningCount, 0);
-    summary.textContent = `Dry run: ${chosen.length} message(s), ${parts} tool and reasoning part(s) would be pruned; ${candidates.length - chosen.length} prunable message(s) are in the last ${turns} turn(s) and kept. Text is never removed.`;
+    summary.textContent = `Dry run: ${chosen.length} message(s), ${parts} tool and reasoning part(s) would be pruned; ${candidates.length - chosen.length} prunable message(s) are in the last ${turns} turn(s) and kept. Text is never removed. Whether OpenCode is using the session is checked as each message is pruned.`;
     return chosen;
   };
   let chosen = plan();
-  keep.addEventListener("input", () => {
+  keep.addEventListener("change", () => {
     chosen = plan();
   });
   const apply = text("button", "apply", "Apply the clean");

@@ -2,6 +2,13 @@
 // password), resumed after every drop with `Last-Event-ID`. The last id is kept in
 // localStorage per database and workspace, so a reload or a restarted server resumes where
 // the page was, and the page learns every prune it missed.
+//
+// One stream serves every tab of the page on the same database and workspace: a browser
+// gives an origin 6 HTTP/1.1 connections, and a stream holds one for good, so six tabs with a
+// stream each would leave none for their requests. The tab that holds a Web Lock reads the
+// stream and passes each event on over a BroadcastChannel; when it closes, the next tab takes
+// the lock and resumes from the shared last id. Where Web Locks are missing (a page served
+// over plain HTTP to another machine is no secure context) each tab reads its own stream.
 
 const RETRY_FIRST_MS = 250;
 const RETRY_MOST_MS = 4000;
@@ -11,28 +18,65 @@ const RETRY_MOST_MS = 4000;
  * (`id` is null for a retry's event the stream has already passed); `onStatus(text, live)`
  * says whether it is connected. A fresh page with no stored id starts at `startAfter` (the
  * journal's `lastSeq` when the page loaded: what came before is in what it reads).
+ * `beforeConnect()` runs before each connection; when it resolves to false the stream stops
+ * (the server now serves another database: the page starts anew).
  */
 export class EventStream {
-  constructor(api, path, storeKey, startAfter, onEvent, onStatus) {
+  constructor(api, path, storeKey, startAfter, onEvent, onStatus, beforeConnect) {
     this.api = api;
     this.path = path;
     this.storeKey = storeKey;
+    this.startAfter = String(startAfter);
     this.onEvent = onEvent;
     this.onStatus = onStatus;
-    const stored = localStorage.getItem(storeKey);
-    this.lastId = stored !== null && /^\d+$/.test(stored) ? stored : String(startAfter);
+    this.beforeConnect = beforeConnect;
     this.controller = null;
     this.stopped = false;
+    /** Whether this tab reads the stream (else it follows the one that does). */
+    this.reading = false;
+    this.channel = typeof BroadcastChannel === "function" ? new BroadcastChannel(storeKey) : null;
+    this.lastId = this.stored() ?? this.startAfter;
+    if (this.stored() === null) localStorage.setItem(storeKey, this.lastId);
+  }
+
+  stored() {
+    const stored = localStorage.getItem(this.storeKey);
+    return stored !== null && /^\d+$/.test(stored) ? stored : null;
   }
 
   stop() {
     this.stopped = true;
     this.controller?.abort();
+    this.release?.();
+    this.channel?.close();
   }
 
+  /** Reads the stream in this tab, or follows the tab that does. */
   async run() {
+    if (!navigator.locks || !this.channel) return this.read();
+    this.channel.onmessage = ({ data }) => {
+      if (this.stopped || this.reading) return;
+      if (data.kind === "event") this.deliver(data.event);
+      if (data.kind === "status") this.onStatus(`${data.text} (read by another tab)`, data.live);
+    };
+    this.onStatus("events: live (read by another tab)", true);
+    await navigator.locks.request(`session-prune.events.${this.storeKey}`, () => {
+      if (this.stopped) return undefined;
+      // The tab that read the stream before kept the last id in localStorage.
+      this.lastId = this.stored() ?? this.lastId;
+      this.reading = true;
+      return new Promise((resolve) => {
+        this.release = resolve;
+        this.read().then(resolve);
+      });
+    });
+  }
+
+  /** Reads the stream itself until stopped, reconnecting after each drop. */
+  async read() {
     let delay = RETRY_FIRST_MS;
     while (!this.stopped) {
+      if (!(await this.beforeConnect())) return;
       this.controller = new AbortController();
       try {
         const response = await fetch(this.path, {
@@ -43,26 +87,26 @@ export class EventStream {
         });
         if (response.status === 401) {
           this.api.onUnauthorized();
-          this.onStatus("events: waiting for the password", false);
+          this.status("events: waiting for the password", false);
           return;
         }
         if (!response.ok || !response.body) throw new Error(`${response.status}`);
-        this.onStatus(`events: live after #${this.lastId}`, true);
+        this.status(`events: live after #${this.lastId}`, true);
         delay = RETRY_FIRST_MS;
-        await this.read(response.body);
+        await this.parse(response.body);
       } catch (error) {
         if (this.stopped) return;
-        this.onStatus(`events: reconnecting (${error.message || error})`, false);
+        this.status(`events: reconnecting (${error.message || error})`, false);
       }
       if (this.stopped) return;
-      this.onStatus(`events: reconnecting after #${this.lastId}`, false);
+      this.status(`events: reconnecting after #${this.lastId}`, false);
       await new Promise((resolve) => setTimeout(resolve, delay));
       delay = Math.min(delay * 2, RETRY_MOST_MS);
     }
   }
 
   /** Reads events off `body` until it ends, dispatching each at its blank line. */
-  async read(body) {
+  async parse(body) {
     const reader = body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     let event = blank();
@@ -100,12 +144,24 @@ export class EventStream {
     } catch {
       return;
     }
-    this.onEvent({ type: event.type || "message", id: event.id, data });
+    const parsed = { type: event.type || "message", id: event.id, data };
+    this.deliver(parsed);
+    this.channel?.postMessage({ kind: "event", event: parsed });
     if (event.id !== null && /^\d+$/.test(event.id)) {
       this.lastId = event.id;
       localStorage.setItem(this.storeKey, event.id);
-      this.onStatus(`events: live after #${this.lastId}`, true);
+      this.status(`events: live after #${this.lastId}`, true);
     }
+  }
+
+  deliver(event) {
+    this.onEvent(event);
+  }
+
+  /** Says whether the stream is connected, here and to the tabs that follow this one. */
+  status(text, live) {
+    this.onStatus(text, live);
+    this.channel?.postMessage({ kind: "status", text, live });
   }
 }
 

@@ -102,6 +102,16 @@ fn event(id: u64, message: &str, pruned: &Value) -> Value {
     })
 }
 
+/// The `databaseID` `server` reports.
+fn database_of(server: &Server) -> String {
+    let (status, body) = common::http::get(&server.url("/health"));
+    assert_eq!(status, 200, "{body}");
+    parse(&body)["databaseID"]
+        .as_str()
+        .expect("databaseID")
+        .to_string()
+}
+
 /// Waits (at most 60 s) until the cursor file holds `text`.
 fn kept(cursor_file: &Path, text: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -146,7 +156,8 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
     assert_eq!(client.next(), event(5, &messages[4], &fifth));
     // The client keeps an id after it printed its event (a client killed in between prints
     // that event again when started again: never a gap).
-    kept(&cursor_file, "5\n");
+    let database = database_of(&server);
+    kept(&cursor_file, &format!("5 {database}\n"));
     drop(client);
 
     // A prune while no client runs; a new client with the same cursor file prints it, then
@@ -165,7 +176,7 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
     assert_eq!(client.next(), repeated);
     let eighth = prune_all(&server, SESSION, &messages[7]);
     assert_eq!(client.next(), event(8, &messages[7], &eighth));
-    kept(&cursor_file, "8\n");
+    kept(&cursor_file, &format!("8 {database}\n"));
     drop(client);
 
     // A cursor past the journal's last event (another journal's): one resync, then live.
@@ -175,7 +186,7 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
         client.next(),
         json!({ "id": 8, "event": "resync", "data": { "firstKept": 1, "resumeAfter": 8 } })
     );
-    kept(&cursor_file, "8\n");
+    kept(&cursor_file, &format!("8 {database}\n"));
     drop(client);
 
     // Text lines, for a person: the same events from the start of the journal; a resync in
@@ -208,6 +219,53 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
             ninth["revision"].as_str().unwrap()
         )
     );
+    drop(server);
+}
+
+#[test]
+fn the_client_resyncs_when_the_server_comes_back_with_another_database() {
+    let (first, messages) = with_messages(SESSION, 2);
+    let cursor_file = first.dir.path().join("tui.cursor");
+    let server = serve(&first.db, "127.0.0.1:0", false);
+    let address = server.address.clone();
+    let url = events_url(&server, WORKSPACE);
+    let client = Client::start(&url, &cursor_file, "", true);
+    let pruned = prune_all(&server, SESSION, &messages[0]);
+    assert_eq!(client.next(), event(1, &messages[0], &pruned));
+    let was = database_of(&server);
+    kept(&cursor_file, &format!("1 {was}\n"));
+    server.stop();
+
+    // Another database, whose journal has three events of its own, on the same address.
+    let (second, others) = with_messages(SESSION, 4);
+    for message in &others[..3] {
+        common::cli::prune_all(&second.db, SESSION, message);
+    }
+    let server = serve(&second.db, &address, false);
+    let now = database_of(&server);
+    assert_ne!(now, was);
+    assert_eq!(
+        client.next(),
+        json!({ "id": 3, "event": "resync", "data": { "databaseID": now, "resumeAfter": 3 } })
+    );
+    let fourth = prune_all(&server, SESSION, &others[3]);
+    assert_eq!(client.next(), event(4, &others[3], &fourth));
+    kept(&cursor_file, &format!("4 {now}\n"));
+    drop(client);
+
+    // A client started again against the first database's file knows it too.
+    server.stop();
+    let server = serve(&first.db, &address, false);
+    let client = Client::start(&url, &cursor_file, "", false);
+    assert_eq!(
+        client.next_line(),
+        format!(
+            "resync: the server now serves another database ({was}, was {now}), whose events \
+             are numbered anew, so #4 means nothing there: reload everything; following on \
+             after #1"
+        )
+    );
+    kept(&cursor_file, &format!("1 {was}\n"));
     drop(server);
 }
 
@@ -302,6 +360,29 @@ fn bad_flags_are_refused_before_anything_is_read() {
         );
     }
     assert_eq!(std::fs::read_to_string(&bad).unwrap(), "seven\n");
+    // A password no header can carry, as `serve` refuses it.
+    for password in ["a\nb", " padded"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+            .args([
+                "events",
+                "--follow",
+                "--json",
+                "--url",
+                "http://127.0.0.1:1/e",
+            ])
+            .env("SESSION_PRUNE_PASSWORD", password)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{password:?}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            doc["error"]
+                .as_str()
+                .unwrap()
+                .contains("no Authorization header can carry it"),
+            "{doc}"
+        );
+    }
     // --url needs --follow (a stream has no end to print up to), --cursor-file needs --url.
     for args in [
         vec!["events", "--url", "http://127.0.0.1:1/e"],

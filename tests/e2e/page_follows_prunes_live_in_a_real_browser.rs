@@ -281,6 +281,9 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
         )
         .await;
     browser.click("#clean").await;
+    // As `clean --keep-last-turns 2`: a session of fewer user turns than kept (it has none)
+    // keeps every message.
+    let summary = "return document.querySelector('#panel-body .summary')?.textContent";
     let dry = browser
         .until(
             "the clean's dry run",
@@ -288,10 +291,28 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
         )
         .await;
     assert!(
-        dry.as_str()
-            .expect("text")
-            .starts_with("Dry run: 40 message(s), 40 tool and reasoning part(s) would be pruned"),
+        dry.as_str().expect("text").starts_with(
+            "Dry run: 0 message(s), 0 tool and reasoning part(s) would be pruned; 40 prunable \
+             message(s) are in the last 2 turn(s) and kept."
+        ),
         "{dry}"
+    );
+    // Keeping no turn takes them all (a value that is not whole is taken down to one).
+    browser
+        .eval("const k = document.getElementById('keep-turns'); k.value = '0.5'; k.dispatchEvent(new Event('change')); return true")
+        .await;
+    let dry = browser.eval(summary).await;
+    assert!(
+        dry.as_str().expect("text").starts_with(
+            "Dry run: 40 message(s), 40 tool and reasoning part(s) would be pruned; 0 prunable"
+        ),
+        "{dry}"
+    );
+    assert_eq!(
+        browser
+            .eval("return document.getElementById('keep-turns').value")
+            .await,
+        json!("0")
     );
     browser.click("#panel-body button.apply").await;
     let done = browser
@@ -340,6 +361,54 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
             .eval("return window.sessionPrune.reloadedMessages.length")
             .await,
         json!(3)
+    );
+
+    // Seven tabs on one browser: they share one event stream (a browser gives an origin six
+    // connections), so every one still loads and follows. The last prunes message 103; the
+    // second tab, which reads no stream of its own, redraws it.
+    for _ in 0..5 {
+        open_page(&browser, &second).await;
+    }
+    browser
+        .click(&format!(
+            "#outline-list li[data-message-id=\"{}\"]",
+            message(103)
+        ))
+        .await;
+    browser
+        .until("message 103", &shows_tools(&message(103), 1))
+        .await;
+    browser
+        .click(&format!(
+            "article[data-message-id=\"{}\"] button.preview",
+            message(103)
+        ))
+        .await;
+    browser
+        .until(
+            "the preview in the seventh tab",
+            "return document.querySelectorAll('#panel-body label.choice input:checked').length === 1",
+        )
+        .await;
+    browser.click("#panel-body button.prune").await;
+    browser
+        .until(
+            "message 103 redrawn in the seventh tab",
+            &shows_tools(&message(103), 0),
+        )
+        .await;
+    browser.switch(&two).await;
+    browser
+        .until(
+            "message 103 redrawn in the second tab",
+            &shows_tools(&message(103), 0),
+        )
+        .await;
+    assert_eq!(
+        browser
+            .eval("return window.sessionPrune.reloadedMessages")
+            .await,
+        json!([message(100), message(101), message(102), message(103)])
     );
     browser.close().await;
     drop(second);

@@ -20,11 +20,11 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use pruning_server::{HEARTBEAT, RESYNC};
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{json, Value};
 use sse_stream::SseByteStream;
 
-use super::cursor_file::CursorFile;
+use super::cursor_file::{CursorFile, Kept};
 use crate::cli::error::ConfigError;
 use crate::commands::Outcome;
 use crate::output;
@@ -47,7 +47,8 @@ pub struct Remote {
     url: reqwest::Url,
     cursor_file: Option<std::path::PathBuf>,
     since: Option<u64>,
-    password: Option<String>,
+    /// `Bearer PASSWORD`, when there is a password.
+    authorization: Option<reqwest::header::HeaderValue>,
     json: bool,
 }
 
@@ -80,11 +81,24 @@ impl Remote {
         let password = std::env::var("SESSION_PRUNE_PASSWORD")
             .ok()
             .filter(|p| !p.is_empty());
+        // The header carries the password's UTF-8 bytes, as `serve` compares them; one that no
+        // header can carry (a control character, a space at either end) is refused, as `serve`
+        // refuses it.
+        let authorization = match password {
+            None => None,
+            Some(password) if password.trim() != password => {
+                return Err(ConfigError::EmptyPassword)
+            }
+            Some(password) => Some(
+                reqwest::header::HeaderValue::from_bytes(format!("Bearer {password}").as_bytes())
+                    .map_err(|_| ConfigError::EmptyPassword)?,
+            ),
+        };
         Ok(Self {
             url: parsed,
             cursor_file,
             since,
-            password,
+            authorization,
             json,
         })
     }
@@ -110,18 +124,37 @@ impl Remote {
             }
             None => (None, None),
         };
-        let mut cursor = kept.or(self.since);
+        let mut database = kept.as_ref().and_then(|k| k.database.clone());
+        let mut cursor = kept.map(|k| k.id).or(self.since);
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(STALLED_AFTER)
             .build()?;
         let mut delay = FIRST_RETRY;
         loop {
+            // A server restarted on another database has another journal: the id means
+            // nothing there.
+            if let Some(now) = self.identity(&client).await {
+                if let Some(was) = database.as_ref().filter(|was| **was != now.database) {
+                    self.print_database_resync(cursor, was, &now)?;
+                    cursor = Some(now.last_seq);
+                }
+                database = Some(now.database);
+            }
             match self.connect(&client, cursor).await {
                 Ok(response) => {
+                    // Kept once the server took the request: a refused one leaves the file.
+                    if let (Some(file), Some(id)) = (file.as_mut(), cursor) {
+                        file.keep(Kept {
+                            id,
+                            database: database.clone(),
+                        })?;
+                    }
                     eprintln!("following {} after {}", self.url, position(cursor));
                     delay = FIRST_RETRY;
-                    let why = self.read(response, &mut cursor, &mut file).await?;
+                    let why = self
+                        .read(response, &mut cursor, &mut file, database.as_deref())
+                        .await?;
                     eprintln!(
                         "the stream ended ({why}); reconnecting after {}",
                         position(cursor)
@@ -141,6 +174,25 @@ impl Remote {
         }
     }
 
+    /// The database the server serves now and its newest event (`GET /health` at the URL's
+    /// origin); `None` when that cannot be read (the stream's own answer then says why).
+    async fn identity(&self, client: &reqwest::Client) -> Option<Identity> {
+        let url = self.url.join("/health").ok()?;
+        let mut request = client.get(url);
+        if let Some(authorization) = &self.authorization {
+            request = request.header(AUTHORIZATION, authorization.clone());
+        }
+        let response = request.send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let health: Value = serde_json::from_str(&response.text().await.ok()?).ok()?;
+        Some(Identity {
+            database: health["databaseID"].as_str()?.to_string(),
+            last_seq: health["lastSeq"].as_u64()?,
+        })
+    }
+
     /// Opens the stream after `cursor` (`None`: from the journal's first event).
     async fn connect(
         &self,
@@ -153,8 +205,8 @@ impl Remote {
         if let Some(cursor) = cursor {
             request = request.header("Last-Event-ID", cursor.to_string());
         }
-        if let Some(password) = &self.password {
-            request = request.bearer_auth(password);
+        if let Some(authorization) = &self.authorization {
+            request = request.header(AUTHORIZATION, authorization.clone());
         }
         let response = request
             .send()
@@ -179,7 +231,7 @@ impl Remote {
             return Err(Attempt::Failed(format!("the server answered {status}")));
         }
         let detail = match status {
-            reqwest::StatusCode::UNAUTHORIZED if self.password.is_some() => {
+            reqwest::StatusCode::UNAUTHORIZED if self.authorization.is_some() => {
                 "the server does not take this password (SESSION_PRUNE_PASSWORD)".to_string()
             }
             reqwest::StatusCode::UNAUTHORIZED => {
@@ -215,6 +267,7 @@ impl Remote {
         response: reqwest::Response,
         cursor: &mut Option<u64>,
         file: &mut Option<CursorFile>,
+        database: Option<&str>,
     ) -> anyhow::Result<String> {
         let mut events = SseByteStream::new(response.bytes_stream());
         while let Some(next) = events.next().await {
@@ -245,7 +298,10 @@ impl Remote {
             if let Some(id) = id {
                 *cursor = Some(id);
                 if let Some(file) = file {
-                    file.keep(id)?;
+                    file.keep(Kept {
+                        id,
+                        database: database.map(str::to_string),
+                    })?;
                 }
             }
         }
@@ -268,6 +324,30 @@ impl Remote {
         Ok(())
     }
 
+    /// The server serves another database than the events printed so far came from: a resync,
+    /// going on after its newest event.
+    fn print_database_resync(
+        &self,
+        cursor: Option<u64>,
+        was: &str,
+        now: &Identity,
+    ) -> anyhow::Result<()> {
+        if self.json {
+            let data = json!({ "databaseID": now.database, "resumeAfter": now.last_seq });
+            return output::json_line(
+                &json!({ "id": now.last_seq, "event": RESYNC, "data": data }),
+            );
+        }
+        say!(
+            "resync: the server now serves another database ({}, was {}), whose events are numbered anew, so {} means nothing there: reload everything; following on after #{}",
+            output::printable(&now.database),
+            output::printable(was),
+            position(cursor),
+            now.last_seq
+        )?;
+        Ok(())
+    }
+
     fn print_resync(&self, cursor: Option<u64>, data: &Value) -> anyhow::Result<()> {
         if self.json {
             let id = data["resumeAfter"].as_u64();
@@ -281,6 +361,14 @@ impl Remote {
         )?;
         Ok(())
     }
+}
+
+/// What `GET /health` says of the server's database.
+struct Identity {
+    /// `databaseID`: the database the journal is bound to.
+    database: String,
+    /// `lastSeq`: its journal's newest event.
+    last_seq: u64,
 }
 
 /// Why one attempt did not give a stream.
