@@ -172,10 +172,12 @@ async function openWorkspace(id, session) {
   await sessions;
 }
 
-function notice(message) {
+/** Shows `message` above everything (`""` hides it); `ofSession`: it concerns the open session only. */
+function notice(message, ofSession = false) {
   const line = $("notice");
   line.textContent = message;
   line.hidden = !message;
+  state.noticeOfSession = ofSession;
 }
 
 // --- the event stream ----------------------------------------------------------------------
@@ -516,11 +518,11 @@ async function openSession(sessionID) {
   $("messages-list").replaceChildren();
   for (const row of document.querySelectorAll("#sessions-list li")) row.classList.toggle("current", row.dataset.sessionId === sessionID);
   drawSessionHead(state.sessions.get(sessionID) ?? { sessionID, title: sessionID });
-  notice("");
+  if (state.noticeOfSession) notice("");
   try {
     await Promise.all([loadOutline(open), loadWindow(open, { kind: "latest" }, "replace")]);
   } catch (error) {
-    if (state.open === open) notice(`Session ${sessionID} cannot be shown: ${error.message}`);
+    if (state.open === open) notice(`Session ${sessionID} cannot be shown: ${error.message}`, true);
   }
 }
 
@@ -617,7 +619,7 @@ async function loadWindow(open, target, mode) {
     const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target });
     if (state.open !== open || open.place !== place) return;
     if (answer.status !== "window") {
-      notice(`window: ${answer.reason} — ${READ_REASONS[answer.reason] ?? ""}`);
+      notice(`window: ${answer.reason} — ${READ_REASONS[answer.reason] ?? ""}`, true);
       return;
     }
     const list = $("messages-list");

@@ -75,6 +75,7 @@ mod opencode_continues_after_prune;
 mod outline_rereads_only_changed_chunks;
 mod page_and_stats_are_served_whole;
 mod page_follows_prunes_live_in_a_real_browser;
+mod page_follows_restores_and_a_new_database;
 mod planned_prunes_write_what_unplanned_ones_write;
 mod planner_refusals_leave_database_unchanged;
 mod prune_batch_archives_every_prune;
