@@ -336,12 +336,18 @@ async function loadOverview() {
   try {
     overview = await api.get(state.paths.stats(10));
   } catch (error) {
-    $("overview-body").replaceChildren(text("p", "error", `The sizes could not be read: ${error.message}`));
+    // Charts read before stay (the server may be restarting); the link reads them again.
+    if ($("overview-body").childElementCount === 0) {
+      $("overview-body").replaceChildren(text("p", "error", `The sizes could not be read: ${error.message}`));
+    }
+    $("overview-refresh").textContent = "could not read them again: try again";
+    $("overview-refresh").hidden = false;
     return;
   } finally {
     if (state.overviewLoading === workspace) state.overviewLoading = null;
   }
   state.overviewMs = performance.now() - started;
+  $("overview-refresh").textContent = "prunes changed these: read them again";
   if (workspace !== state.workspace) return;
   const t = overview.technical;
   const technical = t.toolParts.bytes + t.reasoningParts.bytes + t.snapshotEvents.bytes + t.v2Entries.bytes;
