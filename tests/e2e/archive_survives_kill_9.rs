@@ -636,7 +636,12 @@ fn restore_setup() -> (Fixture, Rows, Rows, Vec<String>, Duration) {
     assert_eq!(after_prune.removals.len(), BIG_TOOLS);
     let args = vec!["--json".to_string(), "restore".to_string(), receipt];
     let borrowed: Vec<&str> = args.iter().map(String::as_str).collect();
+    // The fastest of three runs: one slowed by a busy moment would time every kill after the
+    // restores' ends.
     let (took, whole) = timed_run(&template, &borrowed);
+    let took = (0..2)
+        .map(|_| timed_run(&template, &borrowed).0)
+        .fold(took, Duration::min);
     assert_eq!(restores(&whole), 1);
     assert_rows_eq(&big_message_rows(&whole), &before, "restored");
     let report = audit_holds(&whole);
