@@ -8,6 +8,7 @@
 import { Api, ApiError, workspacePaths } from "./api.js";
 import { EventStream } from "./stream.js";
 import { bytes, normalize, render, text } from "./messages.js";
+import { planClean } from "./clean.js";
 
 const PRUNED = "rpc.codenomad.session-pruning.pruned";
 const RESTORED = "rpc.codenomad.session-pruning.restored";
@@ -66,6 +67,8 @@ const state = {
   overviewTimer: null,
   /** How long the last overview took to read, ms (null: never read). */
   overviewMs: null,
+  /** The progress of the clean that runs, or null. */
+  cleaning: null,
   /** The workspace whose overview is being read, or null. */
   overviewLoading: null,
 };
@@ -215,7 +218,14 @@ async function sameDatabase() {
   } catch {
     return true; // Unreachable: the stream's own attempt says so, and tries again.
   }
-  if (health.databaseID === state.health.databaseID) return true;
+  if (health.databaseID === state.health.databaseID) {
+    if (state.needsReload) {
+      state.needsReload = false;
+      notice("");
+      reloadAll();
+    }
+    return true;
+  }
   notice("The server now serves another database: everything was read again.");
   state.stream?.stop();
   setTimeout(boot);
@@ -228,7 +238,10 @@ window.addEventListener("pagehide", (event) => {
   if (event.persisted) state.stream?.stop();
 });
 window.addEventListener("pageshow", (event) => {
-  if (event.persisted && state.health) startEvents();
+  if (!event.persisted || !state.health) return;
+  // Other tabs moved the shared last id while this one was away: what it shows is read anew.
+  startEvents();
+  reloadAll();
 });
 
 /**
@@ -243,7 +256,9 @@ async function drain() {
       try {
         await applyEvents(batch);
       } catch (error) {
-        notice(`Events could not be applied: ${error.message}`);
+        // What the batch should have read again is read whole once the server answers.
+        state.needsReload = true;
+        notice(`Events could not be applied (${error.message}): the page reads everything again once the server answers.`);
       }
     }
   } finally {
@@ -712,9 +727,10 @@ watcher.observe($("newer-edge"));
 
 // --- the panel: preview and prune, clean, receipts ----------------------------------------
 
+/** Fills the panel; a clean that runs keeps its progress and Stop button above whatever else it shows. */
 function panel(title, ...content) {
   $("panel-title").textContent = title;
-  $("panel-body").replaceChildren(...content);
+  $("panel-body").replaceChildren(...(state.cleaning ? [state.cleaning] : []), ...content);
 }
 
 function blockedLine(reason) {
@@ -790,88 +806,153 @@ async function preview(messageID, { checked = [], fresh = true } = {}) {
 
 $("clean").addEventListener("click", () => state.open && cleanDryRun(state.open));
 
-/** The dry run of a clean: every prunable message of the session but the last turns kept. */
-async function cleanDryRun(open) {
-  open.previewing = null;
-  const keep = text("input", "", "");
-  keep.type = "number";
-  keep.min = "0";
-  keep.value = "2";
-  keep.id = "keep-turns";
-  const summary = text("p", "summary", "Reading the prunable messages…");
-  panel("Clean this session", summary);
+/**
+ * What a clean is planned from, read now: the outline (revalidated), every message (the
+ * windows from the oldest on) and the prune candidates. Null when a read is refused (the panel
+ * says why).
+ */
+async function readForClean(open, say) {
+  await loadOutline(open);
+  const messages = new Map();
+  let target = { kind: "oldest" };
+  while (target) {
+    const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target });
+    if (state.open !== open) return null;
+    if (answer.status !== "window") {
+      panel("Clean this session", text("p", "blocked", `blocked: ${answer.reason} — ${READ_REASONS[answer.reason] ?? ""}`));
+      return null;
+    }
+    for (const message of answer.messages.map(normalize)) messages.set(message.id, message);
+    say(`Reading the session: ${messages.size} messages…`);
+    target = answer.newer;
+  }
   const candidates = [];
   let cursor = null;
   do {
     const body = { sessionID: open.id, purpose: "prune" };
     if (cursor) body.cursor = cursor;
     const page = await api.post(state.paths.pruning("history"), body);
-    if (state.open !== open) return;
+    if (state.open !== open) return null;
     if (page.status !== "page") {
       panel("Clean this session", blockedLine(page.reason));
-      return;
+      return null;
     }
     candidates.push(...page.candidates);
     cursor = page.cursor;
   } while (cursor);
-  const seqs = new Map(open.chunks.flatMap((c) => c.entries.map((e) => [e.id, e])));
-  const plan = () => {
-    const turns = Math.max(0, Math.floor(Number(keep.value)) || 0);
-    keep.value = String(turns);
-    const users = open.chunks.flatMap((c) => c.entries).filter((e) => e.type === "user");
-    // As `clean --keep-last-turns`: messages before the Nth last user message; a session with
-    // fewer user turns than kept keeps every message.
-    const from = turns === 0 ? Infinity : users.length < turns ? -Infinity : users[users.length - turns].seq;
-    const chosen = candidates.filter((c) => (seqs.get(c.messageID)?.seq ?? Infinity) < from);
-    const parts = chosen.reduce((n, c) => n + c.toolCount + c.reasoningCount, 0);
-    summary.textContent = `Dry run: ${chosen.length} message(s), ${parts} tool and reasoning part(s) would be pruned; ${candidates.length - chosen.length} prunable message(s) are in the last ${turns} turn(s) and kept. Text is never removed. Whether OpenCode is using the session is checked as each message is pruned.`;
-    return chosen;
-  };
-  let chosen = plan();
-  keep.addEventListener("change", () => {
-    chosen = plan();
-  });
-  const apply = text("button", "apply", "Apply the clean");
-  apply.type = "button";
-  apply.addEventListener("click", () => cleanApply(open, chosen));
-  const label = text("label", "", "Keep the last turns: ");
-  label.append(keep);
-  panel("Clean this session", label, summary, apply);
+  const entries = open.chunks.flatMap((c) => c.entries);
+  return { entries, messages, candidates };
 }
 
-async function cleanApply(open, chosen) {
+/** The dry run of a clean: what `planClean` takes, counted; then the apply. */
+async function cleanDryRun(open, note = "") {
+  if (state.cleaning) return;
+  open.previewing = null;
+  const keep = text("input", "", "");
+  keep.type = "number";
+  keep.min = "0";
+  keep.value = String(open.keepTurns ?? 2);
+  keep.id = "keep-turns";
+  const summary = text("p", "summary", "Reading the prunable messages…");
+  panel("Clean this session", summary);
+  const read = await readForClean(open, (line) => {
+    summary.textContent = line;
+  });
+  if (!read) return;
+  let plan;
+  const replan = () => {
+    const turns = Math.max(0, Math.floor(Number(keep.value)) || 0);
+    keep.value = String(turns);
+    open.keepTurns = turns;
+    plan = planClean(read.entries, read.messages, read.candidates, turns);
+    summary.textContent = `Dry run: ${plan.chosen.length} message(s), ${plan.parts} tool and reasoning part(s) would be pruned; ${plan.recent} prunable message(s) are in the last ${turns} turn(s) and kept${plan.skillOnly ? `, ${plan.skillOnly} hold(s) only skill output` : ""}. Text and skill output are never removed. Whether OpenCode is using the session is checked as each message is pruned.`;
+  };
+  replan();
+  keep.addEventListener("change", replan);
+  const apply = text("button", "apply", "Apply the clean");
+  apply.type = "button";
+  apply.addEventListener("click", () => cleanApply(open, plan, Number(keep.value)));
+  const label = text("label", "", "Keep the last turns: ");
+  label.append(keep);
+  panel("Clean this session", ...(note ? [text("p", "blocked", note)] : []), label, summary, apply);
+}
+
+/**
+ * Applies a clean: the plan is made again first, and when the session changed since the dry
+ * run (a turn added or removed, a message written) the new dry run is shown instead. Then
+ * `prune-batch`, 16 at a time, for messages whose every technical part goes, and `prune` with
+ * the chosen indexes for the others; the progress stays above the panel until it ends.
+ */
+async function cleanApply(open, dry, turns) {
   const progress = document.createElement("progress");
-  progress.max = chosen.length;
-  progress.value = 0;
-  const line = text("p", "summary", "");
+  const line = text("p", "summary", "Checking the session again…");
   const stop = text("button", "stop", "Stop after this batch");
   stop.type = "button";
   let stopping = false;
   stop.addEventListener("click", () => {
     stopping = true;
   });
-  panel("Cleaning", progress, line, stop);
-  const counts = new Map();
-  let done = 0;
-  for (let start = 0; start < chosen.length && !stopping; start += BATCH) {
-    const batch = chosen.slice(start, start + BATCH);
-    let answer;
-    try {
-      answer = await api.post(state.paths.pruning("prune-batch"), { sessionID: open.id, candidates: batch });
-    } catch (error) {
-      line.textContent = `Stopped: ${error.message}`;
+  const section = document.createElement("section");
+  section.className = "cleaning";
+  section.append(text("h3", "", `Cleaning ${open.id}`), progress, line, stop);
+  state.cleaning = section;
+  panel("Cleaning");
+  try {
+    const read = await readForClean(open, () => {});
+    if (!read) {
+      line.textContent = "Nothing was pruned.";
       return;
     }
-    for (const { result } of answer.results) {
+    const plan = planClean(read.entries, read.messages, read.candidates, turns);
+    if (JSON.stringify(plan.chosen) !== JSON.stringify(dry.chosen)) {
+      state.cleaning = null;
+      await cleanDryRun(open, "The session changed since the dry run: this is the dry run of it now. Nothing was pruned.");
+      return;
+    }
+    const chosen = plan.chosen;
+    progress.max = chosen.length;
+    progress.value = 0;
+    const counts = new Map();
+    let done = 0;
+    const count = (result) => {
       const key = result.status === "blocked" ? result.reason : result.status;
       counts.set(key, (counts.get(key) ?? 0) + 1);
+    };
+    const counted = () => [...counts].map(([k, n]) => `${n} ${k}`).join(", ");
+    const whole = chosen.filter((c) => c.indexes === null).map(({ indexes, ...candidate }) => candidate);
+    const some = chosen.filter((c) => c.indexes !== null);
+    const steps = [];
+    for (let start = 0; start < whole.length; start += BATCH) steps.push({ batch: whole.slice(start, start + BATCH) });
+    for (const one of some) steps.push({ one });
+    for (const step of steps) {
+      if (stopping) break;
+      try {
+        if (step.batch) {
+          const answer = await api.post(state.paths.pruning("prune-batch"), { sessionID: open.id, candidates: step.batch });
+          for (const { result } of answer.results) count(result);
+          done += step.batch.length;
+        } else {
+          const { messageID, revision, indexes } = step.one;
+          count(await api.post(state.paths.pruning("prune"), { sessionID: open.id, messageID, revision, indexes }));
+          done += 1;
+        }
+      } catch (error) {
+        line.textContent = `Stopped: ${error.message}; ${done} of ${chosen.length} message(s) done: ${counted()}.`;
+        return;
+      }
+      progress.value = done;
+      line.textContent = `${done} of ${chosen.length}: ${counted()}`;
     }
-    done += batch.length;
-    progress.value = done;
-    line.textContent = `${done} of ${chosen.length}: ${[...counts].map(([k, n]) => `${n} ${k}`).join(", ")}`;
+    line.textContent = `${stopping ? "Stopped" : "Done"}: ${done} of ${chosen.length} message(s); ${counted() || "nothing to do"}.`;
+  } finally {
+    stop.remove();
+    if (state.cleaning === section) {
+      state.cleaning = null;
+      // The report stays where the person looks.
+      $("panel-body").prepend(progress, line);
+      section.remove();
+    }
   }
-  stop.remove();
-  line.textContent = `${stopping ? "Stopped" : "Done"}: ${done} of ${chosen.length} message(s); ${[...counts].map(([k, n]) => `${n} ${k}`).join(", ") || "nothing to do"}.`;
 }
 
 $("show-receipts").addEventListener("click", async () => {

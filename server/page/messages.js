@@ -5,7 +5,7 @@
 
 const EXCERPT = 600;
 
-/** `{id, role, created, completed, parts: [{index, kind, title, text, technical}]}`. */
+/** `{id, role, created, completed, parts: [{index, kind, title, text, technical, tool?}]}`. */
 export function normalize(message) {
   if (message.info && Array.isArray(message.parts)) return normalizeV1(message);
   return normalizeV2(message);
@@ -24,13 +24,16 @@ function normalizeV1({ info, parts }) {
         case "reasoning":
           return piece(index, "reasoning", "reasoning", part.text, true);
         case "tool":
-          return piece(
-            index,
-            "tool",
-            `${part.tool ?? "tool"} · ${part.state?.status ?? "?"}${part.state?.title ? ` · ${part.state.title}` : ""}`,
-            part.state?.output ?? part.state?.error ?? "",
-            true,
-          );
+          return {
+            ...piece(
+              index,
+              "tool",
+              `${part.tool ?? "tool"} · ${part.state?.status ?? "?"}${part.state?.title ? ` · ${part.state.title}` : ""}`,
+              part.state?.output ?? part.state?.error ?? "",
+              true,
+            ),
+            tool: String(part.tool ?? ""),
+          };
         case "file":
           return piece(index, "file", `file · ${part.filename ?? part.mime ?? ""}`, "");
         default:
@@ -52,7 +55,7 @@ function normalizeV2(row) {
         const output = (item.state?.content ?? [])
           .map((c) => (c.type === "text" ? c.text : `[${c.type}]`))
           .join("\n");
-        return piece(index, "tool", `${item.name ?? "tool"} · ${item.state?.status ?? "?"}`, output, true);
+        return { ...piece(index, "tool", `${item.name ?? "tool"} · ${item.state?.status ?? "?"}`, output, true), tool: String(item.name ?? "") };
       }
       default:
         return piece(index, item.type ?? "?", item.type ?? "?", "");

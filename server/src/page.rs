@@ -35,7 +35,8 @@ pub async fn index() -> Response {
 
 /// The page's scripts and style, by name: `app.js` (views, cache invalidation), `api.js` (calls
 /// and the password), `stream.js` (the event stream, resumed by `Last-Event-ID`),
-/// `messages.js` (V1 and V2 messages drawn), `app.css`.
+/// `messages.js` (V1 and V2 messages drawn), `clean.js` (what the page's clean takes),
+/// `app.css`.
 const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", include_str!("../page/app.js"), JAVASCRIPT),
     ("api.js", include_str!("../page/api.js"), JAVASCRIPT),
@@ -45,6 +46,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../page/messages.js"),
         JAVASCRIPT,
     ),
+    ("clean.js", include_str!("../page/clean.js"), JAVASCRIPT),
     (
         "app.css",
         include_str!("../page/app.css"),
@@ -59,7 +61,7 @@ const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
     get,
     path = "/page/{name}",
     summary = "One of the page's scripts or its style",
-    params(("name" = String, Path, description = "`app.js`, `api.js`, `stream.js`, `messages.js` or `app.css`")),
+    params(("name" = String, Path, description = "`app.js`, `api.js`, `stream.js`, `messages.js`, `clean.js` or `app.css`")),
     responses(
         (
             status = 200,

@@ -67,10 +67,17 @@ fn the_page_and_every_file_it_loads_are_served_without_the_password() {
     }
     assert_eq!(
         seen,
-        ["api.js", "app.css", "app.js", "messages.js", "stream.js"]
-            .map(String::from)
-            .into_iter()
-            .collect()
+        [
+            "api.js",
+            "app.css",
+            "app.js",
+            "clean.js",
+            "messages.js",
+            "stream.js"
+        ]
+        .map(String::from)
+        .into_iter()
+        .collect()
     );
     // Any other name is a 404 (the files are built into the binary: nothing is read from the
     // disk); a path that is no route is one behind the password, as every unknown route.

@@ -83,6 +83,13 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
     for n in 0..40 {
         common::generate::insert_message(&conn, SMALL, &format!("msg_clean_{n:02}"), 1, 200);
     }
+    // A skill's output is instructions the model goes on following: a clean keeps it.
+    conn.execute(
+        "UPDATE part SET data = json_set(data, '$.tool', 'skill') \
+         WHERE message_id = 'msg_clean_07' AND json_extract(data, '$.type') = 'tool'",
+        [],
+    )
+    .unwrap();
     drop(conn);
     let first = start(&fx.db, "127.0.0.1:0");
     let address = first.address.clone();
@@ -293,7 +300,8 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
     assert!(
         dry.as_str().expect("text").starts_with(
             "Dry run: 0 message(s), 0 tool and reasoning part(s) would be pruned; 40 prunable \
-             message(s) are in the last 2 turn(s) and kept."
+             message(s) are in the last 2 turn(s) and kept. Text and skill output are never \
+             removed."
         ),
         "{dry}"
     );
@@ -304,7 +312,9 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
     let dry = browser.eval(summary).await;
     assert!(
         dry.as_str().expect("text").starts_with(
-            "Dry run: 40 message(s), 40 tool and reasoning part(s) would be pruned; 0 prunable"
+            "Dry run: 39 message(s), 39 tool and reasoning part(s) would be pruned; 0 \
+             prunable message(s) are in the last 0 turn(s) and kept, 1 hold(s) only skill \
+             output."
         ),
         "{dry}"
     );
@@ -321,18 +331,24 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
             "const t = document.querySelector('#panel-body .summary')?.textContent ?? ''; return t.startsWith('Done') && t",
         )
         .await;
-    assert_eq!(done, json!("Done: 40 of 40 message(s); 40 pruned."));
-    assert_eq!(
-        fx.scalar(&format!(
-            "SELECT count(*) FROM part WHERE session_id = '{SMALL}' AND json_extract(data, '$.type') = 'tool'"
-        )),
-        0
-    );
+    assert_eq!(done, json!("Done: 39 of 39 message(s); 39 pruned."));
+    let left: String = fx
+        .sql()
+        .query_row(
+            &format!(
+                "SELECT group_concat(json_extract(data, '$.tool')) FROM part \
+                 WHERE session_id = '{SMALL}' AND json_extract(data, '$.type') = 'tool'"
+            ),
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, "skill");
     assert_eq!(
         browser
             .eval("return document.querySelector('#panel-body progress').value")
             .await,
-        json!(40)
+        json!(39)
     );
     // Once every event of the clean is applied the clean's report is still there (a message
     // previewed earlier does not take the panel back), and no message of the big session was
@@ -340,20 +356,20 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
     browser
         .until(
             "the clean's events",
-            "return window.sessionPrune.eventsApplied === 43",
+            "return window.sessionPrune.eventsApplied === 42",
         )
         .await;
     assert_eq!(
         browser
             .eval("return document.querySelector('#panel-body .summary').textContent")
             .await,
-        json!("Done: 40 of 40 message(s); 40 pruned.")
+        json!("Done: 39 of 39 message(s); 39 pruned.")
     );
     browser.switch(&two).await;
     browser
         .until(
             "the clean's events in the second tab",
-            "return window.sessionPrune.eventsApplied === 43",
+            "return window.sessionPrune.eventsApplied === 42",
         )
         .await;
     assert_eq!(

@@ -55,6 +55,7 @@ impl CursorFile {
                 folder.display()
             ))
         })?;
+        remove_left_over(path);
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -103,7 +104,16 @@ impl CursorFile {
                 ),
             )
         };
-        let mut file = tempfile::NamedTempFile::new_in(folder_of(&self.path)).map_err(named)?;
+        let mut file = tempfile::Builder::new()
+            .prefix(&temporary_prefix(&self.path))
+            .tempfile_in(folder_of(&self.path))
+            .map_err(named)?;
+        if let Ok(meta) = std::fs::metadata(&self.path) {
+            // The file keeps the permissions it was given.
+            file.as_file()
+                .set_permissions(meta.permissions())
+                .map_err(named)?;
+        }
         match &kept.database {
             Some(database) => writeln!(file, "{} {database}", kept.id),
             None => writeln!(file, "{}", kept.id),
@@ -116,10 +126,96 @@ impl CursorFile {
     }
 }
 
+/// The start of the names of the files a client writes before renaming them over `path`
+/// (`.NAME.`), by which one a killed client left is found and removed.
+fn temporary_prefix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.")
+}
+
+/// Removes the files a killed client left while keeping `path` (those named after it).
+fn remove_left_over(path: &Path) {
+    let prefix = temporary_prefix(path);
+    let Ok(entries) = std::fs::read_dir(folder_of(path)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let temporary = name.len() == prefix.len() + 6 && name.starts_with(&prefix);
+        if temporary && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// The folder `path` lies in (`.` for a bare name).
 fn folder_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn a_kept_line_is_read_back_and_an_id_alone_is_read_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c");
+        std::fs::write(&path, "7\n").unwrap();
+        let (mut file, kept) = CursorFile::open(&path).unwrap();
+        assert_eq!(
+            kept,
+            Some(Kept {
+                id: 7,
+                database: None
+            })
+        );
+        let next = Kept {
+            id: 9,
+            database: Some("db-1".into()),
+        };
+        file.keep(next.clone()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "9 db-1\n");
+        assert_eq!(CursorFile::open(&path).unwrap().1, Some(next));
+        for bad in ["x", "1 2 3", "-1", "1.5"] {
+            std::fs::write(&path, bad).unwrap();
+            assert!(CursorFile::open(&path).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_kept_file_keeps_its_permissions_and_files_left_by_a_killed_client_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c");
+        std::fs::write(&path, "1\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let left = dir.path().join(".c.abcdef");
+        std::fs::write(&left, "2\n").unwrap();
+        let unrelated = dir.path().join(".other.abcdef");
+        std::fs::write(&unrelated, "").unwrap();
+        let (mut file, _) = CursorFile::open(&path).unwrap();
+        assert!(!left.exists());
+        assert!(unrelated.exists());
+        file.keep(Kept {
+            id: 2,
+            database: None,
+        })
+        .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 }

@@ -78,9 +78,11 @@ impl Remote {
         if parsed.host_str().is_none_or(str::is_empty) {
             return Err(invalid("the URL has no host"));
         }
-        let password = std::env::var("SESSION_PRUNE_PASSWORD")
-            .ok()
-            .filter(|p| !p.is_empty());
+        let password = match std::env::var("SESSION_PRUNE_PASSWORD") {
+            Ok(password) => Some(password).filter(|p| !p.is_empty()),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => return Err(ConfigError::EmptyPassword),
+        };
         // The header carries the password's UTF-8 bytes, as `serve` compares them; one that no
         // header can carry (a control character, a space at either end) is refused, as `serve`
         // refuses it.
