@@ -49,7 +49,13 @@ pub async fn stats(
             lease.overview(top, &|owner| scope.admits(&owner.as_ownership()).is_ok())
         })
         .await?
-        .map_err(|error| ApiError::Internal(format!("measuring the database failed: {error}")))?;
+        .map_err(|error| {
+            // SQLite's words go to the log; the answer says where they are.
+            eprintln!("failed: stats: measuring the database failed: {error}");
+            ApiError::Internal(
+                "measuring the database failed: the server's log says why".to_string(),
+            )
+        })?;
     Ok(document::compact(&overview))
 }
 

@@ -125,3 +125,24 @@ fn stats_answer_what_the_cli_prints_with_the_workspaces_largest_sessions() {
     app.get(&format!("/api/workspaces/{WORKSPACE}/stats?top=100"));
     assert_eq!(fx.file_digest(), digest);
 }
+
+#[test]
+fn a_database_that_cannot_be_measured_is_a_500_without_sqlites_words() {
+    let fx = Fixture::new();
+    // Pages of table rows overwritten (a damaged disk): the scan of every row fails on them.
+    fx.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    let len = std::fs::metadata(&fx.db).unwrap().len();
+    let mut bytes = std::fs::read(&fx.db).unwrap();
+    let from = usize::try_from(len / 2).unwrap();
+    bytes[from..from + 64 * 1024].fill(0xA5);
+    std::fs::write(&fx.db, &bytes).unwrap();
+    let digest = fx.file_digest();
+    let app = App::with(&fx, test_workspaces(), None);
+    let (status, body) = app.get(&format!("/api/workspaces/{WORKSPACE}/stats"));
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(
+        parse(&body),
+        serde_json::json!({ "error": "measuring the database failed: the server's log says why" })
+    );
+    assert_eq!(fx.file_digest(), digest);
+}

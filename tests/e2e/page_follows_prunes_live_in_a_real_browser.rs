@@ -45,6 +45,28 @@ fn start(db: &std::path::Path, listen: &str) -> Server {
     )
 }
 
+/// Previews message `id` from its button in the current tab (its one tool part ticked) and
+/// prunes it from the panel; returns the panel's answer.
+async fn prune_in_page(browser: &Browser, id: &str) -> String {
+    browser
+        .click(&format!("article[data-message-id=\"{id}\"] button.preview"))
+        .await;
+    browser
+        .until(
+            "the preview",
+            "return document.querySelectorAll('#panel-body label.choice input:checked').length === 1",
+        )
+        .await;
+    browser.click("#panel-body button.prune").await;
+    let result = browser
+        .until(
+            "the prune's answer",
+            "return document.querySelector('#panel-body .result')?.textContent",
+        )
+        .await;
+    result.as_str().expect("text").to_string()
+}
+
 /// Opens the page on the session in a new tab and gives the password.
 async fn open_page(browser: &Browser, server: &Server) -> fantoccini::wd::WindowHandle {
     let url = server.url(&format!("/#ws={WORKSPACE}&session={SESSION}"));
@@ -162,32 +184,8 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
 
     // The first tab previews message 100 and prunes it.
     browser.switch(&one).await;
-    browser
-        .click(&format!(
-            "article[data-message-id=\"{}\"] button.preview",
-            message(100)
-        ))
-        .await;
-    browser
-        .until(
-            "the preview",
-            "return document.querySelectorAll('#panel-body label.choice input:checked').length === 1",
-        )
-        .await;
-    browser.click("#panel-body button.prune").await;
-    let result = browser
-        .until(
-            "the prune's answer",
-            "return document.querySelector('#panel-body .result')?.textContent",
-        )
-        .await;
-    assert!(
-        result
-            .as_str()
-            .expect("text")
-            .starts_with("pruned 1 part(s)"),
-        "{result}"
-    );
+    let result = prune_in_page(&browser, &message(100)).await;
+    assert!(result.starts_with("pruned 1 part(s)"), "{result}");
     browser
         .until("message 100 redrawn", &shows_tools(&message(100), 0))
         .await;
@@ -394,19 +392,7 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
     browser
         .until("message 103", &shows_tools(&message(103), 1))
         .await;
-    browser
-        .click(&format!(
-            "article[data-message-id=\"{}\"] button.preview",
-            message(103)
-        ))
-        .await;
-    browser
-        .until(
-            "the preview in the seventh tab",
-            "return document.querySelectorAll('#panel-body label.choice input:checked').length === 1",
-        )
-        .await;
-    browser.click("#panel-body button.prune").await;
+    prune_in_page(&browser, &message(103)).await;
     browser
         .until(
             "message 103 redrawn in the seventh tab",

@@ -59,8 +59,9 @@ pub struct Args {
     /// exactly the events it missed.
     #[arg(long, value_name = "URL", requires = "follow")]
     url: Option<String>,
-    /// With --url: keep the last event id in this file (read at start, replaced after each
-    /// event), so that the client started again resumes where it stopped.
+    /// With --url: keep the last event id, and the server's database id, in this file (read
+    /// at start, replaced whole after each event), so that the client started again resumes
+    /// where it stopped.
     #[arg(long, value_name = "FILE", requires = "url")]
     cursor_file: Option<PathBuf>,
 }

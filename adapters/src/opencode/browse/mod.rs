@@ -209,7 +209,7 @@ impl Lease {
 
     /// Where the bytes of the database are and its `top` largest sessions that `admit` lets
     /// through, in one snapshot (see [`Overview`]). It reads every row's size: on a database
-    /// of 1 GB, about a second.
+    /// of 1 GB, about 5 s (`benches/page.rs`).
     ///
     /// Errors: as [`Self::window`].
     pub fn overview(
