@@ -208,15 +208,17 @@ function startEvents() {
 
 /**
  * Before each connection of the stream: whether the server still serves the database the page
- * shows. Another one (restarted on another file) has another journal, whose event numbers
- * mean nothing here: the page starts anew.
+ * shows (`"go"`), serves another (`"stop"`), or does not answer (`"wait"`). Another one
+ * (restarted on another file) has another journal, whose event numbers mean nothing here: the
+ * page starts anew.
  */
 async function sameDatabase() {
   let health;
   try {
     health = await api.get("/health");
   } catch {
-    return true; // Unreachable: the stream's own attempt says so, and tries again.
+    // Unreachable: no stream is read before the server says which database it serves.
+    return "wait";
   }
   if (health.databaseID === state.health.databaseID) {
     if (state.needsReload) {
@@ -224,12 +226,12 @@ async function sameDatabase() {
       notice("");
       reloadAll();
     }
-    return true;
+    return "go";
   }
   notice("The server now serves another database: everything was read again.");
   state.stream?.stop();
   setTimeout(boot);
-  return false;
+  return "stop";
 }
 
 // A page put in the browser's back-forward cache lets its stream go (its connection is one of

@@ -18,7 +18,8 @@ const RETRY_MOST_MS = 4000;
  * (`id` is null for a retry's event the stream has already passed); `onStatus(text, live)`
  * says whether it is connected. A fresh page with no stored id starts at `startAfter` (the
  * journal's `lastSeq` when the page loaded: what came before is in what it reads).
- * `beforeConnect()` runs before each connection; when it resolves to false the stream stops
+ * `beforeConnect()` runs before each connection: `"go"` connects, `"wait"` tries again after
+ * the next delay (the server cannot say which database it serves), `"stop"` ends the stream
  * (the server now serves another database: the page starts anew).
  */
 export class EventStream {
@@ -76,9 +77,11 @@ export class EventStream {
   async read() {
     let delay = RETRY_FIRST_MS;
     while (!this.stopped) {
-      if (!(await this.beforeConnect())) return;
+      const next = await this.beforeConnect();
+      if (next === "stop") return;
       this.controller = new AbortController();
       try {
+        if (next === "wait") throw new Error("the server does not answer");
         const response = await fetch(this.path, {
           headers: this.api.headers({ "Last-Event-ID": this.lastId, Accept: "text/event-stream" }),
           credentials: "omit",

@@ -136,7 +136,21 @@ impl Remote {
         loop {
             // A server restarted on another database has another journal: the id means
             // nothing there.
-            if let Some(now) = self.identity(&client).await {
+            let identity = match self.identity(&client).await {
+                Ok(identity) => identity,
+                Err(why) => {
+                    // No stream is read before the server says which database it serves.
+                    eprintln!(
+                        "cannot follow {} ({why}); trying again in {} ms",
+                        self.url,
+                        delay.as_millis()
+                    );
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(MOST_RETRY);
+                    continue;
+                }
+            };
+            if let Some(now) = identity {
                 if let Some(was) = database.as_ref().filter(|was| **was != now.database) {
                     self.print_database_resync(cursor, was, &now)?;
                     cursor = Some(now.last_seq);
@@ -177,22 +191,34 @@ impl Remote {
     }
 
     /// The database the server serves now and its newest event (`GET /health` at the URL's
-    /// origin); `None` when that cannot be read (the stream's own answer then says why).
-    async fn identity(&self, client: &reqwest::Client) -> Option<Identity> {
-        let url = self.url.join("/health").ok()?;
+    /// origin); `Ok(None)` when the server answers without saying (the stream's own answer
+    /// then tells whether it is one).
+    ///
+    /// Errors: the server cannot be reached (or fails, 5xx), in words: try again.
+    async fn identity(&self, client: &reqwest::Client) -> Result<Option<Identity>, String> {
+        let Ok(url) = self.url.join("/health") else {
+            return Ok(None);
+        };
         let mut request = client.get(url);
         if let Some(authorization) = &self.authorization {
             request = request.header(AUTHORIZATION, authorization.clone());
         }
-        let response = request.send().await.ok()?;
-        if !response.status().is_success() {
-            return None;
+        let response = request.send().await.map_err(|error| cause(&error))?;
+        if response.status().is_server_error() {
+            return Err(format!("the server answered {}", response.status()));
         }
-        let health: Value = serde_json::from_str(&response.text().await.ok()?).ok()?;
-        Some(Identity {
-            database: health["databaseID"].as_str()?.to_string(),
-            last_seq: health["lastSeq"].as_u64()?,
-        })
+        if !response.status().is_success() {
+            return Ok(None);
+        }
+        let text = response.text().await.map_err(|error| cause(&error))?;
+        let health: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Ok(health["databaseID"]
+            .as_str()
+            .zip(health["lastSeq"].as_u64())
+            .map(|(database, last_seq)| Identity {
+                database: database.to_string(),
+                last_seq,
+            }))
     }
 
     /// Opens the stream after `cursor` (`None`: from the journal's first event).
