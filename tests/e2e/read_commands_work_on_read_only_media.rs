@@ -176,7 +176,15 @@ fn a_wal_database_at_rest_on_read_only_media_answers_every_read_command() {
                 assert_eq!(doc["parts"], ro_doc["parts"]);
             }
             "history ses_dd992af4dffe56B7kwrH3SftqX --purpose prune" => {
-                assert_eq!(doc["scanned"], ro_doc["scanned"]);
+                // A page ends early (with a cursor) when it runs past about 40 ms: the pages
+                // scan the same messages when both came whole.
+                for page in [doc, ro_doc] {
+                    let scanned = page["scanned"].as_u64().expect("scanned");
+                    assert!(
+                        scanned == 30 || (scanned > 0 && page["cursor"].is_string()),
+                        "{page}"
+                    );
+                }
                 assert_eq!(ro_doc["candidates"], serde_json::json!([]));
                 assert!(!doc["candidates"].as_array().expect("list").is_empty());
             }
