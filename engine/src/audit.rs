@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use pruning_journal::{CommittedEvent, EventKind, Intent, IntentState, Journal, Selection};
+use pruning_journal::{CommittedEvent, Intent, IntentState, Journal, Selection};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -549,14 +549,7 @@ fn event_mismatch(event: &CommittedEvent, receipt: &Receipt, own: bool) -> Optio
         (
             "kind",
             format!("{:?}", event.kind),
-            format!(
-                "{:?}",
-                if receipt.is_restore() {
-                    EventKind::Restored
-                } else {
-                    EventKind::Pruned
-                }
-            ),
+            format!("{:?}", receipt.event_kind()),
         ),
     ];
     if own {

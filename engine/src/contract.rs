@@ -38,13 +38,44 @@ pub struct PreviewRequest {
     pub scope: Scope,
 }
 
-/// Which technical parts a prune removes.
+/// What a prune removes: technical parts of an assistant message, or one of the copies OpenCode
+/// keeps besides them (docs/ARCHITECTURE.md, "Copies OpenCode keeps").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selection {
     /// The parts at these indexes of the message content (sorted ascending, unique, at least one).
     Indexes(Vec<u32>),
     /// Every tool and reasoning part (CodeNomad's `pruneBatch` mode and the CLI's `--all-technical`).
     AllTechnical,
+    /// No part: the file bodies in the entries of a V1 user message's `summary.diffs` (`patch`,
+    /// and `before`/`after` in older releases), each emptied to `""`, in the message row and in
+    /// its newest `message.updated.1` snapshot. The request's revision is the diffs revision
+    /// ([`crate::revision::diffs_revision`]), not the content's.
+    Diffs,
+    /// No message: every superseded snapshot of the session's event log (a
+    /// `message.part.updated.1`, `message.updated.1` or `session.updated.1` event of an entity
+    /// that has a newer one of the same type in the session's aggregate). The request's
+    /// `message_id` is empty and its revision is the event log's
+    /// ([`crate::revision::event_log_revision`]).
+    SupersededSnapshots,
+}
+
+impl From<&Selection> for pruning_journal::Selection {
+    /// The selection as the journal records it in an intent.
+    fn from(selection: &Selection) -> Self {
+        match selection {
+            Selection::Indexes(indexes) => Self::Indexes(indexes.clone()),
+            Selection::AllTechnical => Self::AllTechnical,
+            Selection::Diffs => Self::Diffs,
+            Selection::SupersededSnapshots => Self::SupersededSnapshots,
+        }
+    }
+}
+
+impl Selection {
+    /// Whether this selects technical parts of a message (the planner's kind of prune).
+    pub fn is_parts(&self) -> bool {
+        matches!(self, Self::Indexes(_) | Self::AllTechnical)
+    }
 }
 
 /// `{sessionID, messageID, revision, indexes}`: a validated prune request.
@@ -178,6 +209,33 @@ impl PruneRequest {
         revision: String,
     ) -> Result<Self, ContractError> {
         Self::new(session_id, message_id, revision, Selection::AllTechnical)
+    }
+
+    /// Builds a validated request that empties the file bodies of a user message's
+    /// `summary.diffs` ([`Selection::Diffs`]); `revision` is the message's diffs revision. Same
+    /// errors as [`Self::from_json`] for the ids and the revision.
+    pub fn diffs(
+        session_id: String,
+        message_id: String,
+        revision: String,
+    ) -> Result<Self, ContractError> {
+        Self::new(session_id, message_id, revision, Selection::Diffs)
+    }
+
+    /// Builds a validated request that compacts a session's event log
+    /// ([`Selection::SupersededSnapshots`]): it names no message (`message_id` is empty), and
+    /// `revision` is the event log's. Errors: a bad session id or revision
+    /// ([`ContractError::IdLength`], [`ContractError::Revision`]).
+    pub fn compaction(session_id: String, revision: String) -> Result<Self, ContractError> {
+        check_id("sessionID", &session_id)?;
+        check_revision(&revision)?;
+        Ok(Self {
+            session_id,
+            message_id: String::new(),
+            revision,
+            selection: Selection::SupersededSnapshots,
+            scope: Scope::default(),
+        })
     }
 
     fn new(

@@ -1,9 +1,11 @@
-//! The announced event of a committed prune (or restore) and the journal as its replay source.
+//! The announced event of a committed prune (or restore, or compaction) and the journal as its
+//! replay source.
 //!
 //! An event is the journal's committed-event record seen through the contract: its data is
 //! `{sessionID, messageID, revision}` (CodeNomad's `rpc.codenomad.session-pruning.pruned`, and
-//! `...restored` for a restore), its `seq` is the journal sequence number (the replay cursor),
-//! its `event_id` the receipt id.
+//! `...restored` for a restore), or `{sessionID, snapshots, bytes}` for a compaction
+//! (`...compacted`, this engine's own), its `seq` is the journal sequence number (the replay
+//! cursor), its `event_id` the receipt id.
 
 use std::sync::Arc;
 
@@ -17,11 +19,31 @@ use pruning_journal::EventKind;
 use crate::contract::{PrunedEventData, PRUNED_EVENT_TYPE};
 use crate::restore::RESTORED_EVENT_TYPE;
 
-/// One committed prune or restore, as delivered to subscribers and printed by `session-prune
-/// events`.
+/// The event type announced after every committed compaction (the superseded snapshots of a
+/// session's event log deleted). It names no message: a UI holds no snapshot, so it drops
+/// nothing of what it shows; a size it shows of the session goes down.
+pub const COMPACTED_EVENT_TYPE: &str = "rpc.codenomad.session-pruning.compacted";
+
+/// The data of a [`COMPACTED_EVENT_TYPE`] event: `{sessionID, snapshots, bytes}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactedEventData {
+    /// The compacted session.
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    /// Snapshot events deleted.
+    pub snapshots: u32,
+    /// Bytes of row data deleted.
+    pub bytes: u64,
+}
+
+/// One committed prune, restore or compaction, as delivered to subscribers and printed by
+/// `session-prune events`.
 ///
 /// JSON shape: `{seq, id, type, data:{sessionID, messageID, revision}, removedCount,
-/// committedAt}` with `committedAt` in ms since the Unix epoch.
+/// committedAt}` with `committedAt` in ms since the Unix epoch, and for a compaction
+/// `bytesRemoved` too (its `data.messageID` is empty and `data.revision` the event log's; what
+/// it announces over SSE is [`PrunedEvent::announced_data`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PrunedEvent {
     /// Journal sequence number: 1, 2, 3, ... in commit order.
@@ -39,17 +61,44 @@ pub struct PrunedEvent {
     /// Commit time, ms since the Unix epoch.
     #[serde(rename = "committedAt")]
     pub committed_at_ms: i64,
+    /// A compaction's bytes of row data deleted; absent for every other event.
+    #[serde(rename = "bytesRemoved", skip_serializing_if = "Option::is_none")]
+    pub bytes_removed: Option<u64>,
+}
+
+impl PrunedEvent {
+    /// Whether this announces a compaction.
+    pub fn is_compaction(&self) -> bool {
+        self.event_type == COMPACTED_EVENT_TYPE
+    }
+
+    /// The data the event stream carries: [`PrunedEventData`] for a prune or a restore,
+    /// [`CompactedEventData`] for a compaction.
+    pub fn announced_data(&self) -> serde_json::Value {
+        let value = match self.bytes_removed {
+            Some(bytes) if self.is_compaction() => serde_json::to_value(CompactedEventData {
+                session_id: self.data.session_id.clone(),
+                snapshots: self.removed_count,
+                bytes,
+            }),
+            _ => serde_json::to_value(&self.data),
+        };
+        // Strings and numbers only: these always serialize.
+        value.unwrap_or_default()
+    }
 }
 
 impl From<CommittedEvent> for PrunedEvent {
     fn from(event: CommittedEvent) -> Self {
+        let (event_type, bytes_removed) = match event.kind {
+            EventKind::Pruned => (PRUNED_EVENT_TYPE, None),
+            EventKind::Restored => (RESTORED_EVENT_TYPE, None),
+            EventKind::Compacted { bytes_removed } => (COMPACTED_EVENT_TYPE, Some(bytes_removed)),
+        };
         Self {
             seq: event.seq,
             id: event.event_id,
-            event_type: match event.kind {
-                EventKind::Pruned => PRUNED_EVENT_TYPE,
-                EventKind::Restored => RESTORED_EVENT_TYPE,
-            },
+            event_type,
             data: PrunedEventData {
                 session_id: event.session_id,
                 message_id: event.message_id,
@@ -57,6 +106,7 @@ impl From<CommittedEvent> for PrunedEvent {
             },
             removed_count: event.removed_count,
             committed_at_ms: event.committed_at_ms,
+            bytes_removed,
         }
     }
 }

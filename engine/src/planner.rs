@@ -137,8 +137,12 @@ pub struct Plan {
     pub revision_before: String,
     /// Revision of the content after the prune.
     pub revision_after: String,
-    /// Sum of `bytes` of the removed parts.
+    /// Sum of `bytes` of the removed parts; for a prune of one of the copies OpenCode keeps,
+    /// the bytes of row data it removes.
     pub bytes: u64,
+    /// For a prune of one of the copies OpenCode keeps (diffs, superseded snapshots): what it
+    /// removes, as its receipt will record it. `None` for a prune of parts.
+    pub operation: Option<crate::receipt::Operation>,
 }
 
 /// Whether `time.completed` in a message's JSON is a finite number > 0.
@@ -316,6 +320,14 @@ impl StoredMessage {
                 remove
             }
             Selection::AllTechnical => technical,
+            // The store plans these itself: they remove no part.
+            Selection::Diffs | Selection::SupersededSnapshots => {
+                return Err(Refusal::new(
+                    BlockedReason::NotDeletable,
+                    "this request selects no part of the message (summary diffs, or snapshots \
+                     of the event log), which the planner of parts does not plan",
+                ))
+            }
         };
         if remove.is_empty() {
             return Err(Refusal::new(
@@ -339,6 +351,7 @@ impl StoredMessage {
             revision_before: measured.revision,
             revision_after: revision::revision(kept),
             bytes,
+            operation: None,
         })
     }
 }

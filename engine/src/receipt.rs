@@ -2,6 +2,7 @@
 //! transaction and what an identical retry returns (docs/ARCHITECTURE.md, "The write path of
 //! one prune").
 
+use pruning_journal::EventKind;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -59,12 +60,90 @@ pub struct Receipt {
     /// `archiveHash` the entry it read. Absent from the JSON when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restores: Option<Uuid>,
+    /// Set when the prune removed one of the copies OpenCode keeps besides the parts (a user
+    /// message's `summary.diffs`, a session's superseded snapshots) rather than parts: what it
+    /// removed. Such a receipt's `indexes` and `partIds` are empty. Absent from the JSON when
+    /// unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
 }
 
 impl Receipt {
     /// Whether this is the receipt of a restore rather than of a prune.
     pub fn is_restore(&self) -> bool {
         self.restores.is_some()
+    }
+
+    /// Whether this is the receipt of a compaction (it names no message).
+    pub fn is_compaction(&self) -> bool {
+        matches!(self.operation, Some(Operation::Compaction(_)))
+    }
+
+    /// What the receipt's event announces: a restore, a compaction (with its bytes), or a prune
+    /// (of parts or of diffs).
+    pub fn event_kind(&self) -> EventKind {
+        if self.is_restore() {
+            EventKind::Restored
+        } else if self.is_compaction() {
+            EventKind::Compacted {
+                bytes_removed: self.bytes_removed,
+            }
+        } else {
+            EventKind::Pruned
+        }
+    }
+}
+
+/// What a prune of one of the copies OpenCode keeps removed (docs/ARCHITECTURE.md, "Copies
+/// OpenCode keeps"). JSON: `{"kind": "diffs", ...}` or `{"kind": "compaction", ...}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Operation {
+    /// The file bodies of a user message's `summary.diffs` were emptied.
+    Diffs(DiffsPruned),
+    /// The superseded snapshots of a session's event log were deleted.
+    Compaction(Compacted),
+}
+
+/// What a diffs prune changed: the entries of `summary.diffs` whose file bodies it emptied, in
+/// the message row and in the newest `message.updated.1` snapshot of the message.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffsPruned {
+    /// Entries whose `patch` (or `before`/`after`) text was emptied.
+    pub entries: u32,
+    /// The `message.updated.1` event rewritten with the message row, when the message has one
+    /// in its session's event log.
+    #[serde(
+        rename = "snapshotID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub snapshot_id: Option<String>,
+}
+
+/// What a compaction deleted: superseded snapshots by type, and their event ids.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Compacted {
+    /// `message.part.updated.1` events deleted.
+    pub part_snapshots: u32,
+    /// `message.updated.1` events deleted.
+    pub message_snapshots: u32,
+    /// `session.updated.1` events deleted.
+    pub session_snapshots: u32,
+    /// Ids of the deleted events, in the order they were deleted.
+    #[serde(rename = "eventIDs")]
+    pub event_ids: Vec<String>,
+}
+
+impl Compacted {
+    /// Events deleted, of every type.
+    pub fn total(&self) -> u32 {
+        self.part_snapshots + self.message_snapshots + self.session_snapshots
     }
 }
 

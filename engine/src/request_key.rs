@@ -2,7 +2,9 @@
 //!
 //! Source: CodeNomad `transaction.ts`: SHA-256 of the canonical JSON of `{sessionID, messageID,
 //! revision, indexes}` with indexes sorted ascending; in all-technical mode
-//! `{sessionID, messageID, revision, allTechnical: true}`.
+//! `{sessionID, messageID, revision, allTechnical: true}`. The copies OpenCode keeps besides the
+//! parts are this engine's own: `{..., diffs: true}` for a message's `summary.diffs`, and
+//! `{sessionID, messageID: "", revision, supersededSnapshots: true}` for a session's event log.
 //!
 //! A restore puts a message back as it was, so pruning it again is the same request as the
 //! prune that was undone. Its key is then [`after_restore`] of the undone receipt's key (and
@@ -28,6 +30,10 @@ pub fn request_key(request: &PruneRequest) -> [u8; 32] {
             // Indexes are kept sorted by validation.
             Selection::Indexes(indexes) => map.insert("indexes".into(), json!(indexes)),
             Selection::AllTechnical => map.insert("allTechnical".into(), Value::Bool(true)),
+            Selection::Diffs => map.insert("diffs".into(), Value::Bool(true)),
+            Selection::SupersededSnapshots => {
+                map.insert("supersededSnapshots".into(), Value::Bool(true))
+            }
         };
     }
     Sha256::digest(canonical_json(&body).as_bytes()).into()
@@ -64,5 +70,22 @@ mod tests {
         let c = PruneRequest::all_technical("s".into(), "m".into(), rev).unwrap();
         assert_eq!(request_key(&a), request_key(&b));
         assert_ne!(request_key(&a), request_key(&c));
+    }
+
+    #[test]
+    fn each_kind_of_selection_has_keys_of_its_own() {
+        let rev = "b".repeat(64);
+        let parts = PruneRequest::all_technical("s".into(), "m".into(), rev.clone()).unwrap();
+        let diffs = PruneRequest::diffs("s".into(), "m".into(), rev.clone()).unwrap();
+        let compaction = PruneRequest::compaction("s".into(), rev).unwrap();
+        let keys = [
+            request_key(&parts),
+            request_key(&diffs),
+            request_key(&compaction),
+        ];
+        assert_ne!(keys[0], keys[1]);
+        assert_ne!(keys[1], keys[2]);
+        assert_ne!(keys[0], keys[2]);
+        assert_eq!(compaction.message_id, "");
     }
 }

@@ -82,6 +82,24 @@ pub fn part_bytes(part: &Value) -> u64 {
     measure([part]).bytes.first().copied().unwrap_or(0)
 }
 
+/// The revision a diffs prune ([`crate::Selection::Diffs`]) is bound to: [`revision`] of the
+/// entries of a user message's `summary.diffs`, in order (that of an empty list when the message
+/// has none). The content revision of a user message does not cover its `summary`, so this one
+/// does: a diffs prune planned against one list of diffs is a `conflict` against another.
+pub fn diffs_revision(entries: &[Value]) -> String {
+    revision(entries)
+}
+
+/// The revision a compaction ([`crate::Selection::SupersededSnapshots`]) is bound to: the
+/// lowercase hex SHA-256 of the canonical JSON of `{"aggregateID": session_id, "seq": seq}`,
+/// where `seq` is the session's `event_sequence.seq` (the seq of its newest event; `null` when
+/// the session has no sequence row). Every event OpenCode appends moves it; a compaction
+/// deletes events and appends none, so it leaves it as it was.
+pub fn event_log_revision(session_id: &str, seq: Option<i64>) -> String {
+    let body = serde_json::json!({ "aggregateID": session_id, "seq": seq });
+    sha256_hex(canonical_json(&body).as_bytes())
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

@@ -9,8 +9,12 @@
 //! records that need it, so that a journal that never restored anything stays readable by a
 //! build that reads version 1 alone: an intent whose selection is [`Selection::Restore`] (the
 //! same layout as version 1, with that variant added at the end), and an event whose kind is
-//! not [`EventKind::Pruned`] (version 1's fields, then `kind`). Version 1 records read as
-//! before, their events as `Pruned`.
+//! not [`EventKind::Pruned`] (version 1's fields, then `kind`). Version 3 adds variants at the
+//! end of both enums, in the same layout: an intent whose selection is [`Selection::Diffs`] or
+//! [`Selection::SupersededSnapshots`], and an event whose kind is [`EventKind::Compacted`], are
+//! written as version 3, so that a build that reads versions 1 and 2 refuses them by their
+//! version, never by a variant it cannot decode. Version 1 records read as before, their events
+//! as `Pruned`.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -20,7 +24,10 @@ use crate::error::CodecError;
 use crate::record::{CommittedEvent, EventKind, Intent, Selection};
 
 /// The newest intent and event record version this build writes and reads.
-pub const RECORD_VERSION: u8 = 2;
+pub const RECORD_VERSION: u8 = 3;
+
+/// The record version that added [`Selection::Restore`] and [`EventKind::Restored`].
+const RESTORE_VERSION: u8 = 2;
 
 /// The record format this build writes and reads (the leading byte of every record value, and
 /// the value of the journal's `format_version` meta entry).
@@ -90,20 +97,22 @@ fn split_record(bytes: &[u8]) -> Result<(u8, &[u8]), CodecError> {
     Ok((version, body))
 }
 
-/// Encodes an intent: version 1, or 2 when its selection is a restore.
+/// Encodes an intent: version 1, 2 when its selection is a restore, 3 when it selects diffs or
+/// superseded snapshots.
 ///
 /// Errors: [`CodecError::Encode`].
 pub fn encode_intent(intent: &Intent) -> Result<Vec<u8>, CodecError> {
     let version = match intent.selection {
-        Selection::Restore(_) => RECORD_VERSION,
+        Selection::Diffs | Selection::SupersededSnapshots => RECORD_VERSION,
+        Selection::Restore(_) => RESTORE_VERSION,
         Selection::Indexes(_) | Selection::AllTechnical => FORMAT_VERSION,
     };
     encode_as(version, intent)
 }
 
-/// Decodes an intent of version 1 or 2.
+/// Decodes an intent of version 1, 2 or 3 (one layout, with variants added at the end).
 ///
-/// Errors: as [`decode`], with versions 1 and 2 known.
+/// Errors: as [`decode`], with versions 1 to 3 known.
 pub fn decode_intent(bytes: &[u8]) -> Result<Intent, CodecError> {
     let (_, body) = split_record(bytes)?;
     decode_body(body)
@@ -122,7 +131,7 @@ struct EventV1 {
     committed_at_ms: i64,
 }
 
-/// Encodes an event: version 1 for a prune's, 2 for any other kind.
+/// Encodes an event: version 1 for a prune's, 2 for a restore's, 3 for a compaction's.
 ///
 /// Errors: [`CodecError::Encode`].
 pub fn encode_event(event: &CommittedEvent) -> Result<Vec<u8>, CodecError> {
@@ -140,16 +149,18 @@ pub fn encode_event(event: &CommittedEvent) -> Result<Vec<u8>, CodecError> {
                 committed_at_ms: event.committed_at_ms,
             },
         ),
-        EventKind::Restored => encode_as(RECORD_VERSION, event),
+        EventKind::Restored => encode_as(RESTORE_VERSION, event),
+        EventKind::Compacted { .. } => encode_as(RECORD_VERSION, event),
     }
 }
 
-/// Decodes an event of version 1 (a prune's) or 2.
+/// Decodes an event of version 1 (a prune's), 2 or 3 (one layout, with a kind added at the
+/// end of [`EventKind`]).
 ///
-/// Errors: as [`decode`], with versions 1 and 2 known.
+/// Errors: as [`decode`], with versions 1 to 3 known.
 pub fn decode_event(bytes: &[u8]) -> Result<CommittedEvent, CodecError> {
     let (version, body) = split_record(bytes)?;
-    if version == RECORD_VERSION {
+    if version >= RESTORE_VERSION {
         return decode_body(body);
     }
     let v1: EventV1 = decode_body(body)?;

@@ -3,7 +3,9 @@
 //!
 //! These are plain data: encoding lives in `codec`, storage in `store`. Field order is part of
 //! the on-disk format (postcard encodes fields positionally): changing it needs a new record
-//! version (see `codec`: version 2 added [`Selection::Restore`] and [`CommittedEvent::kind`]).
+//! version (see `codec`: version 2 added [`Selection::Restore`] and [`CommittedEvent::kind`],
+//! version 3 [`Selection::Diffs`], [`Selection::SupersededSnapshots`] and
+//! [`EventKind::Compacted`]).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -18,6 +20,12 @@ pub enum Selection {
     /// Not a prune: the restore of the prune whose receipt id this is (its parts put back from
     /// the archive). Record version 2.
     Restore(Uuid),
+    /// No part: the copies of file bodies a message keeps besides its parts (OpenCode's
+    /// `summary.diffs`). Record version 3.
+    Diffs,
+    /// No message: the superseded snapshots of a session's event log (the intent's message id
+    /// is empty). Record version 3.
+    SupersededSnapshots,
 }
 
 /// What a committed intent did, as its event announces it.
@@ -27,6 +35,12 @@ pub enum EventKind {
     Pruned,
     /// A prune was undone: its parts were put back (record version 2).
     Restored,
+    /// A session's superseded snapshots were deleted (record version 3): `removed_count`
+    /// snapshots, `bytes_removed` bytes of row data.
+    Compacted {
+        /// Bytes of row data deleted.
+        bytes_removed: u64,
+    },
 }
 
 /// Where an intent stands. `Pending` is the only non-terminal state: an intent leaves it at

@@ -93,8 +93,9 @@ pub struct ResyncData {
         the cursor, then live",
     description = "Each `id:` is a journal sequence number. Resume with the Last-Event-ID \
         header (wins) or ?since=SEQ: no gap, no duplicate. Event types: \
-        `rpc.codenomad.session-pruning.pruned` (data: the `PrunedEventData` schema); \
-        `heartbeat` (data: `Heartbeat`, id = its cursor) after each quiet interval; `resync` \
+        `rpc.codenomad.session-pruning.pruned` and `rpc.codenomad.session-pruning.restored` \
+        (data: the `PrunedEventData` schema); `rpc.codenomad.session-pruning.compacted` (data: \
+        the `CompactedEventData` schema); `heartbeat` (data: `Heartbeat`, id = its cursor) after each quiet interval; `resync` \
         (data: `Resync`) when the cursor is older than the journal keeps or past its end: \
         reload everything.",
     params(
@@ -340,9 +341,10 @@ fn sequence(field: &str, text: &str) -> Result<u64, ApiError> {
     })
 }
 
-/// Appends `event: rpc.codenomad.session-pruning.pruned`, `id: SEQ` (left out with `with_id`
-/// false), `data: {sessionID, messageID, revision}` (compact JSON, keys in that order), each
-/// line ended by `\n`, and the empty line that ends the event.
+/// Appends `event: rpc.codenomad.session-pruning.pruned` (or the event's own type), `id: SEQ`
+/// (left out with `with_id` false), `data: {sessionID, messageID, revision}` (compact JSON,
+/// keys in that order; a compaction's `{sessionID, snapshots, bytes}`), each line ended by
+/// `\n`, and the empty line that ends the event.
 fn pruned(event: &PrunedEvent, with_id: bool, chunk: &mut Vec<u8>) {
     chunk.extend_from_slice(b"event: ");
     chunk.extend_from_slice(event.event_type.as_bytes());
@@ -353,7 +355,7 @@ fn pruned(event: &PrunedEvent, with_id: bool, chunk: &mut Vec<u8>) {
     chunk.extend_from_slice(b"\ndata: ");
     // serde_json writes no raw line break, so the data is one `data:` line. Three strings
     // always serialize, and a `Vec` always takes the bytes: there is no error to meet.
-    let _ = serde_json::to_writer(&mut *chunk, &event.data);
+    let _ = serde_json::to_writer(&mut *chunk, &event.announced_data());
     chunk.extend_from_slice(b"\n\n");
 }
 
@@ -392,7 +394,23 @@ mod tests {
             },
             removed_count: 3,
             committed_at_ms: 1_700_000_000_000,
+            bytes_removed: None,
         }
+    }
+
+    #[test]
+    fn a_compacted_frame_carries_the_session_snapshots_and_bytes() {
+        let mut compacted = event(9, "");
+        compacted.event_type = pruning_engine::COMPACTED_EVENT_TYPE;
+        compacted.removed_count = 40;
+        compacted.bytes_removed = Some(123_456);
+        let mut chunk = Vec::new();
+        pruned(&compacted, true, &mut chunk);
+        assert_eq!(
+            String::from_utf8(chunk).expect("UTF-8"),
+            "event: rpc.codenomad.session-pruning.compacted\nid: 9\n\
+             data: {\"sessionID\":\"ses_a\",\"snapshots\":40,\"bytes\":123456}\n\n"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use pruning_engine::PrunedEventData;
+use pruning_engine::{CompactedEventData, PrunedEventData};
 use utoipa::openapi::schema::{AdditionalProperties, AllOf, ArrayItems, Object, Schema, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{OpenApi as Document, RefOr};
@@ -33,7 +33,7 @@ use super::responses::{
     ),
     modifiers(&Authentication),
     components(
-        schemas(ErrorBody, PrunedEventData, HeartbeatData, ResyncData),
+        schemas(ErrorBody, PrunedEventData, CompactedEventData, HeartbeatData, ResyncData),
         responses(BadRequest, Unauthorized, Forbidden, NotFound, BodyTimeout, TooLarge, Internal)
     )
 )]

@@ -92,6 +92,35 @@ pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
         "  of them named by no row",
         size(&stats.spill.unreferenced)
     )?;
+    let c = &stats.copies;
+    say!(
+        "\n{:<34} {:>10} {:>11}",
+        "copies OpenCode keeps",
+        "count",
+        "bytes"
+    )?;
+    for superseded in &c.superseded_snapshots {
+        say!(
+            "{:<34} {}",
+            format!("superseded {}", output::printable(&superseded.event_type)),
+            size(&superseded.volume)
+        )?;
+    }
+    say!(
+        "{:<34} {}",
+        "diff file bodies in messages",
+        size(&c.diffs_in_messages)
+    )?;
+    say!(
+        "{:<34} {}",
+        "  and in message.updated.1 events",
+        size(&c.diffs_in_snapshots)
+    )?;
+    let superseded: u64 = c.superseded_snapshots.iter().map(|s| s.volume.bytes).sum();
+    say!(
+        "a clean compacts the superseded snapshots ({}) by default; --diffs empties the file bodies of the turns before the kept ones",
+        output::bytes(superseded)
+    )?;
     let technical =
         t.tool_parts.bytes + t.reasoning_parts.bytes + t.snapshot_events.bytes + t.v2_entries.bytes;
     say!(

@@ -412,7 +412,14 @@ fn receipts_written_before_the_chain_are_chained_by_the_next_prune() {
     let fx = Fixture::new();
     let first = run(
         &fx.db,
-        &["--abandoned-after", "never", "clean", MANY_TURNS, "--apply"],
+        &[
+            "--abandoned-after",
+            "never",
+            "clean",
+            MANY_TURNS,
+            "--apply",
+            "--no-compact",
+        ],
     );
     assert_exit(&first, 0);
     let before = fx.scalar("SELECT count(*) FROM session_prune_receipt");
@@ -428,7 +435,14 @@ fn receipts_written_before_the_chain_are_chained_by_the_next_prune() {
     assert_eq!(json(&legacy)["chain"]["length"], 0);
     let rest = run(
         &fx.db,
-        &["--abandoned-after", "never", "clean", "--all", "--apply"],
+        &[
+            "--abandoned-after",
+            "never",
+            "clean",
+            "--all",
+            "--apply",
+            "--no-compact",
+        ],
     );
     assert_exit(&rest, 0);
     let out = audit(&fx, &[]);

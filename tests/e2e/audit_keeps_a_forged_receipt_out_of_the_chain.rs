@@ -12,7 +12,7 @@ use common::*;
 /// The id of the forged receipt.
 const FORGED: &str = "01a22fcd-0000-7000-8000-000000000000";
 
-/// Receipts `clean MANY_TURNS --apply` writes on the fixture.
+/// Receipts `clean MANY_TURNS --apply --no-compact` writes on the fixture.
 const MANY_TURNS_RECEIPTS: i64 = 8;
 
 /// The fixture with the "many turns" session cleaned: a chain of 8 receipts.
@@ -20,7 +20,14 @@ fn many_turns_cleaned() -> Fixture {
     let fx = Fixture::new();
     let out = run(
         &fx.db,
-        &["--abandoned-after", "never", "clean", MANY_TURNS, "--apply"],
+        &[
+            "--abandoned-after",
+            "never",
+            "clean",
+            MANY_TURNS,
+            "--apply",
+            "--no-compact",
+        ],
     );
     assert_exit(&out, 0);
     assert_eq!(
@@ -41,6 +48,7 @@ fn clean_the_rest(fx: &Fixture) {
             "clean",
             "--all",
             "--apply",
+            "--no-compact",
         ],
     );
     assert_exit(&out, 0);

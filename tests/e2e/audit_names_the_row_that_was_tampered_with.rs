@@ -194,7 +194,14 @@ fn a_chain_head_edited_to_the_largest_place_does_not_stop_the_next_prune() {
     fx.skip_audit();
     let first = run(
         &fx.db,
-        &["--abandoned-after", "never", "clean", MANY_TURNS, "--apply"],
+        &[
+            "--abandoned-after",
+            "never",
+            "clean",
+            MANY_TURNS,
+            "--apply",
+            "--no-compact",
+        ],
     );
     assert_exit(&first, 0);
     fx.exec(&format!(
@@ -210,6 +217,7 @@ fn a_chain_head_edited_to_the_largest_place_does_not_stop_the_next_prune() {
             "clean",
             "--all",
             "--apply",
+            "--no-compact",
         ],
     );
     assert_exit(&rest, 0);

@@ -41,7 +41,8 @@ fn technical_messages(db: &Path) -> (i64, i64) {
 }
 
 /// The dry run and the apply agree; only the messages before the compaction are pruned, and a
-/// session without a compaction is left whole.
+/// session without a compaction is left whole (the snapshots are left as they are:
+/// `--no-compact`).
 #[test]
 fn clean_before_compaction_prunes_only_messages_older_than_the_compaction() {
     let fx = Fixture::new();
@@ -51,6 +52,7 @@ fn clean_before_compaction_prunes_only_messages_older_than_the_compaction() {
         "--json",
         "clean",
         "--all",
+        "--no-compact",
         "--keep-last-turns",
         "0",
         "--before-compaction",

@@ -155,10 +155,26 @@ fn an_applied_clean_removes_every_copy_and_keeps_every_text() {
         texts_before,
         "every text part byte-identical"
     );
+    // A receipt per pruned message, and one per compacted session.
     let receipts = fx.scalar("SELECT count(*) FROM session_prune_receipt");
-    assert_eq!(receipts, 21);
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM session_prune_receipt WHERE operation IS NULL"),
+        21
+    );
+    assert_eq!(
+        receipts - 21,
+        report["compaction"]["sessions"].as_i64().unwrap()
+    );
+    assert_eq!(receipts, 30);
     let events = json(&run(&fx.db, &["--json", "receipts"]));
-    assert_eq!(events.as_array().unwrap().len(), 21);
+    assert_eq!(events.as_array().unwrap().len(), 30);
+    // No snapshot is superseded any more but where the clean may not go: the killed runs' own
+    // messages, and the read-only V2 session.
+    let superseded_elsewhere = fx.scalar(&format!(
+        "SELECT count(*) FROM ({SUPERSEDED_SQL}) WHERE aggregate_id NOT IN ('{KILLED_MID_TOOL}', \
+         '{KILLED_MID_STREAM}', '{V2_SESSION}')"
+    ));
+    assert_eq!(superseded_elsewhere, 0);
     assert_eq!(
         fx.scalar("SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
         1
@@ -167,7 +183,8 @@ fn an_applied_clean_removes_every_copy_and_keeps_every_text() {
     // Again: nothing left to do, nothing written.
     let again = clean_everything(&fx, &["--apply"]);
     assert_eq!(again["pruned"], 0);
-    assert_eq!(fx.scalar("SELECT count(*) FROM session_prune_receipt"), 21);
+    assert_eq!(again["compaction"]["sessions"], 0);
+    assert_eq!(fx.scalar("SELECT count(*) FROM session_prune_receipt"), 30);
 
     // VACUUM gives the freed pages back.
     let size = std::fs::metadata(&fx.db).unwrap().len();
@@ -261,13 +278,30 @@ fn a_dry_run_reports_what_the_apply_then_does() {
         "considered",
         "skipped",
         "blocked",
+        "compaction",
+        "bytesByKind",
+        "file",
     ] {
         assert_eq!(dry[key], applied[key], "{key}: {dry} vs {applied}");
     }
     assert_eq!(dry["status"], "dry-run");
     assert_eq!(applied["status"], "cleaned");
+    // Every receipt's bytes are counted once, under their kind.
+    let kinds = &applied["bytesByKind"];
+    let by_kind: i64 = ["parts", "partSnapshots", "supersededSnapshots", "diffs"]
+        .iter()
+        .map(|kind| kinds[kind].as_i64().unwrap())
+        .sum();
     let receipts = fx.scalar("SELECT sum(bytes_removed) FROM session_prune_receipt");
-    assert_eq!(applied["bytes"].as_i64().unwrap(), receipts);
+    assert_eq!(by_kind, receipts);
+    let parts =
+        fx.scalar("SELECT sum(bytes_removed) FROM session_prune_receipt WHERE operation IS NULL");
+    assert_eq!(applied["bytes"].as_i64().unwrap(), parts);
+    assert_eq!(
+        applied["compaction"]["bytes"].as_i64().unwrap(),
+        receipts - parts
+    );
+    assert!(applied["compaction"]["sessions"].as_u64().unwrap() > 0);
     assert!(applied["keptRecent"].as_u64().unwrap() > 0);
 }
 

@@ -7,12 +7,15 @@ use crate::common;
 use common::cli::{assert_exit, json, run};
 use common::Fixture;
 
-/// `clean --all --keep-last-turns 0 --until-live-size SIZE --json`, dry run or applied.
+/// `clean --all --no-compact --keep-last-turns 0 --until-live-size SIZE --json`, dry run or
+/// applied: the parts alone, oldest first (the compaction that comes first is
+/// `clean_compacts_superseded_snapshots_first`'s).
 pub(crate) fn clean(fx: &Fixture, size: &str, apply: bool) -> serde_json::Value {
     let mut args = vec![
         "--json",
         "clean",
         "--all",
+        "--no-compact",
         "--keep-last-turns",
         "0",
         "--until-live-size",

@@ -138,7 +138,14 @@ fn audit_answers_the_report_the_cli_prints() {
     let fx = Fixture::new();
     let cleaned = run(
         &fx.db,
-        &["--abandoned-after", "never", "clean", "--all", "--apply"],
+        &[
+            "--abandoned-after",
+            "never",
+            "clean",
+            "--all",
+            "--apply",
+            "--no-compact",
+        ],
     );
     assert_exit(&cleaned, 0);
     let app = App::start(&fx);

@@ -42,6 +42,8 @@ mod clean_until_live_size_prunes_oldest_first;
 mod cli_commands_and_exit_codes;
 mod cli_history_and_prune_batch;
 mod cli_reports_the_journal_busy_while_serving;
+mod compaction_keeps_the_newest_snapshot_of_each_entity;
+mod compaction_refusals_change_nothing;
 mod contract_bounds_are_enforced_before_journaling;
 mod damaged_rows_never_stop_a_scan_or_a_prune;
 mod duration_flags_take_the_same_forms;

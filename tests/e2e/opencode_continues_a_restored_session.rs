@@ -187,7 +187,15 @@ fn opencode_continues_a_restored_session_with_its_tool_output() {
         let ids = stmt.query_map([], |row| row.get(0)).expect("query");
         ids.collect::<rusqlite::Result<_>>().expect("ids")
     };
-    assert_eq!(receipts.len() as u64, report["pruned"].as_u64().unwrap());
+    // A receipt per pruned message, and one per compacted session (the compactions first).
+    assert_eq!(
+        receipts.len() as u64,
+        report["pruned"].as_u64().unwrap() + report["compaction"]["sessions"].as_u64().unwrap()
+    );
+    assert!(
+        report["compaction"]["sessions"].as_u64().unwrap() > 0,
+        "{report}"
+    );
     let continued = prompt(&env, &mock, "continue");
     for request in &continued {
         assert!(
@@ -203,8 +211,9 @@ fn opencode_continues_a_restored_session_with_its_tool_output() {
     assert_eq!(audit["ok"], true, "{audit}");
     assert_eq!(audit["archive"]["checked"], receipts.len(), "{audit}");
 
-    // Restore every receipt.
-    for receipt in &receipts {
+    // Restore every receipt, newest first: a compaction's snapshots go back once the prunes
+    // after it put back the newer snapshots that supersede them.
+    for receipt in receipts.iter().rev() {
         let restored = session_prune(&db, &["restore", receipt], 0);
         assert_eq!(restored["status"], "restored", "{restored}");
     }

@@ -10,17 +10,20 @@ use std::path::Path;
 
 use crate::common;
 
-use common::archive::{archive_digest, archive_path, clean_archived, prune_receipts, unrestored};
+use common::archive::{
+    archive_digest, archive_path, clean_archived_with, prune_receipts, unrestored,
+};
 use common::cli::{assert_exit, json, run};
 use common::*;
 use pruning_engine::{IntentState, Journal};
 use pruning_journal::Selection;
 use serde_json::{json, Value};
 
-/// The fixture after `clean --all --apply --archive`.
+/// The fixture after an archiving clean of its parts (`--no-compact`: these refusals are of
+/// prunes of parts; a compaction's restore has tests of its own).
 fn archived() -> Fixture {
     let fx = Fixture::new();
-    clean_archived(&fx.db, &[]);
+    clean_archived_with(&fx.db, &[], &["--no-compact"]);
     fx
 }
 

@@ -9,11 +9,11 @@
 use std::collections::{HashMap, HashSet};
 
 use pruning_engine::{
-    AuditScope, BlockedReason, ChangeKind, Discrepancy, DiscrepancyKind, MessageChange, Receipt,
-    StoreAudit, StoredMessage,
+    AuditScope, BlockedReason, ChangeKind, Discrepancy, DiscrepancyKind, MessageChange, Operation,
+    Receipt, StoreAudit, StoredMessage,
 };
 use rusqlite::types::ValueRef;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 
 use pruning_archive::ArchiveReader;
@@ -135,10 +135,10 @@ fn read_rows(conn: &Connection) -> rusqlite::Result<Vec<Row>> {
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map([], |row| {
         // The linked columns in their chain order: storage goes after message_id.
-        let selected = (3..19)
+        let selected = (3..3 + receipts::SELECTED_COLUMNS.len())
             .map(|i| row.get_ref(i))
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let storage = row.get_ref(19)?;
+        let storage = row.get_ref(3 + receipts::SELECTED_COLUMNS.len())?;
         let mut linked = selected[..5].to_vec();
         linked.push(storage);
         linked.extend_from_slice(&selected[5..]);
@@ -389,15 +389,16 @@ fn check_chain(rows: &[Row], head: Recorded, found: &mut StoreAudit) {
     found.chain_head = last.map(|(_, stored, _)| stored);
 }
 
-/// No part a V1 receipt removed is in `part` or in a `message.part.updated.1` snapshot again, and
-/// no item a V2 receipt removed is in its message's content again (that is checked with the
-/// message, in [`check_messages`]).
+/// No part a V1 receipt removed is in `part` or in a `message.part.updated.1` snapshot again, no
+/// snapshot a compaction deleted is in `event` again, and no item a V2 receipt removed is in its
+/// message's content again (that is checked with the message, in [`check_messages`]).
 fn check_removed_parts(
     conn: &Connection,
     schema: &Schema,
     checked: &[(&Row, &Receipt)],
     found: &mut StoreAudit,
 ) -> rusqlite::Result<()> {
+    check_compacted(conn, schema, checked, found)?;
     let mut removed: HashMap<&str, &Receipt> = HashMap::new();
     for (row, receipt) in checked {
         if row.storage == v1::apply::STORAGE {
@@ -463,9 +464,138 @@ fn check_removed_parts(
     Ok(())
 }
 
+/// No snapshot event a compaction still standing deleted is in `event` again (looked up by id).
+fn check_compacted(
+    conn: &Connection,
+    schema: &Schema,
+    checked: &[(&Row, &Receipt)],
+    found: &mut StoreAudit,
+) -> rusqlite::Result<()> {
+    if !schema.has_events() {
+        return Ok(());
+    }
+    let mut stmt = conn.prepare_cached("SELECT count(*) FROM event WHERE id = ?1")?;
+    for (_, receipt) in checked {
+        let Some(Operation::Compaction(compacted)) = &receipt.operation else {
+            continue;
+        };
+        for event_id in &compacted.event_ids {
+            let back: i64 = stmt.query_row([event_id], |row| row.get(0))?;
+            if back > 0 {
+                found.discrepancies.push(
+                    Discrepancy::new(
+                        DiscrepancyKind::SnapshotBack,
+                        format!(
+                            "snapshot event {event_id}, which compaction receipt {} deleted, is \
+                             back in table event",
+                            receipt.receipt_id
+                        ),
+                    )
+                    .receipt(receipt.receipt_id),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A diffs-pruned message against its newest receipt: its diffs revision now is the revision
+/// after that receipt; the revision before a prune still standing is a discrepancy (the bodies
+/// are back), as is a body back in the snapshot the prune rewrote; anything else is a change.
+fn check_diffs(
+    conn: &Connection,
+    receipt: &Receipt,
+    standing: Option<&Receipt>,
+    found: &mut StoreAudit,
+) -> rusqlite::Result<Option<MessageChange>> {
+    let (session_id, message_id) = (receipt.session_id.as_str(), receipt.message_id.as_str());
+    let change = |change: ChangeKind, detail: String| MessageChange {
+        change,
+        receipt_id: receipt.receipt_id,
+        session_id: session_id.to_string(),
+        message_id: message_id.to_string(),
+        detail,
+    };
+    if let Some(Receipt {
+        operation: Some(Operation::Diffs(diffs)),
+        ..
+    }) = standing
+    {
+        if let Some(id) = &diffs.snapshot_id {
+            let data: Option<String> = conn
+                .query_row(
+                    "SELECT CASE typeof(data) WHEN 'text' THEN data END FROM event WHERE id = ?1",
+                    [id],
+                    |row| row.get(0),
+                )
+                .optional()?
+                .flatten();
+            let back = data
+                .and_then(|data| v1::diffs::empty_bodies(&data, "/info/summary/diffs").ok())
+                .is_some_and(|emptied| emptied.entries > 0);
+            if back {
+                found.discrepancies.push(
+                    Discrepancy::new(
+                        DiscrepancyKind::SnapshotBack,
+                        format!(
+                            "snapshot event {id} of message {message_id} holds file bodies in its \
+                             summary diffs again, which receipt {} emptied",
+                            receipt.receipt_id
+                        ),
+                    )
+                    .receipt(receipt.receipt_id),
+                );
+            }
+        }
+    }
+    let Some(revision) = v1::diffs::revision_of(conn, session_id, message_id)? else {
+        let gone = !v1_read::has_message(conn, session_id, message_id)?;
+        return Ok(Some(if gone {
+            change(
+                ChangeKind::Deleted,
+                format!(
+                    "message {message_id} is gone: it was deleted since receipt {}",
+                    receipt.receipt_id
+                ),
+            )
+        } else {
+            change(
+                ChangeKind::Unreadable,
+                format!("message {message_id} is no longer a JSON object"),
+            )
+        }));
+    };
+    if revision == receipt.revision_after {
+        return Ok(None);
+    }
+    if standing.is_some_and(|pruned| revision == pruned.revision_before) {
+        found.discrepancies.push(
+            Discrepancy::new(
+                DiscrepancyKind::ContentBack,
+                format!(
+                    "the file bodies receipt {} emptied from message {message_id}'s summary diffs \
+                     are back in its row",
+                    receipt.receipt_id
+                ),
+            )
+            .receipt(receipt.receipt_id),
+        );
+        return Ok(None);
+    }
+    Ok(Some(change(
+        ChangeKind::Written,
+        format!(
+            "message {message_id}'s summary diffs were written since receipt {}: their revision \
+             is {revision}, not {}",
+            receipt.receipt_id, receipt.revision_after
+        ),
+    )))
+}
+
 /// Each pruned message against its newest receipt (a prune's or a restore's): the revision after
 /// that receipt, or a change reported; for V2, no item a prune still standing (`pruned`: not
-/// restored) removed back in the content.
+/// restored) removed back in the content. A compaction names no message and is not among them;
+/// a message whose prunes emptied its diffs is checked by its diffs revision ([`check_diffs`]).
 fn check_messages(
     conn: &Connection,
     checked: &[(&Row, &Receipt)],
@@ -477,12 +607,27 @@ fn check_messages(
     let mut newest: HashMap<(&str, &str), (&Row, &Receipt)> = HashMap::new();
     let mut removed: HashMap<(&str, &str), HashSet<&str>> = HashMap::new();
     let mut order: Vec<(&str, &str)> = Vec::new();
+    // Messages whose receipts emptied diffs, with the newest such prune still standing.
+    let mut diffs: HashMap<(&str, &str), Option<&Receipt>> = HashMap::new();
     for (row, receipt) in checked {
+        if receipt.message_id.is_empty() {
+            // A compaction's, or its restore's: no message.
+            continue;
+        }
         let key = (receipt.session_id.as_str(), receipt.message_id.as_str());
         if newest.insert(key, (row, receipt)).is_none() {
             order.push(key);
         }
         removed.entry(key).or_default();
+        if matches!(receipt.operation, Some(Operation::Diffs(_))) {
+            diffs.entry(key).or_default();
+        }
+    }
+    for (_, receipt) in pruned {
+        if matches!(receipt.operation, Some(Operation::Diffs(_))) {
+            let key = (receipt.session_id.as_str(), receipt.message_id.as_str());
+            diffs.insert(key, Some(receipt));
+        }
     }
     for (_, receipt) in pruned {
         let key = (receipt.session_id.as_str(), receipt.message_id.as_str());
@@ -495,6 +640,15 @@ fn check_messages(
     for key in order {
         let (row, receipt) = newest[&key];
         let (session_id, message_id) = key;
+        if let Some(standing) = diffs.get(&key) {
+            // The newest prune of the diffs still standing is the newest receipt's own, unless
+            // a restore came after it.
+            let standing = standing.filter(|pruned| pruned.receipt_id == receipt.receipt_id);
+            if let Some(change) = check_diffs(conn, receipt, standing, found)? {
+                found.changes.push(change);
+            }
+            continue;
+        }
         let loaded = if row.storage == v2::apply::STORAGE {
             v2::load(conn, session_id, message_id)?.map(|(message, _)| message)
         } else {

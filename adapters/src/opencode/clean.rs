@@ -194,43 +194,14 @@ pub fn messages(
         [session_id],
         |row| row.get(0),
     )?;
-    let before = if keep_last_turns == 0 {
-        i64::MAX
-    } else {
-        let mut users = Vec::new();
-        if v1 {
-            users.push(format!(
-                "SELECT time_created AS t FROM message WHERE session_id = ?1 AND {V1_ROLE} = 'user'"
-            ));
-        }
-        if v2 {
-            users.push(
-                "SELECT time_created AS t FROM session_message WHERE session_id = ?1 AND type = 'user'"
-                    .to_string(),
-            );
-        }
-        // Only user rows with a number for a time count: a damaged time can only make fewer
-        // turns look recent, never move the kept turns later.
-        let sql = format!(
-            "SELECT t FROM ({}) WHERE typeof(t) = 'integer' ORDER BY t DESC LIMIT 1 OFFSET ?2",
-            users.join(" UNION ALL ")
-        );
-        let boundary: Option<i64> = conn
-            .query_row(
-                &sql,
-                rusqlite::params![session_id, keep_last_turns - 1],
-                |row| row.get(0),
-            )
-            .ok();
-        match boundary {
-            Some(t) => t,
-            // Fewer user turns than kept: every turn is kept.
-            None => {
-                return Ok(Listing {
-                    kept: total.max(0) as u64,
-                    ..Listing::default()
-                })
-            }
+    let before = match kept_boundary(conn, v1, v2, session_id, keep_last_turns)? {
+        Some(t) => t,
+        // Fewer user turns than kept: every turn is kept.
+        None => {
+            return Ok(Listing {
+                kept: total.max(0) as u64,
+                ..Listing::default()
+            })
         }
     };
     // Rows whose time is not a number come too (they are reported as unplaceable), but not
@@ -293,6 +264,50 @@ pub fn messages(
     };
     let after_compaction = (rows.len() - older.len()) as u64;
     Ok(listed(older, kept, after_compaction))
+}
+
+/// The `time_created` (ms since the Unix epoch) before which a session's messages are outside
+/// its last `keep_last_turns` user turns: the `keep_last_turns`-th newest user message's
+/// (`i64::MAX` when no turn is kept); `None` when the session has fewer user turns than that
+/// (every turn is kept). Only user rows with a number for a time count: a damaged time can only
+/// make fewer turns look recent, never move the kept turns later. `v1` and `v2` say which
+/// generations' tables there are.
+pub(crate) fn kept_boundary(
+    conn: &Connection,
+    v1: bool,
+    v2: bool,
+    session_id: &str,
+    keep_last_turns: u32,
+) -> rusqlite::Result<Option<i64>> {
+    if keep_last_turns == 0 {
+        return Ok(Some(i64::MAX));
+    }
+    const V1_ROLE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.role') END";
+    let mut users = Vec::new();
+    if v1 {
+        users.push(format!(
+            "SELECT time_created AS t FROM message WHERE session_id = ?1 AND {V1_ROLE} = 'user'"
+        ));
+    }
+    if v2 {
+        users.push(
+            "SELECT time_created AS t FROM session_message WHERE session_id = ?1 AND type = 'user'"
+                .to_string(),
+        );
+    }
+    if users.is_empty() {
+        return Ok(None);
+    }
+    let sql = format!(
+        "SELECT t FROM ({}) WHERE typeof(t) = 'integer' ORDER BY t DESC LIMIT 1 OFFSET ?2",
+        users.join(" UNION ALL ")
+    );
+    conn.query_row(
+        &sql,
+        rusqlite::params![session_id, keep_last_turns - 1],
+        |row| row.get(0),
+    )
+    .optional()
 }
 
 /// The oldest message OpenCode still sends the model in a session with a completed
@@ -358,22 +373,44 @@ pub fn compaction_boundary(
     }))
 }
 
-/// Bytes of row data a prune of the parts at `indexes` of a message would remove, as its receipt
-/// would count them: for a V1 message, the part rows and their `message.part.updated.1`
-/// snapshots; for a V2 message, `planned_bytes` (the entries' size, which is what the row
-/// shrinks by).
-pub fn freed_bytes(
+/// What a prune of some parts of a message would free, as its receipt would count it (bytes of
+/// row data).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Freed {
+    /// The part rows' `data` (V1), or what the message row shrinks by (V2).
+    pub parts: u64,
+    /// The `message.part.updated.1` snapshots of those parts (V1 with an event log).
+    pub snapshots: u64,
+}
+
+impl Freed {
+    /// Everything the prune frees: what its receipt's `bytesRemoved` will say.
+    pub fn total(&self) -> u64 {
+        self.parts + self.snapshots
+    }
+}
+
+/// What a prune of the parts at `indexes` of a message would remove, as its receipt would count
+/// it: for a V1 message, the part rows and their `message.part.updated.1` snapshots; for a V2
+/// message, `planned_bytes` (the entries' size, which is what the row shrinks by). With
+/// `after_compaction`, the prune runs after its session's compaction, which deletes the
+/// superseded snapshots first: only the others are counted.
+pub fn freed(
     store: &OpenCodeStore,
     session_id: &str,
     message_id: &str,
     indexes: &[usize],
     planned_bytes: u64,
-) -> Result<u64, StoreError> {
+    after_compaction: bool,
+) -> Result<Freed, StoreError> {
     let conn = store.connection();
     let storage = |e: rusqlite::Error| StoreError::Storage(Box::new(e));
     let schema = store.schema_of(&conn).map_err(storage)?;
     if Generation::of(&conn, &schema, session_id, message_id).map_err(storage)? == Generation::V2 {
-        return Ok(planned_bytes);
+        return Ok(Freed {
+            parts: planned_bytes,
+            snapshots: 0,
+        });
     }
     // Parts in content order (`ORDER BY id`, as OpenCode reads them).
     let mut stmt = conn
@@ -398,19 +435,30 @@ pub fn freed_bytes(
         let mut known = store.known(&conn, &schema)?;
         // One read transaction: the snapshot index is learnt at one data version.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let found = known
-            .refresh(&conn)
-            .and_then(|()| super::v1::events::find_snapshots(&conn, &mut known, session_id, &ids));
+        let found = known.refresh(&conn).and_then(|()| {
+            let found = super::v1::events::find_snapshots(&conn, &mut known, session_id, &ids)?;
+            let compacted = if after_compaction {
+                known.superseded_of(&conn, session_id, &ids)?
+            } else {
+                std::collections::HashSet::new()
+            };
+            Ok(found
+                .into_iter()
+                .filter(|(id, _)| !compacted.contains(id))
+                .collect::<Vec<_>>())
+        });
         let _ = conn.execute_batch("COMMIT");
         found.map_err(storage)?
     } else {
         Vec::new()
     };
-    Ok(bytes
-        + snapshots
+    Ok(Freed {
+        parts: bytes,
+        snapshots: snapshots
             .iter()
             .map(|(_, len)| u64::try_from(*len).unwrap_or(0))
-            .sum::<u64>())
+            .sum::<u64>(),
+    })
 }
 
 /// V1 `part` rows of `session_id` whose `message` row is missing: no clean looks at them.

@@ -6,8 +6,8 @@
 //! Source: docs/ARCHITECTURE.md, "Storage generations".
 
 use pruning_engine::{
-    AbandonedRun, Applied, Plan, PreviewRequest, PruneCommand, PruneRequest, Refusal, StoreError,
-    StoredMessage,
+    AbandonedRun, Applied, BlockedReason, Plan, PreviewRequest, PruneCommand, PruneRequest,
+    Refusal, Selection, StoreError, StoredMessage,
 };
 use std::sync::Arc;
 
@@ -16,6 +16,8 @@ use rusqlite::Connection;
 use super::archive::StoreArchive;
 use super::schema::Schema;
 use super::v1::apply::{PlanUse, V1Plan};
+use super::v1::compact::{CompactionPlan, Survey};
+use super::v1::diffs::DiffsPlan;
 use super::v1::fence::{FenceClock, FenceLimits};
 use super::v1::known::Known;
 use super::v1::read::{self, Texts};
@@ -112,7 +114,8 @@ pub(crate) fn read(
 /// migration OpenCode committed before the write lock was taken is seen. What `known` learnt
 /// stays for the next transaction only when this one committed its writes (or wrote nothing);
 /// otherwise it is forgotten. With `archive`, the rows the prune removes are archived, durable
-/// before the commit (see `super::archive`).
+/// before the commit (see `super::archive`). A compaction uses `survey`, the session's
+/// snapshots read before the transaction began (`super::v1::compact`).
 pub(crate) fn apply(
     conn: &Connection,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
@@ -120,11 +123,12 @@ pub(crate) fn apply(
     command: &PruneCommand<'_>,
     limits: FenceLimits,
     archive: Option<&mut StoreArchive>,
+    survey: Option<&Survey>,
 ) -> Result<Applied, StoreError> {
     let applied = write::in_transaction(conn, || {
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
-        prune(conn, &schema, known, command, limits, archive)
+        prune(conn, &schema, known, command, limits, archive, survey)
     });
     if !matches!(applied, Ok(Applied::Pruned { .. })) {
         known.forget();
@@ -134,7 +138,7 @@ pub(crate) fn apply(
 
 /// What a prune of `request` would do (nothing is written): the checks before any write, inside
 /// the caller's transaction, with the abandoned run the receipt would record. `now_ms` is the
-/// time the fence compares with.
+/// time the fence compares with. A compaction uses `survey`.
 pub(crate) fn dry_run(
     conn: &Connection,
     schema: &Schema,
@@ -142,6 +146,7 @@ pub(crate) fn dry_run(
     request: &PruneRequest,
     now_ms: i64,
     limits: FenceLimits,
+    survey: Option<&Survey>,
 ) -> rusqlite::Result<Prepared<(Plan, Option<AbandonedRun>)>> {
     let key = hex::encode(super::receipts::live_key(
         conn,
@@ -157,6 +162,7 @@ pub(crate) fn dry_run(
         &key,
         limits.at(now_ms),
         Texts::Skip,
+        survey,
     )?;
     Ok(prepared.map(|planned| {
         let abandoned = planned.abandoned(now_ms);
@@ -167,7 +173,7 @@ pub(crate) fn dry_run(
 /// The rows the prune of `request` would remove, read inside the caller's read transaction after
 /// the checks a prune runs before writing (at `now_ms`, ms since the Unix epoch), as its archive
 /// entry holds them; `None` when the prune would write nothing (refused, or already committed).
-/// A prune a clean planned is left for the prune.
+/// A prune a clean planned is left for the prune. A compaction uses `survey`.
 pub(crate) fn capture_ahead(
     conn: &Connection,
     schema: &Schema,
@@ -175,6 +181,7 @@ pub(crate) fn capture_ahead(
     request: &PruneRequest,
     now_ms: i64,
     limits: FenceLimits,
+    survey: Option<&Survey>,
 ) -> rusqlite::Result<Option<pruning_archive::ArchivedRows>> {
     let key = hex::encode(super::receipts::live_key(
         conn,
@@ -183,6 +190,23 @@ pub(crate) fn capture_ahead(
     )?);
     known.refresh(conn)?;
     let clock = limits.at(now_ms);
+    match request.selection {
+        Selection::SupersededSnapshots => {
+            return match v1::compact::prepare(conn, schema, known, request, &key, clock, survey)? {
+                Prepared::Plan(planned) => {
+                    v1::compact::capture_ahead(conn, &request.session_id, &planned)
+                }
+                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
+            };
+        }
+        Selection::Diffs => {
+            return match v1::diffs::prepare(conn, schema, known, request, &key, clock)? {
+                Prepared::Plan(planned) => v1::diffs::capture_ahead(conn, request, &planned),
+                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
+            };
+        }
+        Selection::Indexes(_) | Selection::AllTechnical => {}
+    }
     match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
         Generation::V1 => {
             match v1::apply::prepare(
@@ -208,12 +232,17 @@ pub(crate) fn capture_ahead(
     }
 }
 
-/// A planned prune of either generation.
+/// A planned prune: of a message of either generation, of a V1 user message's diffs, or of a V1
+/// session's superseded snapshots.
 enum Planned {
     /// A V1 message's.
     V1(V1Plan),
     /// A V2 message's.
     V2(V2Plan),
+    /// A V1 user message's diffs.
+    Diffs(DiffsPlan),
+    /// A V1 session's superseded snapshots.
+    Compaction(CompactionPlan),
 }
 
 impl Planned {
@@ -221,6 +250,8 @@ impl Planned {
         match self {
             Self::V1(planned) => &planned.plan,
             Self::V2(planned) => &planned.plan,
+            Self::Diffs(planned) => &planned.plan,
+            Self::Compaction(planned) => &planned.plan,
         }
     }
 
@@ -228,31 +259,39 @@ impl Planned {
         match self {
             Self::V1(planned) => planned.plan,
             Self::V2(planned) => planned.plan,
+            Self::Diffs(planned) => planned.plan,
+            Self::Compaction(planned) => planned.plan,
         }
     }
 
     /// What the receipt records of the abandoned run the V1 fence admitted the prune beside,
     /// idle until `now_ms` (ms since the Unix epoch).
     fn abandoned(&self, now_ms: i64) -> Option<AbandonedRun> {
-        match self {
-            Self::V1(planned) => planned.abandoned.as_ref().map(|run| AbandonedRun {
-                message_id: run.message_id.clone(),
-                idle_ms: now_ms.saturating_sub(run.last_write_ms),
-            }),
+        let run = match self {
+            Self::V1(planned) => planned.abandoned.as_ref(),
+            Self::Diffs(planned) => planned.abandoned.as_ref(),
+            Self::Compaction(planned) => planned.abandoned.as_ref(),
             Self::V2(_) => None,
-        }
+        };
+        run.map(|run| AbandonedRun {
+            message_id: run.message_id.clone(),
+            idle_ms: now_ms.saturating_sub(run.last_write_ms),
+        })
     }
 
     /// The receipt's `storage` column.
     fn storage(&self) -> &'static str {
         match self {
-            Self::V1(_) => v1::apply::STORAGE,
+            Self::V1(_) | Self::Diffs(_) | Self::Compaction(_) => v1::apply::STORAGE,
             Self::V2(_) => v2::apply::STORAGE,
         }
     }
 }
 
-/// The generation's checks before any write (`texts`: whether V1 keeps the part rows' text).
+/// The checks before any write of the prune's kind and generation (`texts`: whether V1 keeps
+/// the part rows' text; `survey`: what a compaction uses). A diffs prune of a message V2 holds
+/// is `not_deletable`: V2 user messages keep no summary diffs.
+#[allow(clippy::too_many_arguments)]
 fn prepare(
     conn: &Connection,
     schema: &Schema,
@@ -261,7 +300,37 @@ fn prepare(
     request_key: &str,
     clock: FenceClock,
     texts: Texts,
+    survey: Option<&Survey>,
 ) -> rusqlite::Result<Prepared<Planned>> {
+    match request.selection {
+        Selection::SupersededSnapshots => {
+            return Ok(v1::compact::prepare(
+                conn,
+                schema,
+                known,
+                request,
+                request_key,
+                clock,
+                survey,
+            )?
+            .map(Planned::Compaction));
+        }
+        Selection::Diffs => {
+            if Generation::of(conn, schema, &request.session_id, &request.message_id)?
+                == Generation::V2
+            {
+                return Ok(Prepared::Refuse(Refusal::new(
+                    BlockedReason::NotDeletable,
+                    "a V2 message: V2 user messages keep no summary diffs",
+                )));
+            }
+            return Ok(
+                v1::diffs::prepare(conn, schema, known, request, request_key, clock)?
+                    .map(Planned::Diffs),
+            );
+        }
+        Selection::Indexes(_) | Selection::AllTechnical => {}
+    }
     Ok(
         match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
             Generation::V1 => v1::apply::prepare(
@@ -290,6 +359,7 @@ fn prune(
     command: &PruneCommand<'_>,
     limits: FenceLimits,
     archive: Option<&mut StoreArchive>,
+    survey: Option<&Survey>,
 ) -> Result<Step, Failure> {
     let request = command.request;
     let key = hex::encode(command.request_key);
@@ -301,6 +371,7 @@ fn prune(
         &key,
         limits.at(command.now_ms),
         Texts::Keep,
+        survey,
     )?;
     let planned = match prepared {
         Prepared::Refuse(refusal) => return Ok(Step::Refuse(refusal)),
@@ -312,6 +383,8 @@ fn prune(
     let written = match &planned {
         Planned::V1(planned) => v1::apply::write(conn, schema, known, command, planned, capture)?,
         Planned::V2(planned) => v2::apply::write(conn, request, planned, capture)?,
+        Planned::Diffs(planned) => v1::diffs::write(conn, command, planned, capture)?,
+        Planned::Compaction(planned) => v1::compact::write(conn, known, command, planned, capture)?,
     };
     let mut written = match written {
         Ok(written) => written,

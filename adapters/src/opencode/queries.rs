@@ -6,11 +6,12 @@ use std::path::Path;
 
 use pruning_engine::StoreError;
 
-use super::clean::{CleanPolicy, Listing, Planned};
+use super::clean::{CleanPolicy, Freed, Listing, Planned};
+use super::copies::PlannedCopy;
 use super::sessions::{MessageSummary, SessionSummary};
 use super::stats::Stats;
 use super::vacuum::{Needs, VacuumError};
-use super::{clean, sessions, spill, stats, vacuum, OpenCodeStore};
+use super::{clean, copies, sessions, spill, stats, vacuum, OpenCodeStore};
 
 fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(Box::new(error))
@@ -111,7 +112,7 @@ impl OpenCodeStore {
     }
 
     /// Bytes of row data a prune of the parts at `indexes` would free, as its receipt will count
-    /// them (see `clean::freed_bytes`); `planned_bytes` is the plan's own count, used for V2.
+    /// them; `planned_bytes` is the plan's own count, used for V2.
     ///
     /// Errors: [`StoreError`].
     pub fn freed_bytes(
@@ -121,7 +122,67 @@ impl OpenCodeStore {
         indexes: &[usize],
         planned_bytes: u64,
     ) -> Result<u64, StoreError> {
-        clean::freed_bytes(self, session_id, message_id, indexes, planned_bytes)
+        Ok(self
+            .freed(session_id, message_id, indexes, planned_bytes, false)?
+            .total())
+    }
+
+    /// What a prune of the parts at `indexes` would free, parts and snapshots apart, as its
+    /// receipt will count it (see `clean::freed`); with `after_compaction`, after its session's
+    /// compaction deleted the superseded snapshots.
+    ///
+    /// Errors: [`StoreError`].
+    pub fn freed(
+        &self,
+        session_id: &str,
+        message_id: &str,
+        indexes: &[usize],
+        planned_bytes: u64,
+        after_compaction: bool,
+    ) -> Result<Freed, StoreError> {
+        clean::freed(
+            self,
+            session_id,
+            message_id,
+            indexes,
+            planned_bytes,
+            after_compaction,
+        )
+    }
+
+    /// The compaction a clean makes of session `session_id`: a request bound to its event log's
+    /// revision now, nothing, or skipped and why (see `copies::compaction`).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn clean_compaction(&self, session_id: &str) -> Result<PlannedCopy, StoreError> {
+        copies::compaction(self, session_id)
+    }
+
+    /// The V1 user messages whose diffs a clean looks at: before the session's last
+    /// `keep_last_turns` user turns, and with `older_than` created at least that long before
+    /// `now_ms` (ms since the Unix epoch), oldest first (see `copies::diffs_candidates`).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn clean_diffs_candidates(
+        &self,
+        session_id: &str,
+        keep_last_turns: u32,
+        older_than: Option<std::time::Duration>,
+        now_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        copies::diffs_candidates(self, session_id, keep_last_turns, older_than, now_ms)
+    }
+
+    /// The diffs prune a clean makes of one user message: a request bound to its diffs
+    /// revision, nothing, or skipped and why (see `copies::plan_diffs`).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn clean_diffs(
+        &self,
+        session_id: &str,
+        message_id: &str,
+    ) -> Result<PlannedCopy, StoreError> {
+        copies::plan_diffs(self, session_id, message_id)
     }
 
     /// Part rows of a session whose message row is missing (see `clean::orphan_parts`).

@@ -15,9 +15,9 @@ use serde_json::Value;
 
 /// The receipt columns a chain link covers, in the order [`link_payload`] writes them.
 /// `abandoned_run` is NULL in tables made before it. The columns after it (`archive_hash`,
-/// `restores`) are left out of the payload from the end while NULL, so that links made before
-/// they existed keep their hashes.
-pub(crate) const LINKED_COLUMNS: [&str; 17] = [
+/// `restores`, `operation`) are left out of the payload from the end while NULL, so that links
+/// made before they existed keep their hashes.
+pub(crate) const LINKED_COLUMNS: [&str; 18] = [
     "id",
     "request_key",
     "intent_id",
@@ -35,6 +35,7 @@ pub(crate) const LINKED_COLUMNS: [&str; 17] = [
     "abandoned_run",
     "archive_hash",
     "restores",
+    "operation",
 ];
 
 /// How many of [`LINKED_COLUMNS`] every link payload holds, NULL or not.
@@ -49,6 +50,8 @@ pub(crate) struct OptionalColumns {
     pub(crate) archive: bool,
     /// `restores`.
     pub(crate) restores: bool,
+    /// `operation`.
+    pub(crate) operation: bool,
 }
 
 /// Meta key of the chain's head: `{"seq": n, "hash": "<hex>"}` of the newest chained receipt.
@@ -97,10 +100,12 @@ pub(crate) fn link_hash(previous: Option<&str>, payload: &str) -> String {
 /// The SELECT list of [`LINKED_COLUMNS`] for a receipt table that may lack the columns added
 /// after its first layout (NULL in their place).
 pub(crate) fn linked_select(optional: OptionalColumns) -> String {
-    let present =
-        [true; 14]
-            .into_iter()
-            .chain([optional.abandoned, optional.archive, optional.restores]);
+    let present = [true; 14].into_iter().chain([
+        optional.abandoned,
+        optional.archive,
+        optional.restores,
+        optional.operation,
+    ]);
     LINKED_COLUMNS
         .iter()
         .zip(present)
@@ -284,6 +289,7 @@ mod tests {
         values[14] = ValueRef::Null;
         values[15] = ValueRef::Null;
         values[16] = ValueRef::Null;
+        values[17] = ValueRef::Null;
         assert_eq!(
             link_payload(&values),
             format!("[{},null]", ["1"; 14].join(","))
@@ -293,7 +299,14 @@ mod tests {
         assert_eq!(link_payload(&values), format!("[{ones},\"ab\"]"));
         values[15] = ValueRef::Null;
         values[16] = ValueRef::Text(b"r");
+        values[17] = ValueRef::Null;
         assert_eq!(link_payload(&values), format!("[{ones},null,\"r\"]"));
+        values[16] = ValueRef::Null;
+        values[17] = ValueRef::Text(b"{}");
+        assert_eq!(
+            link_payload(&values),
+            format!("[{ones},null,null,\"{{}}\"]")
+        );
     }
 
     #[test]

@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS session_prune_receipt (
   chain_seq INTEGER,
   chain_hash TEXT,
   archive_hash TEXT,
-  restores TEXT
+  restores TEXT,
+  operation TEXT
 );
 CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
   ON session_prune_receipt (session_id, time_committed);
@@ -52,8 +53,9 @@ const COLUMNS: &str = "id, request_key, intent_id, session_id, message_id, revis
      revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, engine_version";
 
 /// The names of the columns [`select_list`] selects, in its order ([`COLUMNS`], then
-/// [`ABANDONED_COLUMN`] and [`ARCHIVE_COLUMN`]): what a column index of a row read with it names.
-pub(crate) const SELECTED_COLUMNS: [&str; 16] = [
+/// [`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`], [`RESTORES_COLUMN`] and [`OPERATION_COLUMN`]): what
+/// a column index of a row read with it names.
+pub(crate) const SELECTED_COLUMNS: [&str; 17] = [
     "id",
     "request_key",
     "intent_id",
@@ -70,6 +72,7 @@ pub(crate) const SELECTED_COLUMNS: [&str; 16] = [
     ABANDONED_COLUMN,
     ARCHIVE_COLUMN,
     RESTORES_COLUMN,
+    OPERATION_COLUMN,
 ];
 
 /// The receipt column that records an abandoned run the fence admitted a prune beside (JSON
@@ -86,6 +89,12 @@ pub(crate) const ARCHIVE_COLUMN: &str = "archive_hash";
 /// undid (NULL on a prune's receipt). Receipt tables made before it lack it; the first restore
 /// adds it.
 pub(crate) const RESTORES_COLUMN: &str = "restores";
+
+/// The receipt column that says what a prune of one of the copies OpenCode keeps removed (JSON
+/// of [`pruning_engine::Operation`]: `{"kind": "diffs", ...}` or `{"kind": "compaction", ...}`;
+/// NULL on the receipt of a prune of parts or of a restore). Receipt tables made before it lack
+/// it; the first such receipt adds it.
+pub(crate) const OPERATION_COLUMN: &str = "operation";
 
 /// Creates the meta and receipt tables if missing. Call inside the write transaction.
 pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
@@ -107,6 +116,11 @@ pub(crate) fn has_restores_column(conn: &Connection) -> rusqlite::Result<bool> {
     has_column(conn, RESTORES_COLUMN)
 }
 
+/// Whether the receipt table has [`OPERATION_COLUMN`].
+pub(crate) fn has_operation_column(conn: &Connection) -> rusqlite::Result<bool> {
+    has_column(conn, OPERATION_COLUMN)
+}
+
 fn has_column(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     crate::opencode::cached::query_row(
         conn,
@@ -118,15 +132,16 @@ fn has_column(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     .map(|n| n > 0)
 }
 
-/// The SELECT list of a receipt: [`COLUMNS`], [`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`] and
-/// [`RESTORES_COLUMN`] (NULL where the table lacks one).
+/// The SELECT list of a receipt: [`COLUMNS`], [`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`],
+/// [`RESTORES_COLUMN`] and [`OPERATION_COLUMN`] (NULL where the table lacks one).
 pub(crate) fn select_list(conn: &Connection) -> rusqlite::Result<String> {
     let or_null = |present: bool, name: &'static str| if present { name } else { "NULL" };
     Ok(format!(
-        "{COLUMNS}, {}, {}, {}",
+        "{COLUMNS}, {}, {}, {}, {}",
         or_null(has_abandoned_column(conn)?, ABANDONED_COLUMN),
         or_null(has_archive_column(conn)?, ARCHIVE_COLUMN),
         or_null(has_restores_column(conn)?, RESTORES_COLUMN),
+        or_null(has_operation_column(conn)?, OPERATION_COLUMN),
     ))
 }
 
@@ -196,6 +211,15 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
     if receipt.restores.is_some() {
         conn.execute_batch(RESTORES_INDEX)?;
     }
+    let operation = match &receipt.operation {
+        Some(operation) => {
+            if !has_operation_column(conn)? {
+                conn.execute_batch("ALTER TABLE session_prune_receipt ADD COLUMN operation TEXT")?;
+            }
+            serde_json::to_string(operation).ok()
+        }
+        None => None,
+    };
     let restores = receipt.restores.map(|id| id.to_string());
     let bytes_removed = i64::try_from(receipt.bytes_removed).unwrap_or(i64::MAX);
     let (receipt_id, intent_id) = (
@@ -236,6 +260,10 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
         columns.push_str(", restores");
         values.push(restores);
     }
+    if let Some(operation) = &operation {
+        columns.push_str(", operation");
+        values.push(operation);
+    }
     let placeholders = (1..=values.len())
         .map(|i| format!("?{i}"))
         .collect::<Vec<_>>()
@@ -248,6 +276,7 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
         abandoned: abandoned.is_some() || has_abandoned_column(conn)?,
         archive: receipt.archive_hash.is_some() || has_archive_column(conn)?,
         restores: restores.is_some() || has_restores_column(conn)?,
+        operation: operation.is_some() || has_operation_column(conn)?,
     };
     super::receipt_chain::extend(conn, optional, rowid)
 }
@@ -433,6 +462,10 @@ pub(crate) fn receipt_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Receipt> 
             })?),
             None => None,
         },
+        operation: match row.get::<_, Option<String>>(at + 16)? {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| parse_err(16, e))?),
+            None => None,
+        },
     })
 }
 
@@ -446,5 +479,6 @@ mod tests {
         assert_eq!(SELECTED_COLUMNS[13], ABANDONED_COLUMN);
         assert_eq!(SELECTED_COLUMNS[14], ARCHIVE_COLUMN);
         assert_eq!(SELECTED_COLUMNS[15], RESTORES_COLUMN);
+        assert_eq!(SELECTED_COLUMNS[16], OPERATION_COLUMN);
     }
 }

@@ -186,35 +186,44 @@ pub(crate) fn restore(
     if let Some(refusal) = fenced {
         return Ok(Err(refusal));
     }
-    match revision_of(conn, generation, session_id, message_id)? {
-        Err(refusal) => return Ok(Err(refusal)),
-        Ok(now) if now != pruned.revision_after => {
-            return Ok(Err(refuse(
-                BlockedReason::Conflict,
-                "the message changed since the prune (OpenCode wrote to it): putting the parts \
-                 back now would undo that",
-            )))
+    let kind = Kind::of(&pruned);
+    // A compaction's rows are checked one by one instead (`put_back_snapshots`): the event log
+    // moves with every later prune, and what matters is that each row is still superseded.
+    if kind != Kind::Compaction {
+        match revision_of(conn, generation, kind, session_id, message_id)? {
+            Err(refusal) => return Ok(Err(refusal)),
+            Ok(now) if now != pruned.revision_after => {
+                return Ok(Err(refuse(
+                    BlockedReason::Conflict,
+                    "the message changed since the prune (OpenCode wrote to it): putting the \
+                     parts back now would undo that",
+                )))
+            }
+            Ok(_) => {}
         }
-        Ok(_) => {}
     }
     let rows = match archive.read(&key).map_err(Failure::Store)? {
         Ok(rows) => rows,
         Err(refusal) => return Ok(Err(refusal)),
     };
-    let put_back = match generation {
-        Generation::V1 => put_back_v1(conn, schema, &pruned, &rows)?,
-        Generation::V2 => put_back_v2(conn, &pruned, &rows)?,
+    let put_back = match (kind, generation) {
+        (Kind::Compaction, _) => put_back_snapshots(conn, schema, session_id, &rows)?,
+        (Kind::Diffs, _) => put_back_diffs(conn, &pruned, &rows)?,
+        (Kind::Parts, Generation::V1) => put_back_v1(conn, schema, &pruned, &rows)?,
+        (Kind::Parts, Generation::V2) => put_back_v2(conn, &pruned, &rows)?,
     };
     if let Err(refusal) = put_back {
         return Ok(Err(refusal));
     }
-    match revision_of(conn, generation, session_id, message_id)? {
-        Ok(after) if after == pruned.revision_before => {}
-        _ => {
-            return Ok(Err(refuse(
-                BlockedReason::Conflict,
-                "the archived rows do not give the message back as it was before the prune",
-            )))
+    if kind != Kind::Compaction {
+        match revision_of(conn, generation, kind, session_id, message_id)? {
+            Ok(after) if after == pruned.revision_before => {}
+            _ => {
+                return Ok(Err(refuse(
+                    BlockedReason::Conflict,
+                    "the archived rows do not give the message back as it was before the prune",
+                )))
+            }
         }
     }
     let plan = Box::new(RestorePlan {
@@ -244,6 +253,7 @@ pub(crate) fn restore(
         abandoned_run: None,
         archive_hash: pruned.archive_hash.clone(),
         restores: Some(pruned.receipt_id),
+        operation: None,
     };
     if input.command.is_some() {
         write::claim_identity(conn, schema, database_id)?;
@@ -304,20 +314,207 @@ pub(crate) fn in_transaction(
     }
 }
 
-/// The message's content revision now, as its generation reads it, or why it cannot be read.
+/// What a receipt's prune removed, which decides its revision and how its rows go back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Parts of a message.
+    Parts,
+    /// The file bodies of a user message's `summary.diffs`.
+    Diffs,
+    /// A session's superseded snapshots.
+    Compaction,
+}
+
+impl Kind {
+    fn of(receipt: &Receipt) -> Self {
+        match receipt.operation {
+            None => Self::Parts,
+            Some(pruning_engine::Operation::Diffs(_)) => Self::Diffs,
+            Some(pruning_engine::Operation::Compaction(_)) => Self::Compaction,
+        }
+    }
+}
+
+/// The revision a prune of `kind` is bound to, now, or why it cannot be read: the message's
+/// content revision as its generation reads it, its diffs revision, or the session's event log
+/// revision.
 fn revision_of(
     conn: &Connection,
     generation: Generation,
+    kind: Kind,
     session_id: &str,
     message_id: &str,
 ) -> rusqlite::Result<Result<String, Refusal>> {
-    Ok(match generation {
-        Generation::V1 => read::read_message(conn, session_id, message_id, Texts::Skip)?
-            .map(|m| m.message.revision()),
-        Generation::V2 => {
+    Ok(match (kind, generation) {
+        (Kind::Compaction, _) => Ok(v1::compact::revision(conn, session_id)?),
+        (Kind::Diffs, _) => {
+            v1::diffs::revision_of(conn, session_id, message_id)?.ok_or_else(|| {
+                refuse(
+                    BlockedReason::Conflict,
+                    format!("message {message_id} is gone or no longer a JSON object"),
+                )
+            })
+        }
+        (Kind::Parts, Generation::V1) => {
+            read::read_message(conn, session_id, message_id, Texts::Skip)?
+                .map(|m| m.message.revision())
+        }
+        (Kind::Parts, Generation::V2) => {
             v2::load(conn, session_id, message_id)?.map(|(message, _)| message.revision())
         }
     })
+}
+
+/// Puts a compaction's snapshot events back, as they were, where each is still superseded: its
+/// entity has a snapshot with a higher seq in the session's aggregate now. Then putting it back
+/// changes what replaying the log ends in for no entity, and brings back nothing a prune
+/// removed since (a prune of a part deletes every snapshot of it, the newer ones too). A row
+/// that is no longer superseded, or that is there again, is a `conflict`.
+fn put_back_snapshots(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    rows: &ArchivedRows,
+) -> rusqlite::Result<Result<(), Refusal>> {
+    let newest = v1::compact::newest_seqs(conn, session_id)?;
+    for table in &rows.tables {
+        let columns = (
+            table.columns.iter().position(|c| c == "id"),
+            table.columns.iter().position(|c| c == "type"),
+            table.columns.iter().position(|c| c == "seq"),
+            table.columns.iter().position(|c| c == "data"),
+        );
+        let (Some(id_at), Some(type_at), Some(seq_at), Some(data_at)) = columns else {
+            return Ok(Err(refuse(
+                BlockedReason::UnsupportedStorage,
+                "the archive entry's rows lack the event columns a compaction deletes",
+            )));
+        };
+        if table.table != "event" || !schema.has_events() {
+            return Ok(Err(refuse(
+                BlockedReason::UnsupportedStorage,
+                format!(
+                    "the archive entry holds rows of table {:?}, not of a compaction",
+                    table.table
+                ),
+            )));
+        }
+        for row in &table.rows {
+            let (SqlValue::Text(event_type), SqlValue::Integer(seq), SqlValue::Text(data)) =
+                (&row[type_at], &row[seq_at], &row[data_at])
+            else {
+                return Ok(Err(refuse(
+                    BlockedReason::UnsupportedStorage,
+                    "an archived snapshot has no text type and data or no integer seq",
+                )));
+            };
+            let kind = std::str::from_utf8(event_type)
+                .ok()
+                .and_then(v1::compact::SnapshotKind::of);
+            let entity = match kind {
+                Some(kind) => v1::compact::entity_of(conn, kind, data)?.map(|e| (kind, e)),
+                None => None,
+            };
+            let superseded = entity
+                .and_then(|entity| newest.get(&entity))
+                .is_some_and(|top| top > seq);
+            if !superseded {
+                let id = match &row[id_at] {
+                    SqlValue::Text(id) => String::from_utf8_lossy(id).into_owned(),
+                    _ => "?".into(),
+                };
+                return Ok(Err(refuse(
+                    BlockedReason::Conflict,
+                    format!(
+                        "snapshot {id} would no longer be superseded: the newer snapshots of what \
+                         it holds are gone (a prune removed them), and putting it back would \
+                         bring back what that prune removed"
+                    ),
+                )));
+            }
+        }
+        if let Err(refusal) = insert_rows(conn, table)? {
+            return Ok(Err(refusal));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Puts a diffs prune's rows back: the message row's and the snapshot's `data` as they were,
+/// where each still holds exactly what the prune left (the prune's own emptying done again on
+/// the archived text: compare-and-swap).
+fn put_back_diffs(
+    conn: &Connection,
+    pruned: &Receipt,
+    rows: &ArchivedRows,
+) -> rusqlite::Result<Result<(), Refusal>> {
+    for table in &rows.tables {
+        // The message row is found in its session, the snapshot in the session's aggregate.
+        let (sql, pointer) = match table.table.as_str() {
+            "message" => (
+                "UPDATE message SET data = ?1 WHERE id = ?2 AND session_id = ?3 AND data = ?4",
+                "/summary/diffs",
+            ),
+            "event" => (
+                "UPDATE event SET data = ?1 WHERE id = ?2 AND aggregate_id = ?3 AND data = ?4",
+                "/info/summary/diffs",
+            ),
+            other => {
+                return Ok(Err(refuse(
+                    BlockedReason::UnsupportedStorage,
+                    format!(
+                        "the archive entry holds rows of table {other:?}, not of a diffs prune"
+                    ),
+                )))
+            }
+        };
+        let (Some(id_at), Some(data_at)) = (
+            table.columns.iter().position(|c| c == "id"),
+            table.columns.iter().position(|c| c == "data"),
+        ) else {
+            return Ok(Err(refuse(
+                BlockedReason::UnsupportedStorage,
+                "the archive entry's rows have no id or data column",
+            )));
+        };
+        for row in &table.rows {
+            let (SqlValue::Text(id), SqlValue::Text(original)) = (&row[id_at], &row[data_at])
+            else {
+                return Ok(Err(refuse(
+                    BlockedReason::UnsupportedStorage,
+                    "the archive entry's rows do not hold text ids and data",
+                )));
+            };
+            let original = String::from_utf8_lossy(original);
+            let Ok(left) = v1::diffs::empty_bodies(&original, pointer) else {
+                return Ok(Err(refuse(
+                    BlockedReason::UnsupportedStorage,
+                    "the archived row is not one the diffs prune could have rewritten",
+                )));
+            };
+            let id = String::from_utf8_lossy(id);
+            let changed = conn.execute(
+                sql,
+                params![
+                    original.as_ref(),
+                    id.as_ref(),
+                    pruned.session_id,
+                    left.after
+                ],
+            )?;
+            if changed != 1 {
+                return Ok(Err(refuse(
+                    BlockedReason::Conflict,
+                    format!(
+                        "{} row {id} changed since the diffs prune (OpenCode wrote to it): putting \
+                         it back would undo that",
+                        table.table
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(Ok(()))
 }
 
 /// Puts a V1 prune's rows back: its part rows and snapshot events inserted as they were, and the

@@ -1,6 +1,7 @@
 //! Where the bytes of an OpenCode database are: per table, per event type, how much of it is
 //! technical content (tool and reasoning parts, V2 content entries) and snapshot events of it,
-//! spill files, and the file, WAL and free-page sizes.
+//! the copies OpenCode keeps besides (superseded snapshots, file bodies in summary diffs), spill
+//! files, and the file, WAL and free-page sizes.
 //!
 //! Bytes are the stored `data` text (`octet_length(data)`) unless named otherwise; file
 //! sizes are from the file system. Malformed rows count in totals and never as technical.
@@ -61,6 +62,22 @@ pub struct Technical {
     pub v2_entries: Volume,
 }
 
+/// The copies OpenCode keeps besides the parts (docs/ARCHITECTURE.md, "Copies OpenCode keeps"):
+/// what a clean's compaction and `--diffs` could remove.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Copies {
+    /// Snapshot events superseded by a newer one of the same entity and type in their
+    /// aggregate, per type, largest first.
+    pub superseded_snapshots: Vec<EventVolume>,
+    /// File bodies (`patch`, `before`, `after`) in the `summary.diffs` of `message` rows: the
+    /// count is of diff entries holding one, the bytes those of the bodies as JSON text.
+    pub diffs_in_messages: Volume,
+    /// The same in `message.updated.1` events (every snapshot, superseded or not).
+    pub diffs_in_snapshots: Volume,
+}
+
 /// Spill files in `<data>/tool-output/`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -88,6 +105,8 @@ pub struct Stats {
     pub events: Vec<EventVolume>,
     /// Technical content.
     pub technical: Technical,
+    /// The copies OpenCode keeps besides the parts.
+    pub copies: Copies,
     /// Spill files.
     pub spill: Spill,
 }
@@ -167,6 +186,8 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
         )?;
     }
 
+    let copies = copies(conn, &schema, &volume)?;
+
     let page_size: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0))?;
     let free_pages: i64 = conn.query_row("PRAGMA freelist_count", [], |row| row.get(0))?;
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -193,6 +214,76 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
         tables,
         events,
         technical,
+        copies,
         spill,
     })
+}
+
+/// The copies OpenCode keeps: superseded snapshots (of the three snapshot types, in their
+/// aggregate, by the entity each holds and its `seq`) and the file bodies in summary diffs.
+fn copies(
+    conn: &Connection,
+    schema: &Schema,
+    volume: &dyn Fn(&str) -> rusqlite::Result<Volume>,
+) -> rusqlite::Result<Copies> {
+    let mut copies = Copies::default();
+    let events = schema.has("event")
+        && ["type", "data", "seq", "aggregate_id"]
+            .iter()
+            .all(|column| schema.has_column("event", column));
+    if events {
+        let mut stmt = conn.prepare(
+            "SELECT CAST(type AS TEXT), count(*), coalesce(sum(len), 0) FROM ( \
+               SELECT type, len, seq, \
+                      max(seq) OVER (PARTITION BY aggregate_id, type, entity) AS top \
+               FROM ( \
+                 SELECT aggregate_id, type, seq, octet_length(data) AS len, \
+                        CASE WHEN json_valid(data) THEN json_extract(data, \
+                             CASE type WHEN 'message.part.updated.1' THEN '$.part.id' \
+                             ELSE '$.info.id' END) END AS entity \
+                 FROM event WHERE type IN ('message.part.updated.1', 'message.updated.1', \
+                                           'session.updated.1')) \
+               WHERE typeof(entity) = 'text' AND typeof(seq) = 'integer') \
+             WHERE seq < top GROUP BY type ORDER BY 3 DESC",
+        )?;
+        let rows = stmt.query_map([], |row| {
+            Ok(EventVolume {
+                event_type: super::values::lenient_text(row.get_ref(0)?),
+                volume: Volume {
+                    count: row.get::<_, i64>(1)?.max(0) as u64,
+                    bytes: row.get::<_, i64>(2)?.max(0) as u64,
+                },
+            })
+        })?;
+        for row in rows {
+            copies.superseded_snapshots.push(row?);
+        }
+        copies.diffs_in_snapshots = volume(&diffs_sql(
+            "event",
+            "r.type = 'message.updated.1' AND",
+            "$.info.summary.diffs",
+        ))?;
+    }
+    if schema.has("message") && schema.has_column("message", "data") {
+        copies.diffs_in_messages = volume(&diffs_sql("message", "", "$.summary.diffs"))?;
+    }
+    Ok(copies)
+}
+
+/// The count of diff entries holding a file body, and the bytes of those bodies as JSON text,
+/// in the `data` of `table`'s rows where `filter` holds, the diffs at `path`.
+fn diffs_sql(table: &str, filter: &str, path: &str) -> String {
+    let body = |key: &str| {
+        format!("coalesce(octet_length(json_quote(json_extract(d.value, '$.{key}'))) - 2, 0)")
+    };
+    format!(
+        "SELECT count(*), coalesce(sum({} + {} + {}), 0) FROM {table} r, \
+           json_each(CASE WHEN json_valid(r.data) THEN r.data ELSE '{{}}' END, '{path}') d \
+         WHERE {filter} session_prune_contains(r.data, '\"diffs\"') AND d.type = 'object' \
+           AND (json_extract(d.value, '$.patch') <> '' OR json_extract(d.value, '$.before') <> '' \
+                OR json_extract(d.value, '$.after') <> '')",
+        body("patch"),
+        body("before"),
+        body("after")
+    )
 }

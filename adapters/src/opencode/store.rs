@@ -11,7 +11,7 @@ use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
     Applied, AuditScope, BlockedReason, DryRun, Durability, PreviewRequest, PruneCommand,
     PruneRequest, Receipt, Refusal, RestoreApplied, RestoreCommand, RestorePlan, RestoreRequest,
-    SessionStore, StoreAudit, StoreError, StoredMessage,
+    Selection, SessionStore, StoreAudit, StoreError, StoredMessage,
 };
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
@@ -27,6 +27,7 @@ use super::receipts;
 use super::restore;
 use super::schema::{self, Schema};
 use super::sql_errors::{classify, sql_refusal};
+use super::v1::compact::Survey;
 use super::v1::fence::FenceLimits;
 use super::v1::known::Known;
 use super::write::Prepared;
@@ -555,6 +556,23 @@ pub(crate) fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(Box::new(error))
 }
 
+/// The snapshots of the session a compaction request names, read in a read transaction of its
+/// own (`super::v1::compact::survey`); `None` for any other request, or where the database
+/// keeps no event log (the compaction then refuses with words of its own).
+fn survey_for(
+    conn: &Connection,
+    schema: &Schema,
+    request: &PruneRequest,
+) -> rusqlite::Result<Option<Survey>> {
+    if request.selection != Selection::SupersededSnapshots || !schema.has_events() {
+        return Ok(None);
+    }
+    conn.execute_batch("BEGIN")?;
+    let survey = super::v1::compact::survey(conn, &request.session_id);
+    let _ = conn.execute_batch("COMMIT");
+    survey.map(Some)
+}
+
 impl SessionStore for OpenCodeStore {
     fn location(&self) -> Option<String> {
         let path = self.path.to_str()?;
@@ -609,6 +627,11 @@ impl SessionStore for OpenCodeStore {
         let relaxed = command.durability == Durability::Deferred && is_wal(&conn);
         set_synchronous(&conn, if relaxed { NORMAL } else { FULL }).map_err(storage)?;
         let mut known = self.known(&conn, &schema)?;
+        // A compaction reads the session's snapshots before it takes the write lock.
+        let survey = match survey_for(&conn, &schema, command.request) {
+            Ok(survey) => survey,
+            Err(error) => return classify(&error).map(Applied::Refused),
+        };
         let mut archive = self.archive_slot();
         generation::apply(
             &conn,
@@ -617,6 +640,7 @@ impl SessionStore for OpenCodeStore {
             command,
             self.fence_limits(),
             archive.as_mut(),
+            survey.as_ref(),
         )
     }
 
@@ -639,6 +663,9 @@ impl SessionStore for OpenCodeStore {
         };
         let limits = self.fence_limits();
         for command in commands {
+            let Ok(survey) = survey_for(&conn, &schema, command.request) else {
+                continue;
+            };
             if conn.execute_batch("BEGIN").is_err() {
                 return;
             }
@@ -649,6 +676,7 @@ impl SessionStore for OpenCodeStore {
                 command.request,
                 command.now_ms,
                 limits,
+                survey.as_ref(),
             );
             let _ = conn.execute_batch("COMMIT");
             if let Ok(Some(rows)) = rows {
@@ -690,6 +718,14 @@ impl SessionStore for OpenCodeStore {
         now_ms: i64,
     ) -> Result<Result<DryRun, Refusal>, StoreError> {
         let conn = self.connection();
+        // A compaction reads the session's snapshots before it takes the write lock.
+        let survey = match self
+            .schema_of(&conn)
+            .and_then(|schema| survey_for(&conn, &schema, request))
+        {
+            Ok(survey) => survey,
+            Err(error) => return classify(&error).map(Err),
+        };
         // The write lock a prune takes, so that a busy database is reported as a prune would
         // report it; rolled back, nothing is written. Where a read-only store can take no lock
         // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
@@ -724,6 +760,7 @@ impl SessionStore for OpenCodeStore {
             request,
             now_ms,
             self.fence_limits(),
+            survey.as_ref(),
         );
         let _ = conn.execute_batch("ROLLBACK");
         Ok(match prepared {

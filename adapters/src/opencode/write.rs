@@ -40,8 +40,11 @@ impl<P> Prepared<P> {
 /// What a generation's writes removed: the removed parts' ids, in plan order, the bytes of
 /// row data freed, and, when asked for, the rows themselves as the archive keeps them.
 pub(crate) struct Written {
-    /// Ids of the removed parts.
+    /// Ids of the removed parts (none for a prune of diffs or of snapshots).
     pub(crate) part_ids: Vec<String>,
+    /// What a prune of one of the copies OpenCode keeps removed (the receipt's `operation`);
+    /// `None` for a prune of parts.
+    pub(crate) operation: Option<pruning_engine::Operation>,
     /// Bytes of row data freed.
     pub(crate) bytes_removed: u64,
     /// The rows removed (or rewritten), exactly as they were, when captured for the archive.
@@ -216,7 +219,7 @@ pub(crate) fn record(
         revision_before: plan.revision_before.clone(),
         revision_after: plan.revision_after.clone(),
         indexes: plan.remove.iter().map(|&i| i as u32).collect(),
-        removed_count: written.part_ids.len() as u32,
+        removed_count: removed_count(&written),
         part_ids: written.part_ids,
         bytes_removed: written.bytes_removed,
         committed_at_ms: command.now_ms,
@@ -224,7 +227,18 @@ pub(crate) fn record(
         abandoned_run,
         archive_hash,
         restores: None,
+        operation: written.operation,
     };
     receipts::insert(conn, &receipt, storage)?;
     Ok(receipt)
+}
+
+/// A receipt's `removed_count`: the parts removed, or for a prune of one of the copies OpenCode
+/// keeps, the diff entries emptied or the snapshots deleted.
+fn removed_count(written: &Written) -> u32 {
+    match &written.operation {
+        None => written.part_ids.len() as u32,
+        Some(pruning_engine::Operation::Diffs(diffs)) => diffs.entries,
+        Some(pruning_engine::Operation::Compaction(compacted)) => compacted.total(),
+    }
 }

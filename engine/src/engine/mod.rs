@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use pruning_events::Hub;
-use pruning_journal::{Commit, EventKind, Journal};
+use pruning_journal::{Commit, Journal};
 use uuid::Uuid;
 
 use crate::contract::{PruneResult, Refusal};
@@ -103,8 +103,8 @@ fn pruned_result(event: &PrunedEvent) -> PruneResult {
     }
 }
 
-/// The commit mark of intent `intent_id` whose receipt is `receipt`: its event is a prune's, or
-/// a restore's when the receipt is one.
+/// The commit mark of intent `intent_id` whose receipt is `receipt`: its event is of the
+/// receipt's kind ([`Receipt::event_kind`]).
 fn commit_of(intent_id: Uuid, receipt: &Receipt) -> Commit {
     Commit {
         intent_id,
@@ -112,11 +112,7 @@ fn commit_of(intent_id: Uuid, receipt: &Receipt) -> Commit {
         revision_after: receipt.revision_after.clone(),
         removed_count: receipt.removed_count,
         committed_at_ms: receipt.committed_at_ms,
-        kind: if receipt.is_restore() {
-            EventKind::Restored
-        } else {
-            EventKind::Pruned
-        },
+        kind: receipt.event_kind(),
     }
 }
 

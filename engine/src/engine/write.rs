@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::{commit_of, now_ms, pruned_result, Engine, PruneOutcome};
-use crate::contract::{PruneRequest, PruneResult, Selection};
+use crate::contract::{PruneRequest, PruneResult};
 use crate::error::{chain, EngineError, JournalError, StoreError};
 use crate::event::PrunedEvent;
 use crate::receipt::Receipt;
@@ -464,10 +464,7 @@ fn new_intent(request: &PruneRequest, key: [u8; 32]) -> Intent {
         session_id: request.session_id.clone(),
         message_id: request.message_id.clone(),
         revision: request.revision.clone(),
-        selection: match &request.selection {
-            Selection::Indexes(indexes) => pruning_journal::Selection::Indexes(indexes.clone()),
-            Selection::AllTechnical => pruning_journal::Selection::AllTechnical,
-        },
+        selection: (&request.selection).into(),
         created_at_ms: now_ms(),
         state: IntentState::Pending,
     }

@@ -1,7 +1,8 @@
 //! Intents and events are written as record version 1 unless they need version 2 (a restore's
-//! intent, a restore's event), so that a journal that never restored anything stays readable
-//! by a build that reads version 1 only; both versions read back whole, and an event of version
-//! 1 reads as a prune's.
+//! intent, a restore's event) or 3 (an intent selecting diffs or superseded snapshots, a
+//! compaction's event), so that a journal that never restored or compacted anything stays
+//! readable by a build that reads version 1 only; every version reads back whole, and an event
+//! of version 1 reads as a prune's.
 
 use crate::common;
 
@@ -55,11 +56,8 @@ fn a_prune_is_version_1_and_a_restore_version_2_and_both_read_back() {
         versions(&path, pruned.intent_id, 1),
         (FORMAT_VERSION, FORMAT_VERSION)
     );
-    assert_eq!(
-        versions(&path, restore.intent_id, 2),
-        (RECORD_VERSION, RECORD_VERSION)
-    );
-    assert_eq!((FORMAT_VERSION, RECORD_VERSION), (1, 2));
+    assert_eq!(versions(&path, restore.intent_id, 2), (2, 2));
+    assert_eq!((FORMAT_VERSION, RECORD_VERSION), (1, 3));
 
     let journal = Journal::open_read_only(&path).unwrap();
     let read = journal.intent(restore.intent_id).unwrap().unwrap();
@@ -82,5 +80,68 @@ fn a_prune_is_version_1_and_a_restore_version_2_and_both_read_back() {
             .unwrap()
             .kind,
         EventKind::Restored
+    );
+}
+
+#[test]
+fn diffs_and_compaction_intents_and_a_compaction_event_are_version_3_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let mut diffs = intent(1);
+    diffs.selection = Selection::Diffs;
+    let mut compaction = intent(2);
+    compaction.selection = Selection::SupersededSnapshots;
+    compaction.message_id = String::new();
+    let diffs_commit = commit_for(&diffs, 3);
+    let compaction_commit = Commit {
+        kind: EventKind::Compacted {
+            bytes_removed: 123_456,
+        },
+        ..commit_for(&compaction, 40)
+    };
+    {
+        let journal = Journal::open(&path).unwrap();
+        journal
+            .record_intents(&[diffs.clone(), compaction.clone()])
+            .unwrap();
+        journal
+            .commit(&[diffs_commit.clone(), compaction_commit.clone()])
+            .unwrap();
+    }
+    // A diffs prune is announced as a prune: its event stays version 1.
+    assert_eq!(
+        versions(&path, diffs.intent_id, 1),
+        (RECORD_VERSION, FORMAT_VERSION)
+    );
+    assert_eq!(
+        versions(&path, compaction.intent_id, 2),
+        (RECORD_VERSION, RECORD_VERSION)
+    );
+
+    let journal = Journal::open_read_only(&path).unwrap();
+    assert_eq!(
+        journal.intent(diffs.intent_id).unwrap().unwrap().selection,
+        Selection::Diffs
+    );
+    let read = journal.intent(compaction.intent_id).unwrap().unwrap();
+    assert_eq!(read.selection, Selection::SupersededSnapshots);
+    assert_eq!(read.message_id, "");
+    let events = journal.events_after(0, 10).unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e.seq, e.event_id, e.kind, e.removed_count))
+            .collect::<Vec<_>>(),
+        vec![
+            (1, diffs_commit.event_id, EventKind::Pruned, 3),
+            (
+                2,
+                compaction_commit.event_id,
+                EventKind::Compacted {
+                    bytes_removed: 123_456
+                },
+                40
+            ),
+        ]
     );
 }

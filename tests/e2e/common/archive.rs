@@ -41,6 +41,11 @@ pub fn fixture_named(name: &str) -> Fixture {
 /// `clean SESSIONS --apply --archive` (every session when `sessions` is empty), keeping no turn,
 /// with no quiet period and abandoned runs refused: its JSON report (exit 0).
 pub fn clean_archived(db: &Path, sessions: &[&str]) -> Value {
+    clean_archived_with(db, sessions, &[])
+}
+
+/// [`clean_archived`] with `extra` flags of `clean` (`--no-compact`, say).
+pub fn clean_archived_with(db: &Path, sessions: &[&str], extra: &[&str]) -> Value {
     let mut args = vec![
         "--json",
         "--quiet-period",
@@ -55,9 +60,19 @@ pub fn clean_archived(db: &Path, sessions: &[&str]) -> Value {
         args.extend_from_slice(sessions);
     }
     args.extend(["--apply", "--archive", "--keep-last-turns", "0"]);
+    args.extend_from_slice(extra);
     let out = run(db, &args);
     assert_exit(&out, 0);
     json(&out)
+}
+
+/// The prunes a clean's JSON report counts as committed now: messages pruned, sessions
+/// compacted, user messages whose diffs were emptied (one receipt, and one archive entry, each).
+pub fn prunes(report: &Value) -> u64 {
+    let count = |value: &Value| value.as_u64().unwrap_or(0);
+    count(&report["pruned"])
+        + count(&report["compaction"]["sessions"])
+        + count(&report["diffs"]["pruned"])
 }
 
 /// `--json --quiet-period 0 restore RECEIPT`, expected to exit `code`: its JSON answer.
@@ -79,18 +94,23 @@ pub fn ids(db: &Path, sql: &str) -> Vec<String> {
     found
 }
 
-/// The receipts of prunes (not restores), oldest first.
+/// The receipts of prunes (not restores), newest first: the order restores undo them in (a
+/// clean compacts first, and a compaction's snapshots go back once the prunes after it put back
+/// the newer snapshots that supersede them).
 pub fn prune_receipts(db: &Path) -> Vec<String> {
     if !has_restores_column(db) {
-        return ids(db, "SELECT id FROM session_prune_receipt ORDER BY rowid");
+        return ids(
+            db,
+            "SELECT id FROM session_prune_receipt ORDER BY rowid DESC",
+        );
     }
     ids(
         db,
-        "SELECT id FROM session_prune_receipt WHERE restores IS NULL ORDER BY rowid",
+        "SELECT id FROM session_prune_receipt WHERE restores IS NULL ORDER BY rowid DESC",
     )
 }
 
-/// The receipts of prunes no restore undid yet, oldest first.
+/// The receipts of prunes no restore undid yet, newest first (see [`prune_receipts`]).
 pub fn unrestored(db: &Path) -> Vec<String> {
     if !has_restores_column(db) {
         return prune_receipts(db);
@@ -98,7 +118,7 @@ pub fn unrestored(db: &Path) -> Vec<String> {
     ids(
         db,
         "SELECT id FROM session_prune_receipt r WHERE restores IS NULL AND NOT EXISTS \
-         (SELECT 1 FROM session_prune_receipt u WHERE u.restores = r.id) ORDER BY rowid",
+         (SELECT 1 FROM session_prune_receipt u WHERE u.restores = r.id) ORDER BY rowid DESC",
     )
 }
 

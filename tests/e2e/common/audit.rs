@@ -14,15 +14,23 @@ use serde_json::Value;
 use super::cli::{assert_exit, run};
 use super::Fixture;
 
-/// Receipts `clean --all --apply --abandoned-after never` writes on the fixture.
+/// Receipts `clean --all --apply --no-compact --abandoned-after never` writes on the fixture.
 pub const CLEANED: u64 = 11;
 
-/// The fixture after `clean --all --apply`: 11 receipts, 11 journal events.
+/// The fixture after a clean of its parts (`clean --all --apply --no-compact`): 11 receipts, 11
+/// journal events, one per pruned message.
 pub fn cleaned() -> Fixture {
     let fx = Fixture::new();
     let out = run(
         &fx.db,
-        &["--abandoned-after", "never", "clean", "--all", "--apply"],
+        &[
+            "--abandoned-after",
+            "never",
+            "clean",
+            "--all",
+            "--apply",
+            "--no-compact",
+        ],
     );
     assert_exit(&out, 0);
     assert_eq!(

@@ -31,6 +31,21 @@ pub const KILLED_MID_TOOL_MSG: &str = "msg_2266dbbbe001wpA7iYROobDQYq";
 pub const KILLED_MID_STREAM: &str = "ses_dd992446cffe9e9tU47UDk00bQ";
 /// Its incomplete assistant message.
 pub const KILLED_MID_STREAM_MSG: &str = "msg_2266dbbe90019dgXYRF0Odk2af";
+/// The V2 session of the fixture, in OpenCode 1.18's shared `session` table (read-only for
+/// prunes).
+pub const V2_SHARED_SESSION: &str = "ses_dd9925f43ffe2Is1MklYsLGbbU";
+
+/// The snapshot events (`id`, `aggregate_id`) superseded by a newer snapshot of the same entity
+/// and type in their aggregate, as SQL: what a compaction of their session deletes.
+pub const SUPERSEDED_SQL: &str = "SELECT id, aggregate_id FROM (
+       SELECT id, aggregate_id, seq,
+              max(seq) OVER (PARTITION BY aggregate_id, type, entity) AS top
+       FROM (SELECT id, aggregate_id, type, seq,
+                    json_extract(data, CASE type WHEN 'message.part.updated.1' THEN '$.part.id'
+                                       ELSE '$.info.id' END) AS entity
+             FROM event WHERE type IN ('message.part.updated.1', 'message.updated.1',
+                                       'session.updated.1') AND json_valid(data)))
+     WHERE seq < top";
 
 /// A private copy of the fixture database in a temporary folder. Dropping it audits the
 /// database and the journal (see `audit`) unless [`Fixture::skip_audit`] was called.
@@ -87,6 +102,19 @@ impl Fixture {
         let db = dir.path().join("opencode.db");
         let source = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/opencode-1.18.34/opencode.db");
+        std::fs::copy(&source, &db).expect("copy fixture");
+        let journal = dir.path().join("opencode.db.prune-journal");
+        Self::at(dir, db, journal)
+    }
+
+    /// Copies `tests/fixtures/opencode-1.18.34-work/opencode.db` (written by OpenCode 1.18.34
+    /// doing coding work: streaming bash output, edits with summary diffs) into a new temporary
+    /// folder.
+    pub fn work() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("opencode.db");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode-1.18.34-work/opencode.db");
         std::fs::copy(&source, &db).expect("copy fixture");
         let journal = dir.path().join("opencode.db.prune-journal");
         Self::at(dir, db, journal)
@@ -236,10 +264,7 @@ pub fn pending_intent(req: &PruneRequest) -> pruning_engine::Intent {
         session_id: req.session_id.clone(),
         message_id: req.message_id.clone(),
         revision: req.revision.clone(),
-        selection: match &req.selection {
-            pruning_engine::Selection::Indexes(i) => pruning_journal::Selection::Indexes(i.clone()),
-            pruning_engine::Selection::AllTechnical => pruning_journal::Selection::AllTechnical,
-        },
+        selection: (&req.selection).into(),
         created_at_ms: now_ms(),
         state: pruning_engine::IntentState::Pending,
     }

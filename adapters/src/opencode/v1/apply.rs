@@ -207,6 +207,7 @@ pub(crate) fn write(
         known.foreign.after_own_writes(conn)?;
     }
     Ok(Ok(Written {
+        operation: None,
         part_ids,
         bytes_removed,
         removed_rows: capture.then(|| captured(part_rows, event_rows)),

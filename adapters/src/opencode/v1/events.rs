@@ -22,6 +22,10 @@ use crate::opencode::ids;
 
 /// `event.type` of a part snapshot.
 pub const PART_UPDATED: &str = "message.part.updated.1";
+/// `event.type` of a message snapshot.
+pub const MESSAGE_UPDATED: &str = "message.updated.1";
+/// `event.type` of a session snapshot.
+pub const SESSION_UPDATED: &str = "session.updated.1";
 /// `event.type` OpenCode writes when a part is deleted.
 pub const PART_REMOVED: &str = "message.part.removed.1";
 

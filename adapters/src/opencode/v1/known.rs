@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use pruning_engine::{Plan, Selection};
 use rusqlite::{params, Connection};
 
-use super::events::PART_UPDATED;
+use super::events::{MESSAGE_UPDATED, PART_UPDATED};
 use super::foreign::ForeignSnapshots;
 use super::runs::Abandoned;
 use super::snapshot;
@@ -39,6 +39,8 @@ pub struct Known {
     snapshots: Option<SnapshotIndex>,
     /// Message id -> the prune a clean planned for it at `data_version`.
     planned: HashMap<String, PlannedPrune>,
+    /// One session's newest `message.updated.1` of each message at `data_version`.
+    message_snapshots: Option<MessageSnapshotIndex>,
     /// Snapshots filed under another aggregate (valid across data versions on its own terms).
     pub foreign: ForeignSnapshots,
 }
@@ -64,13 +66,24 @@ pub struct PlannedPrune {
     pub plan: Plan,
 }
 
+/// One `message.part.updated.1` event in a [`SnapshotIndex`].
+#[derive(Debug, Clone)]
+struct Indexed {
+    /// `event.id`, `None` when it is not text (the row cannot be named for deletion).
+    id: Option<String>,
+    /// `event.seq`, `None` when it is not an integer.
+    seq: Option<i64>,
+    /// Bytes of `event.data`.
+    len: i64,
+}
+
 /// The `message.part.updated.1` events of one session, by the part they hold.
 #[derive(Debug)]
 struct SnapshotIndex {
     /// The session (the events' `aggregate_id`).
     session_id: String,
-    /// Part id -> `(event id, bytes of data)` of every snapshot of it in the session.
-    by_part: HashMap<String, Vec<(String, i64)>>,
+    /// Part id -> every snapshot of it in the session, in the order read.
+    by_part: HashMap<String, Vec<Indexed>>,
 }
 
 impl Known {
@@ -85,6 +98,7 @@ impl Known {
             self.fence_passed.clear();
             self.snapshots = None;
             self.planned.clear();
+            self.message_snapshots = None;
             self.data_version = Some(now);
         }
         Ok(())
@@ -96,6 +110,7 @@ impl Known {
         self.fence_passed.clear();
         self.snapshots = None;
         self.planned.clear();
+        self.message_snapshots = None;
         self.data_version = None;
     }
 
@@ -167,6 +182,61 @@ impl Known {
         session_id: &str,
         part_ids: &HashSet<&str>,
     ) -> rusqlite::Result<Vec<(String, i64)>> {
+        let index = self.snapshot_index(conn, session_id)?;
+        let mut found: Vec<(String, i64)> = Vec::new();
+        for part in part_ids {
+            if let Some(events) = index.by_part.get(*part) {
+                found.extend(
+                    events
+                        .iter()
+                        .filter_map(|event| Some((event.id.clone()?, event.len))),
+                );
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    /// Of the `message.part.updated.1` events of `session_id` that hold one of `part_ids`, the
+    /// ids of those the session's compaction deletes: superseded by a newer snapshot of the
+    /// same part, by the one rule of supersession (`super::compact::split`). What a prune of
+    /// those parts after the compaction no longer finds.
+    ///
+    /// Errors: SQLite's.
+    pub fn superseded_of(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+        part_ids: &HashSet<&str>,
+    ) -> rusqlite::Result<HashSet<String>> {
+        let index = self.snapshot_index(conn, session_id)?;
+        let mut superseded = HashSet::new();
+        for part in part_ids {
+            let Some(events) = index.by_part.get(*part) else {
+                continue;
+            };
+            let shape: Vec<(Option<i64>, bool)> = events
+                .iter()
+                .map(|event| (event.seq, event.id.is_some()))
+                .collect();
+            if let Some(split) = super::compact::split(&shape) {
+                superseded.extend(
+                    split
+                        .superseded
+                        .into_iter()
+                        .filter_map(|i| events[i].id.clone()),
+                );
+            }
+        }
+        Ok(superseded)
+    }
+
+    /// The session's snapshot index at this data version, read when it is not at hand.
+    fn snapshot_index(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+    ) -> rusqlite::Result<&SnapshotIndex> {
         let current = self
             .snapshots
             .as_ref()
@@ -174,17 +244,51 @@ impl Known {
         if !current || self.data_version.is_none() {
             self.snapshots = Some(SnapshotIndex::read(conn, session_id)?);
         }
-        let Some(index) = &self.snapshots else {
-            return Ok(Vec::new());
-        };
-        let mut found: Vec<(String, i64)> = Vec::new();
-        for part in part_ids {
-            if let Some(events) = index.by_part.get(*part) {
-                found.extend(events.iter().cloned());
-            }
+        // Just read when it was not at hand: the empty index is never what is returned.
+        Ok(self.snapshots.get_or_insert_with(|| SnapshotIndex {
+            session_id: session_id.to_string(),
+            by_part: HashMap::new(),
+        }))
+    }
+
+    /// The newest `message.updated.1` event of message `message_id` in the aggregate of session
+    /// `session_id` (highest `seq`), as `(event id, seq)`. The first call for a session reads
+    /// which message each of its message snapshots holds (`data.info.id`, as SQLite's
+    /// `json_extract` reads it), once; later calls at the same data version answer from that
+    /// index. This connection's own writes keep it true: a diffs prune rewrites that event in
+    /// place, a compaction deletes only snapshots older than it.
+    ///
+    /// Errors: SQLite's.
+    pub fn newest_message_snapshot(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+        message_id: &str,
+    ) -> rusqlite::Result<Option<(String, i64)>> {
+        let current = self
+            .message_snapshots
+            .as_ref()
+            .is_some_and(|index| index.session_id == session_id);
+        if !current || self.data_version.is_none() {
+            self.message_snapshots = Some(MessageSnapshotIndex::read(conn, session_id)?);
         }
-        found.sort();
-        Ok(found)
+        Ok(self
+            .message_snapshots
+            .as_ref()
+            .and_then(|index| index.newest.get(message_id).cloned()))
+    }
+
+    /// Records that this connection deleted some of the session's snapshot events (a compaction,
+    /// in a transaction it then commits; if it does not, call [`Self::forget`]): the session's
+    /// snapshot index is read again when next needed.
+    pub fn events_deleted(&mut self, session_id: &str) {
+        if self
+            .snapshots
+            .as_ref()
+            .is_some_and(|index| index.session_id == session_id)
+        {
+            self.snapshots = None;
+        }
     }
 
     /// Records that this connection deleted the snapshots of `part_ids` (in a transaction it then
@@ -198,30 +302,88 @@ impl Known {
     }
 }
 
+/// The newest `message.updated.1` event of each message of one session.
+#[derive(Debug)]
+struct MessageSnapshotIndex {
+    /// The session (the events' `aggregate_id`).
+    session_id: String,
+    /// Message id -> `(event id, seq)` of its newest snapshot; a message whose snapshots cannot
+    /// all be placed (a `seq` that is not an integer, two with the newest one) is left out.
+    newest: HashMap<String, (String, i64)>,
+}
+
+impl MessageSnapshotIndex {
+    /// Reads every `message.updated.1` event of the session once.
+    fn read(conn: &Connection, session_id: &str) -> rusqlite::Result<Self> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, CASE typeof(seq) WHEN 'integer' THEN seq END,                     CASE WHEN json_valid(data) THEN json_extract(data, '$.info.id') END              FROM event WHERE aggregate_id = ?1 AND type = ?2",
+        )?;
+        let mut rows = stmt.query(params![session_id, MESSAGE_UPDATED])?;
+        // Message id -> its newest snapshot so far, `None` once it cannot be told.
+        let mut newest: HashMap<String, Option<(Option<String>, i64)>> = HashMap::new();
+        while let Some(row) = rows.next()? {
+            let rusqlite::types::ValueRef::Text(message) = row.get_ref(2)? else {
+                continue;
+            };
+            let Ok(message) = std::str::from_utf8(message) else {
+                continue;
+            };
+            let id = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Text(id) => {
+                    std::str::from_utf8(id).ok().map(str::to_string)
+                }
+                _ => None,
+            };
+            let seq: Option<i64> = row.get(1)?;
+            let entry = newest
+                .entry(message.to_string())
+                .or_insert(Some((None, i64::MIN)));
+            *entry = match (entry.take(), seq) {
+                (Some((_, best)), Some(seq)) if seq > best => Some((id, seq)),
+                (Some((_, best)), Some(seq)) if seq == best => None,
+                (Some(kept), Some(_)) => Some(kept),
+                (_, None) | (None, _) => None,
+            };
+        }
+        Ok(Self {
+            session_id: session_id.to_string(),
+            newest: newest
+                .into_iter()
+                .filter_map(|(message, found)| match found {
+                    Some((Some(id), seq)) => Some((message, (id, seq))),
+                    _ => None,
+                })
+                .collect(),
+        })
+    }
+}
+
 impl SnapshotIndex {
     /// Reads every `message.part.updated.1` event of the session once.
     fn read(conn: &Connection, session_id: &str) -> rusqlite::Result<Self> {
         let mut stmt = conn.prepare_cached(
-            "SELECT id, data, octet_length(data) FROM event \
-             WHERE aggregate_id = ?1 AND type = ?2",
+            "SELECT id, data, octet_length(data), CASE typeof(seq) WHEN 'integer' THEN seq END \
+             FROM event WHERE aggregate_id = ?1 AND type = ?2",
         )?;
         let mut rows = stmt.query(params![session_id, PART_UPDATED])?;
-        let mut by_part: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+        let mut by_part: HashMap<String, Vec<Indexed>> = HashMap::new();
         while let Some(row) = rows.next()? {
-            // An event whose id is not text cannot be named for deletion: it stays.
-            let rusqlite::types::ValueRef::Text(id) = row.get_ref(0)? else {
-                continue;
-            };
-            let Ok(id) = std::str::from_utf8(id) else {
-                continue;
-            };
             let Some(part) = snapshot::part_id(row.get_ref(1)?) else {
                 continue;
             };
-            by_part
-                .entry(part)
-                .or_default()
-                .push((id.to_string(), row.get(2)?));
+            // An event whose id is not text cannot be named for deletion: it stays (and still
+            // supersedes older snapshots of its part).
+            let id = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Text(id) => {
+                    std::str::from_utf8(id).ok().map(str::to_string)
+                }
+                _ => None,
+            };
+            by_part.entry(part).or_default().push(Indexed {
+                id,
+                seq: row.get(3)?,
+                len: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            });
         }
         Ok(Self {
             session_id: session_id.to_string(),

@@ -5,6 +5,8 @@
 //! (`crate::opencode::write`).
 
 pub mod apply;
+pub mod compact;
+pub mod diffs;
 pub mod events;
 pub mod fence;
 pub mod foreign;

@@ -49,34 +49,7 @@ pub(crate) fn judge(
     updated: i64,
     clock: FenceClock,
 ) -> rusqlite::Result<Runs> {
-    let incomplete: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT id FROM message WHERE session_id = ?1 \
-               AND json_extract(data, '$.role') = 'assistant' \
-               AND NOT coalesce(json_type(data, '$.time.completed') IN ('integer', 'real') \
-                        AND json_extract(data, '$.time.completed') > 0, 0) \
-             ORDER BY time_created DESC, id DESC",
-        )?;
-        let ids = stmt.query_map([session_id], |row| row.get(0))?;
-        ids.collect::<rusqlite::Result<_>>()?
-    };
-    // Substring test first: a part whose text never spells `pending` or `running` cannot hold
-    // those statuses (JSON writers spell ASCII letters out), so most parts are skipped without
-    // parsing their JSON.
-    let unfinished: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT message_id FROM part WHERE session_id = ?1 \
-               AND (session_prune_contains(data, 'running') \
-                    OR session_prune_contains(data, 'pending')) \
-               AND CASE WHEN json_valid(data) \
-                    THEN json_extract(data, '$.type') = 'tool' \
-                         AND json_extract(data, '$.state.status') IN ('pending', 'running') \
-                    ELSE 1 END \
-             ORDER BY time_created DESC, id DESC",
-        )?;
-        let ids = stmt.query_map([session_id], |row| row.get(0))?;
-        ids.collect::<rusqlite::Result<_>>()?
-    };
+    let (incomplete, unfinished) = unfinished(conn, session_id)?;
     let Some(message_id) = incomplete.first().or(unfinished.first()).cloned() else {
         return Ok(Runs::Settled);
     };
@@ -236,4 +209,50 @@ fn span(ms: i64) -> String {
 
 fn busy(detail: impl Into<String>) -> Refusal {
     Refusal::new(BlockedReason::MaintenanceRequired, detail)
+}
+
+/// The session's incomplete assistant messages and the messages of its pending or running tool
+/// parts, each newest first (by `time_created`, then id).
+fn unfinished(conn: &Connection, session_id: &str) -> rusqlite::Result<(Vec<String>, Vec<String>)> {
+    let incomplete: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM message WHERE session_id = ?1 \
+               AND json_extract(data, '$.role') = 'assistant' \
+               AND NOT coalesce(json_type(data, '$.time.completed') IN ('integer', 'real') \
+                        AND json_extract(data, '$.time.completed') > 0, 0) \
+             ORDER BY time_created DESC, id DESC",
+        )?;
+        let ids = stmt.query_map([session_id], |row| row.get(0))?;
+        ids.collect::<rusqlite::Result<_>>()?
+    };
+    // Substring test first: a part whose text never spells `pending` or `running` cannot hold
+    // those statuses (JSON writers spell ASCII letters out), so most parts are skipped without
+    // parsing their JSON.
+    let unfinished: Vec<String> = {
+        let mut stmt = conn.prepare_cached(
+            "SELECT message_id FROM part WHERE session_id = ?1 \
+               AND (session_prune_contains(data, 'running') \
+                    OR session_prune_contains(data, 'pending')) \
+               AND CASE WHEN json_valid(data) \
+                    THEN json_extract(data, '$.type') = 'tool' \
+                         AND json_extract(data, '$.state.status') IN ('pending', 'running') \
+                    ELSE 1 END \
+             ORDER BY time_created DESC, id DESC",
+        )?;
+        let ids = stmt.query_map([session_id], |row| row.get(0))?;
+        ids.collect::<rusqlite::Result<_>>()?
+    };
+    Ok((incomplete, unfinished))
+}
+
+/// The messages of the session's runs: its incomplete assistant messages and the messages of its
+/// pending or running tool parts. What a compaction beside an abandoned run leaves alone.
+///
+/// Errors: SQLite's.
+pub(crate) fn unfinished_messages(
+    conn: &Connection,
+    session_id: &str,
+) -> rusqlite::Result<std::collections::HashSet<String>> {
+    let (incomplete, unfinished) = unfinished(conn, session_id)?;
+    Ok(incomplete.into_iter().chain(unfinished).collect())
 }

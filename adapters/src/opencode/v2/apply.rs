@@ -123,6 +123,7 @@ pub(crate) fn write(
         .collect();
     let shrunk = (planned.data.len() as u64).saturating_sub(u64::try_from(after).unwrap_or(0));
     Ok(Ok(Written {
+        operation: None,
         part_ids,
         bytes_removed: shrunk,
         removed_rows,

@@ -5,152 +5,25 @@
 //! A dry run (the default) reads only. Progress goes to stderr: a bar on a terminal, a line
 //! every few seconds otherwise, nothing with `--json`. Ctrl-C stops after the current message.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::IsTerminal;
+mod copies;
+mod progress;
+mod report;
+
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use pruning_adapters::opencode::{spill_folder, CleanPolicy, OpenCodeStore, Planned};
-use pruning_engine::{
-    AbandonedRun, DryRun, Engine, EngineError, PreviewRequest, PruneRequest, PruneResult,
-};
-use serde::Serialize;
+use pruning_engine::{DryRun, Engine, PreviewRequest, PruneRequest, Selection};
 
 use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::Config;
 use crate::cli::duration::{duration_flag, ANY_DURATION};
 use crate::cli::error::ConfigError;
 use crate::output;
-use crate::output::say;
-
-/// The final report (`--json`), counts of messages unless named otherwise.
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Report {
-    /// `cleaned`, `dry-run` or `interrupted`.
-    status: &'static str,
-    /// Sessions looked at.
-    sessions: u64,
-    /// Messages the policy looked at (assistant messages before the kept turns).
-    considered: u64,
-    /// Assistant messages in the last `--keep-last-turns` user turns, not looked at.
-    kept_recent: u64,
-    /// Messages pruned (with `--apply`) or that would be pruned.
-    pruned: u64,
-    /// Messages an identical earlier request had pruned (the same content and selection, as
-    /// after an interrupted run): answered from the receipt, nothing written.
-    already_pruned: u64,
-    /// Messages with nothing the policy selects (a message pruned before has nothing left).
-    nothing_to_prune: u64,
-    /// Parts removed (or that would be).
-    parts: u64,
-    /// Bytes of row data removed (or, in a dry run, that would be): the part rows and their
-    /// event snapshots, as the receipts count them.
-    bytes: u64,
-    /// With `--archive`: bytes written to the prune archive for the prunes that committed
-    /// (their rows, compressed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    archive_bytes: Option<u64>,
-    /// Messages left alone, by reason (`oversize`, `malformed`, `incomplete`, ...).
-    skipped: BTreeMap<&'static str, u64>,
-    /// Messages the prune refused, by contract reason (`maintenance_required`, `conflict`, ...).
-    blocked: BTreeMap<&'static str, u64>,
-    /// Messages whose prune failed (storage or journal errors): nothing of them was written.
-    failed: u64,
-    /// Of `pruned`, messages committed in the database (with their receipts) whose commit
-    /// marks could not be journaled: the next run's recovery journals them and announces their
-    /// events. Present only when not 0.
-    #[serde(skip_serializing_if = "is_zero")]
-    unjournaled: u64,
-    /// The first failure, in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    first_failure: Option<String>,
-    /// Messages not reached because the clean was interrupted.
-    not_reached: u64,
-    /// Part rows of the sessions whose message row is missing (orphans), left alone.
-    orphan_parts: u64,
-    /// Spill files removed (in a dry run: that would be).
-    spill_files_removed: u64,
-    /// Bytes of spill files removed (in a dry run: that would be).
-    spill_bytes_removed: u64,
-    /// Runs OpenCode left incomplete whose sessions were pruned beside them (or would be): idle
-    /// for at least `--abandoned-after`. Each counts once, however many of its session's
-    /// messages were pruned.
-    abandoned_runs: u64,
-    /// The incomplete messages of those runs.
-    #[serde(skip)]
-    runs: BTreeSet<String>,
-    /// With `--before-compaction` only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    before_compaction: Option<BeforeCompaction>,
-    /// With `--until-live-size` only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    until_live_size: Option<UntilLiveSize>,
-}
-
-/// `--until-live-size`: the target, the database's live data before, and the estimate the clean
-/// stops by (bytes). The estimate is the live data before less the row data each prune frees
-/// that its dry run says would commit, counted when the prune is planned (the apply runs the
-/// same dry run), so that the dry run stops where the apply does.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct UntilLiveSize {
-    /// The target: live data at most this, in bytes.
-    target: u64,
-    /// Pages in use times the page size before the clean, in bytes.
-    live_before: u64,
-    /// `live_before` less the row data of every prune that would commit, in bytes.
-    estimate_after: u64,
-    /// Whether the estimate reached the target; false when the policies left too little.
-    reached: bool,
-    /// With `--apply`: the live data measured after the clean, in bytes (the freed pages are
-    /// not exactly the row data; `vacuum` gives them back).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    live_after: Option<u64>,
-}
-
-impl UntilLiveSize {
-    fn new(target: u64, live_before: u64) -> Self {
-        Self {
-            target,
-            live_before,
-            estimate_after: live_before,
-            reached: live_before <= target,
-            live_after: None,
-        }
-    }
-
-    /// Counts a planned prune that frees `bytes` of row data.
-    fn planned(&mut self, bytes: u64) {
-        self.estimate_after = self.estimate_after.saturating_sub(bytes);
-        self.reached = self.estimate_after <= self.target;
-    }
-
-    fn reached(&self) -> bool {
-        self.reached
-    }
-}
-
-/// What `--before-compaction` let through, in assistant messages before the kept turns.
-#[derive(Debug, Default, Serialize)]
-struct BeforeCompaction {
-    /// Older than their session's last completed compaction: looked at.
-    qualified: u64,
-    /// Not older (or in a session without a compaction): left alone.
-    outside: u64,
-}
-
-impl Report {
-    /// Counts the abandoned run a prune was admitted beside, once per run.
-    fn admitted(&mut self, run: Option<&AbandonedRun>) {
-        if let Some(run) = run {
-            self.runs.insert(run.message_id.clone());
-            self.abandoned_runs = self.runs.len() as u64;
-        }
-    }
-}
+use progress::Progress;
+use report::{dry, print_report, tally, BeforeCompaction, FileSize, Report, UntilLiveSize};
 
 /// `clean` arguments.
 #[derive(Debug, clap::Args)]
@@ -204,6 +77,16 @@ pub struct Args {
     /// bytes); every other policy still applies.
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     until_live_size: Option<String>,
+    /// Leave the event log as it is: by default each session's superseded snapshots (full copies
+    /// of a part, message or session that a newer snapshot of the same one replaces; OpenCode
+    /// never reads them again) are deleted first, with a receipt, as a prune is.
+    #[arg(long)]
+    no_compact: bool,
+    /// Also empty the file bodies (`patch`, and `before`/`after` in older releases) in the
+    /// summary diffs of the user messages before the kept turns, keeping their file names,
+    /// counts and status: OpenCode rewrites the whole list after every step of a turn.
+    #[arg(long)]
+    diffs: bool,
     /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
     /// of the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
@@ -264,6 +147,10 @@ pub struct CleanConfig {
     pub policy: CleanPolicy,
     /// Remove unreferenced spill files of pruned parts.
     pub spill_files: bool,
+    /// Compact each session's event log first (`--no-compact` turns it off).
+    pub compact: bool,
+    /// Empty the file bodies of the summary diffs before the kept turns (`--diffs`).
+    pub diffs: bool,
     /// Only messages older than each session's last completed compaction.
     pub before_compaction: bool,
     /// Oldest first across sessions, until the live data is at most this many bytes.
@@ -311,6 +198,8 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
             reasoning: !args.no_reasoning,
         },
         spill_files: args.include_spill_files,
+        compact: !args.no_compact,
+        diffs: args.diffs,
         before_compaction: args.before_compaction,
         until_live_size: match args.until_live_size {
             None => None,
@@ -449,17 +338,48 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         .iter()
         .map(|id| store.orphan_parts(id))
         .sum::<Result<u64, _>>()?;
-    let mut progress = Progress::new(config.json, total);
+    let live_before = store.vacuum_needs()?.live_bytes;
+    report.file = FileSize {
+        bytes: on_disk(&config.db),
+        live_bytes: live_before,
+        after_vacuum: live_before,
+    };
     let now = pruning_engine::now_ms();
+    let mut until = clean
+        .until_live_size
+        .map(|target| UntilLiveSize::new(target, live_before));
+    // The copies first: they hold what OpenCode never reads again, and once they are gone a
+    // prune of parts finds fewer snapshots (in a dry run: `compacted` says where).
+    let copies = copies::Copies {
+        store,
+        engine: engine.as_ref(),
+        stop: &stop,
+        batch_size: clean.batch_size,
+        json: config.json,
+    };
+    let compacted = if clean.compact {
+        report.compaction = Some(Default::default());
+        copies.compact(&session_ids, &mut report, &mut until)?
+    } else {
+        HashSet::new()
+    };
+    if clean.diffs {
+        report.diffs = Some(Default::default());
+        copies.empty_diffs(
+            &session_ids,
+            clean.policy.keep_last_turns,
+            clean.policy.older_than,
+            now,
+            &mut report,
+            &mut until,
+        )?;
+    }
+    let mut progress = Progress::new(config.json, total, "messages");
     // Batches fill across sessions: a database of many small sessions still gets batches of
     // `batch_size` messages.
     let mut pending = Pending::default();
     // The spill files the dry run's prunes point at, once per part.
     let mut spilled: Vec<String> = Vec::new();
-    let mut until = match clean.until_live_size {
-        Some(target) => Some(UntilLiveSize::new(target, store.vacuum_needs()?.live_bytes)),
-        None => None,
-    };
     // One message of the walk; `false` ends the walk (stopped, or the size reached).
     let mut visit = |session_id: &str, message_id: &str| -> anyhow::Result<bool> {
         if stop.load(Ordering::SeqCst) {
@@ -482,29 +402,47 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
                 // A dry run checks what the prune would check, in a transaction it rolls
                 // back. With --until-live-size the apply runs it too: only a prune that
                 // would commit counts toward the size, in both.
+                // In a dry run the session's compaction has not deleted the superseded
+                // snapshots of these parts yet; with --apply it has.
+                let after_compaction = engine.is_none() && compacted.contains(session_id);
                 let checked = if engine.is_none() || until.is_some() {
                     let found = pruning_engine::dry_run(store, &request)?;
                     let freed = match &found {
-                        Ok(DryRun::Plan { plan, .. }) => Some(store.freed_bytes(
+                        Ok(DryRun::Plan { plan, .. }) => Some(store.freed(
                             session_id,
                             message_id,
                             &plan.remove,
                             plan.bytes,
+                            after_compaction,
                         )?),
                         _ => None,
                     };
-                    if let (Some(until), Some(freed)) = (&mut until, freed) {
-                        until.planned(freed);
+                    if let (Some(until), Some(freed)) = (&mut until, &freed) {
+                        until.planned(freed.total());
                     }
                     Some((found, freed))
                 } else {
                     None
                 };
                 if engine.is_some() {
+                    // The snapshots' bytes, to tell them from the part rows in the receipt's
+                    // count.
+                    let snapshots = match &checked {
+                        Some((_, Some(freed))) => freed.snapshots,
+                        _ => {
+                            let indexes = request_indexes(&request);
+                            store
+                                .freed(session_id, message_id, &indexes, 0, false)?
+                                .snapshots
+                        }
+                    };
                     pending.requests.push(request);
+                    pending.snapshot_bytes.push(snapshots);
                 } else if let Some((found, freed)) = checked {
                     if let Some(freed) = freed {
-                        report.bytes += freed;
+                        report.bytes += freed.total();
+                        report.bytes_by_kind.parts += freed.parts;
+                        report.bytes_by_kind.part_snapshots += freed.snapshots;
                         spilled.extend(spill_files);
                     }
                     dry(&mut report, found);
@@ -573,6 +511,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             .as_ref()
             .map(|engine| engine.store().archived_bytes());
     }
+    report.file.after_vacuum = live_before.saturating_sub(report.bytes_by_kind.total());
     if let Some(mut until) = until {
         if clean.apply {
             until.live_after = Some(store.vacuum_needs()?.live_bytes);
@@ -623,265 +562,46 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     })
 }
 
-/// Counts what a dry run of one planned prune found.
-fn dry(report: &mut Report, found: Result<DryRun, pruning_engine::Refusal>) {
-    match found {
-        Ok(DryRun::Plan {
-            plan,
-            abandoned_run,
-        }) => {
-            report.pruned += 1;
-            report.parts += plan.remove.len() as u64;
-            report.admitted(abandoned_run.as_ref());
-        }
-        Ok(DryRun::AlreadyPruned(_)) => report.already_pruned += 1,
-        Err(refusal) => *report.blocked.entry(refusal.reason.as_str()).or_default() += 1,
-    }
-}
-
 /// Planned prunes waiting for their batch.
 #[derive(Debug, Default)]
 struct Pending {
     requests: Vec<PruneRequest>,
+    /// Of each request, the bytes of the part snapshots it removes (the rest of its receipt's
+    /// count is the part rows', or a V2 row's).
+    snapshot_bytes: Vec<u64>,
 }
 
 impl Pending {
     /// Applies the batch through the engine's group commit and counts the outcomes.
     fn apply(&mut self, engine: &Engine<OpenCodeStore>, stop: &AtomicBool, report: &mut Report) {
         let stopped = || stop.load(Ordering::SeqCst);
-        for result in engine.prune_many_until(&self.requests, &stopped) {
-            tally(report, result);
+        let results = engine.prune_many_until(&self.requests, &stopped);
+        for (result, snapshots) in results.into_iter().zip(&self.snapshot_bytes) {
+            tally(report, result, *snapshots);
         }
         self.requests.clear();
+        self.snapshot_bytes.clear();
     }
 }
 
-fn tally(report: &mut Report, result: Result<pruning_engine::PruneOutcome, EngineError>) {
-    match result {
-        Ok(outcome) => match outcome.result {
-            PruneResult::Pruned { .. } if outcome.retried => report.already_pruned += 1,
-            PruneResult::Pruned { removed_count, .. } => {
-                report.pruned += 1;
-                report.parts += u64::from(removed_count);
-                if let Some(receipt) = &outcome.receipt {
-                    report.bytes += receipt.bytes_removed;
-                    report.admitted(receipt.abandoned_run.as_ref());
-                }
-            }
-            PruneResult::Blocked { reason } => {
-                *report.blocked.entry(reason.as_str()).or_default() += 1;
-            }
-        },
-        // Not reached: counted with the messages never looked at.
-        Err(EngineError::Interrupted) => report.considered -= 1,
-        // Committed with its receipt: pruned, though its event waits for the next run.
-        Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
-            report.pruned += 1;
-            report.admitted(receipt.abandoned_run.as_ref());
-            report.unjournaled += 1;
-            report.parts += u64::from(receipt.removed_count);
-            report.bytes += receipt.bytes_removed;
-            report.first_failure.get_or_insert_with(|| {
-                format!("the journal could not record committed prunes: {cause}")
-            });
-        }
-        Err(error) => {
-            report.failed += 1;
-            report
-                .first_failure
-                .get_or_insert_with(|| error.to_string());
-        }
+/// The indexes a prune of parts selects (none for any other prune).
+fn request_indexes(request: &PruneRequest) -> Vec<usize> {
+    match &request.selection {
+        Selection::Indexes(indexes) => indexes.iter().map(|&i| i as usize).collect(),
+        _ => Vec::new(),
     }
 }
 
-/// What a skip reason means, for people.
-fn explain(reason: &str) -> &'static str {
-    match reason {
-        "read_only" => {
-            " - stored where prunes are not written: read-only media, or V2 rows in OpenCode 1.18's shared session table"
-        }
-        "incomplete" => " - no time.completed: a run is writing it, or was killed",
-        "unplaceable" => " - a time that is not a number, or an id no request can name",
-        "too_recent" => " - completed within --older-than",
-        _ => "",
-    }
-}
-
-fn print_report(report: &Report, clean: &CleanConfig, invocation: &str) -> std::io::Result<()> {
-    let verb = if clean.apply { "pruned" } else { "would prune" };
-    say!(
-        "{}: {} session(s), {} assistant message(s) looked at, {} left to the last {} turn(s)",
-        report.status,
-        report.sessions,
-        report.considered,
-        report.kept_recent,
-        clean.policy.keep_last_turns
-    )?;
-    let bytes_what = if clean.apply {
-        "of row data removed (parts and their event snapshots)"
-    } else {
-        "of row data (parts and their event snapshots)"
-    };
-    say!(
-        "{verb}: {} message(s), {} part(s), {} {bytes_what}",
-        report.pruned,
-        report.parts,
-        output::bytes(report.bytes)
-    )?;
-    if let Some(archived) = report.archive_bytes {
-        say!(
-            "archived: {} written to the prune archive for them (their rows, compressed; `restore RECEIPT` puts one back)",
-            output::bytes(archived)
-        )?;
-    }
-    if report.already_pruned > 0 {
-        say!(
-            "already pruned by an identical request: {}",
-            report.already_pruned
-        )?;
-    }
-    if report.abandoned_runs > 0 {
-        say!(
-            "beside runs OpenCode left incomplete (idle for --abandoned-after; their own messages are left alone): {} run(s)",
-            report.abandoned_runs
-        )?;
-    }
-    if let Some(until) = &report.until_live_size {
-        let measured = until
-            .live_after
-            .map(|after| format!(", {} measured", output::bytes(after)))
-            .unwrap_or_default();
-        say!(
-            "live data: {} before, about {} after{measured} (target {}){}",
-            output::bytes(until.live_before),
-            output::bytes(until.estimate_after),
-            output::bytes(until.target),
-            if until.reached {
-                ""
-            } else {
-                "; the policies leave too little to reach the target"
-            }
-        )?;
-    }
-    if let Some(before) = &report.before_compaction {
-        say!(
-            "older than their session's last compaction: {} message(s) looked at, {} newer left alone",
-            before.qualified,
-            before.outside
-        )?;
-    }
-    say!("nothing to prune: {} message(s)", report.nothing_to_prune)?;
-    for (reason, count) in &report.skipped {
-        say!("skipped ({reason}): {count} message(s){}", explain(reason))?;
-    }
-    for (reason, count) in &report.blocked {
-        say!("blocked ({reason}): {count} message(s)")?;
-    }
-    if report.unjournaled > 0 {
-        say!(
-            "of those, {} committed with their receipts but not yet journaled: the next run journals them and announces their events",
-            report.unjournaled
-        )?;
-    }
-    if report.failed > 0 || report.unjournaled > 0 {
-        say!(
-            "failed: {} message(s) (nothing of them was written); first failure: {}",
-            report.failed,
-            report.first_failure.as_deref().unwrap_or("")
-        )?;
-    }
-    if report.not_reached > 0 {
-        say!(
-            "not reached (interrupted): {} message(s); run the same clean again to finish",
-            report.not_reached
-        )?;
-    }
-    if report.orphan_parts > 0 {
-        say!(
-            "orphan parts (no message row), left alone: {}",
-            report.orphan_parts
-        )?;
-    }
-    if report.spill_files_removed > 0 {
-        say!(
-            "spill files {}: {} ({})",
-            if clean.apply {
-                "removed"
-            } else {
-                "that would be removed"
-            },
-            report.spill_files_removed,
-            output::bytes(report.spill_bytes_removed)
-        )?;
-    }
-    if !clean.apply {
-        say!("dry run: nothing written; add --apply to do it")?;
-    } else if report.pruned > 0 {
-        say!("the file shrinks only after `{invocation} vacuum` (with OpenCode stopped)")?;
-    }
-    Ok(())
+/// Bytes of the database file and its WAL on disk (0 for one that cannot be read).
+fn on_disk(database: &std::path::Path) -> u64 {
+    let mut wal = database.as_os_str().to_owned();
+    wal.push("-wal");
+    [database.as_os_str(), wal.as_os_str()]
+        .iter()
+        .map(|path| std::fs::metadata(path).map_or(0, |meta| meta.len()))
+        .sum()
 }
 
 /// Most messages whose listings a clean keeps from its count to its walk (about 10 MB of ids);
 /// a larger clean reads each session's listing again as it walks it.
 const MAX_KEPT_IDS: u64 = 100_000;
-
-/// Progress on stderr: a bar on a terminal, a line every 5 s otherwise, nothing for `--json`.
-struct Progress {
-    bar: Option<ProgressBar>,
-    plain: bool,
-    total: u64,
-    done: u64,
-    started: Instant,
-    last_line: Instant,
-}
-
-impl Progress {
-    fn new(json: bool, total: u64) -> Self {
-        let terminal = std::io::stderr().is_terminal();
-        let bar = (!json && terminal).then(|| {
-            let bar = ProgressBar::new(total);
-            if let Ok(style) = ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} messages  {msg}  {per_sec}  ETA {eta}",
-            ) {
-                bar.set_style(style);
-            }
-            bar
-        });
-        Self {
-            bar,
-            plain: !json && !terminal,
-            total,
-            done: 0,
-            started: Instant::now(),
-            last_line: Instant::now(),
-        }
-    }
-
-    /// `done` messages of the total are done.
-    fn update(&mut self, done: u64, report: &Report) {
-        self.done = done.min(self.total);
-        let freed = format!("{} freed", output::bytes(report.bytes));
-        if let Some(bar) = &self.bar {
-            bar.set_position(self.done);
-            bar.set_message(freed);
-        } else if self.plain && self.last_line.elapsed() >= Duration::from_secs(5) {
-            self.last_line = Instant::now();
-            let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(0.001);
-            eprintln!(
-                "{}/{} messages, {freed}, {rate:.0} messages/s",
-                self.done, self.total
-            );
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}

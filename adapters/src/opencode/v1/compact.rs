@@ -1,0 +1,614 @@
+//! Compaction of a V1 session's event log: its superseded snapshots deleted, in the write
+//! transaction `crate::opencode::write` opens, with a receipt.
+//!
+//! A snapshot event is a full state of its entity: `message.part.updated.1` of a part (its
+//! `data.part.id`), `message.updated.1` of a message and `session.updated.1` of a session (their
+//! `data.info.id`). One is superseded when the session's aggregate holds a newer snapshot (a
+//! higher `seq`) of the same entity and type: replaying what is left in `seq` order ends in the
+//! same state as replaying all of them. Every other event type is left alone (deltas such as
+//! `session.next.*`, `message.part.removed.1`, `session.created.1`).
+//!
+//! Reading which entity each snapshot holds means reading every snapshot of the session, which
+//! must not happen under the write lock (OpenCode waits 5 s for it). So the store reads the
+//! session's snapshots first, in a read transaction ([`survey`]), and the write transaction
+//! checks by primary key that what it read still holds: the newest snapshot of every entity it
+//! deletes from is there, and each row it deletes is the one read (id, aggregate, seq, type and
+//! length of `data`). Rows are never rewritten by OpenCode; a row found otherwise is a
+//! `conflict`, nothing deleted.
+//!
+//! Left alone: a snapshot whose entity or `seq` cannot be read (not JSON, no id, a `seq` that is
+//! not an integer: its entity's snapshots are all kept), one whose id is not text (it cannot be
+//! named), and, where the fence admitted an abandoned run, every snapshot of the run's messages
+//! and of their parts. Source: docs/ARCHITECTURE.md, "Copies OpenCode keeps".
+
+use std::collections::{HashMap, HashSet};
+
+use pruning_archive::{ArchivedRows, TableRows};
+use pruning_engine::revision::event_log_revision;
+use pruning_engine::{
+    BlockedReason, Compacted, Operation, Plan, PruneCommand, PruneRequest, Refusal,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::events::{MESSAGE_UPDATED, PART_UPDATED, SESSION_UPDATED};
+use super::fence::{self, FenceClock, FenceInput};
+use super::known::Known;
+use super::runs::{self, Abandoned};
+use crate::opencode::archive::{capture_rows, sort_by_id};
+use crate::opencode::schema::Schema;
+use crate::opencode::write::{self, Prepared, Written};
+
+/// The kind of entity a snapshot event holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SnapshotKind {
+    /// `message.part.updated.1`: a part.
+    Part,
+    /// `message.updated.1`: a message.
+    Message,
+    /// `session.updated.1`: a session.
+    Session,
+}
+
+impl SnapshotKind {
+    /// The `event.type` of this kind.
+    pub fn event_type(self) -> &'static str {
+        match self {
+            Self::Part => PART_UPDATED,
+            Self::Message => MESSAGE_UPDATED,
+            Self::Session => SESSION_UPDATED,
+        }
+    }
+
+    /// The kind of an `event.type`, `None` for a type that is not a snapshot's.
+    pub fn of(event_type: &str) -> Option<Self> {
+        match event_type {
+            PART_UPDATED => Some(Self::Part),
+            MESSAGE_UPDATED => Some(Self::Message),
+            SESSION_UPDATED => Some(Self::Session),
+            _ => None,
+        }
+    }
+}
+
+/// One snapshot event as the survey read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// `event.id`.
+    pub id: String,
+    /// Its type.
+    pub kind: SnapshotKind,
+    /// `event.seq`.
+    pub seq: i64,
+    /// Bytes of `event.data`.
+    pub len: i64,
+    /// The entity it holds: a part, message or session id.
+    pub entity: String,
+    /// The message it belongs to: the part's `messageID`, or the message itself (`None` for a
+    /// session snapshot, or a part snapshot that names none).
+    pub message: Option<String>,
+}
+
+/// What a session's event log holds of superseded snapshots, read in one read transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Survey {
+    /// The session.
+    pub session_id: String,
+    /// The event log's revision when it was read ([`event_log_revision`]).
+    pub revision: String,
+    /// Every superseded snapshot, in `seq` order.
+    pub superseded: Vec<Snapshot>,
+    /// The newest snapshot of each entity that has superseded ones (what keeps them superseded).
+    pub newest: Vec<Snapshot>,
+}
+
+/// The session's `event_sequence.seq` (`None` without a row) and its event log's revision.
+///
+/// Errors: SQLite's.
+pub fn revision(conn: &Connection, session_id: &str) -> rusqlite::Result<String> {
+    let seq: Option<Option<i64>> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT CASE typeof(seq) WHEN 'integer' THEN seq END FROM event_sequence \
+         WHERE aggregate_id = ?1",
+        [session_id],
+        |row| row.get(0),
+    )
+    .optional()?;
+    Ok(event_log_revision(session_id, seq.flatten()))
+}
+
+/// Reads every snapshot event of the session's aggregate (inside the caller's read
+/// transaction) and finds the superseded ones. Costs one read of the session's snapshots; no
+/// lock is held beyond the read transaction's.
+///
+/// Errors: SQLite's.
+pub fn survey(conn: &Connection, session_id: &str) -> rusqlite::Result<Survey> {
+    let revision = revision(conn, session_id)?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, type, CASE typeof(seq) WHEN 'integer' THEN seq END, octet_length(data), \
+                CASE WHEN json_valid(data) THEN json_extract(data, \
+                     CASE type WHEN ?2 THEN '$.part.id' ELSE '$.info.id' END) END, \
+                CASE WHEN type = ?2 AND json_valid(data) \
+                     THEN json_extract(data, '$.part.messageID') END \
+         FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4)",
+    )?;
+    let mut rows = stmt.query(params![
+        session_id,
+        PART_UPDATED,
+        MESSAGE_UPDATED,
+        SESSION_UPDATED
+    ])?;
+    // (kind, entity) -> its rows: each one's seq, and the snapshot where its id is text.
+    type Rows = Vec<(Option<i64>, Option<Snapshot>)>;
+    let mut groups: HashMap<(SnapshotKind, String), Rows> = HashMap::new();
+    while let Some(row) = rows.next()? {
+        let Some(kind) = text(row.get_ref(1)?).as_deref().and_then(SnapshotKind::of) else {
+            continue;
+        };
+        // A snapshot whose entity cannot be read is neither superseded nor superseding.
+        let Some(entity) = text(row.get_ref(4)?) else {
+            continue;
+        };
+        let seq: Option<i64> = row.get(2)?;
+        let message = match kind {
+            SnapshotKind::Part => text(row.get_ref(5)?),
+            SnapshotKind::Message => Some(entity.clone()),
+            SnapshotKind::Session => None,
+        };
+        let snapshot = match (text(row.get_ref(0)?), seq) {
+            (Some(id), Some(seq)) => Some(Snapshot {
+                id,
+                kind,
+                seq,
+                len: row.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                entity: entity.clone(),
+                message,
+            }),
+            _ => None,
+        };
+        groups
+            .entry((kind, entity))
+            .or_default()
+            .push((seq, snapshot));
+    }
+    let mut superseded = Vec::new();
+    let mut newest = Vec::new();
+    for mut rows in groups.into_values() {
+        let shape: Vec<(Option<i64>, bool)> = rows
+            .iter()
+            .map(|(seq, snapshot)| (*seq, snapshot.is_some()))
+            .collect();
+        let Some(split) = split(&shape) else {
+            continue;
+        };
+        newest.extend(rows[split.newest].1.take());
+        for index in split.superseded {
+            superseded.extend(rows[index].1.take());
+        }
+    }
+    superseded.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
+    newest.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
+    Ok(Survey {
+        session_id: session_id.to_string(),
+        revision,
+        superseded,
+        newest,
+    })
+}
+
+/// The newest `seq` of each entity's snapshots in the session's aggregate, by `(kind, entity)`:
+/// what keeps an older snapshot superseded. Rows whose entity or seq cannot be read count for
+/// none.
+///
+/// Errors: SQLite's.
+pub fn newest_seqs(
+    conn: &Connection,
+    session_id: &str,
+) -> rusqlite::Result<HashMap<(SnapshotKind, String), i64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT type, entity, max(seq) FROM ( \
+           SELECT type, seq, CASE WHEN json_valid(data) THEN json_extract(data, \
+                  CASE type WHEN ?2 THEN '$.part.id' ELSE '$.info.id' END) END AS entity \
+           FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4) \
+             AND typeof(seq) = 'integer') \
+         WHERE typeof(entity) = 'text' GROUP BY type, entity",
+    )?;
+    let mut rows = stmt.query(params![
+        session_id,
+        PART_UPDATED,
+        MESSAGE_UPDATED,
+        SESSION_UPDATED
+    ])?;
+    let mut newest = HashMap::new();
+    while let Some(row) = rows.next()? {
+        let kind = text(row.get_ref(0)?).as_deref().and_then(SnapshotKind::of);
+        if let (Some(kind), Some(entity)) = (kind, text(row.get_ref(1)?)) {
+            newest.insert((kind, entity), row.get(2)?);
+        }
+    }
+    Ok(newest)
+}
+
+/// The entity the `data` of a snapshot of `kind` holds, read as the survey reads it (SQLite's
+/// `json_extract`); `None` when it cannot be read.
+///
+/// Errors: SQLite's.
+pub fn entity_of(
+    conn: &Connection,
+    kind: SnapshotKind,
+    data: &[u8],
+) -> rusqlite::Result<Option<String>> {
+    let path = match kind {
+        SnapshotKind::Part => "$.part.id",
+        SnapshotKind::Message | SnapshotKind::Session => "$.info.id",
+    };
+    let data = rusqlite::types::ValueRef::Text(data);
+    conn.query_row(
+        "SELECT CASE WHEN json_valid(?1) THEN json_extract(?1, ?2) END",
+        params![rusqlite::types::ToSqlOutput::Borrowed(data), path],
+        |row| Ok(text(row.get_ref(0)?)),
+    )
+}
+
+/// How one entity's snapshots split: the row that keeps the others superseded, and theirs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Split {
+    /// The index of a row with the newest seq.
+    pub(crate) newest: usize,
+    /// The indexes of the superseded rows.
+    pub(crate) superseded: Vec<usize>,
+}
+
+/// The rule of supersession over one entity's snapshots in one aggregate, each given as its
+/// `seq` (`None` when not an integer) and whether its id is text (it can be named): the rows
+/// with a lower seq than the newest are superseded, when they can be named. `None` (nothing
+/// superseded) when a seq cannot be placed, when a row with the newest seq cannot be named (a
+/// write could not check it is still there), or when no row is older than the newest (two rows
+/// with the newest seq, with no unique index, do not supersede each other). The compaction's
+/// survey and a dry run's count of what a prune deletes after it both follow this one rule.
+pub(crate) fn split(rows: &[(Option<i64>, bool)]) -> Option<Split> {
+    let mut top: Option<i64> = None;
+    for (seq, _) in rows {
+        let seq = (*seq)?;
+        top = Some(top.map_or(seq, |top| top.max(seq)));
+    }
+    let top = top?;
+    let at_top: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].0 == Some(top))
+        .collect();
+    if at_top.iter().any(|&i| !rows[i].1) {
+        return None;
+    }
+    let superseded: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].1 && rows[i].0.is_some_and(|seq| seq < top))
+        .collect();
+    if superseded.is_empty() {
+        return None;
+    }
+    Some(Split {
+        newest: at_top[0],
+        superseded,
+    })
+}
+
+/// A planned compaction: the snapshot rows it deletes, with the plan its receipt records.
+pub(crate) struct CompactionPlan {
+    /// The rows to delete, in `seq` order.
+    pub(crate) doomed: Vec<Snapshot>,
+    /// Revisions before and after (the same: a compaction appends no event), bytes, and what
+    /// the receipt records.
+    pub(crate) plan: Plan,
+    /// The abandoned run the fence admitted the compaction beside.
+    pub(crate) abandoned: Option<Abandoned>,
+}
+
+/// Everything before the first write, inside the caller's transaction: the schema profile's V1
+/// write refusal, a V2 session, the V1 fence, the receipt lookup, the revision, then `survey`
+/// (read before the transaction began) checked against the rows: the newest snapshot of every
+/// entity it deletes from is there as read.
+///
+/// Refusals: `unsupported_storage` (no usable event log, a V2 session), the fence's, the
+/// receipt under the key naming another request, `conflict` (the event log moved since the
+/// request's revision, or since the survey), `not_deletable` (nothing superseded).
+pub(crate) fn prepare(
+    conn: &Connection,
+    schema: &Schema,
+    known: &mut Known,
+    request: &PruneRequest,
+    request_key: &str,
+    clock: FenceClock,
+    survey: Option<&Survey>,
+) -> rusqlite::Result<Prepared<CompactionPlan>> {
+    let refuse = |reason, detail: String| Ok(Prepared::Refuse(Refusal::new(reason, detail)));
+    if let Some(why) = schema.v1_write_refusal() {
+        return refuse(BlockedReason::UnsupportedStorage, why);
+    }
+    if !schema.has_events() {
+        return refuse(
+            BlockedReason::UnsupportedStorage,
+            "the database keeps no event log (OpenCode before 1.14): there is nothing to compact"
+                .into(),
+        );
+    }
+    if has_v2_rows(conn, schema, &request.session_id)? {
+        return refuse(
+            BlockedReason::UnsupportedStorage,
+            "a V2 session: its event log is what OpenCode's V2 history is projected from, and is \
+             not compacted"
+                .into(),
+        );
+    }
+    let input = FenceInput {
+        session_id: &request.session_id,
+        scope: &request.scope,
+        clock,
+    };
+    let abandoned = match fence::check(conn, schema, known, input)? {
+        Ok(admitted) => admitted.abandoned,
+        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
+    };
+    if let Some(replayed) = write::replayed(conn, request_key, request)? {
+        return Ok(replayed);
+    }
+    let now = revision(conn, &request.session_id)?;
+    if now != request.revision {
+        return refuse(
+            BlockedReason::Conflict,
+            "the session's event log moved since its revision was read (OpenCode appended \
+             events): read it again"
+                .into(),
+        );
+    }
+    let Some(survey) = survey.filter(|s| s.session_id == request.session_id) else {
+        return refuse(
+            BlockedReason::Unavailable,
+            "the session's snapshots were not read before the compaction".into(),
+        );
+    };
+    if survey.revision != request.revision {
+        return refuse(
+            BlockedReason::Conflict,
+            "the session's snapshots were read at another revision of its event log".into(),
+        );
+    }
+    let run_messages = match &abandoned {
+        Some(_) => runs::unfinished_messages(conn, &request.session_id)?,
+        None => HashSet::new(),
+    };
+    let left_alone = |s: &Snapshot| {
+        s.message
+            .as_ref()
+            .is_some_and(|message| run_messages.contains(message))
+    };
+    let doomed: Vec<Snapshot> = survey
+        .superseded
+        .iter()
+        .filter(|s| !left_alone(s))
+        .cloned()
+        .collect();
+    if doomed.is_empty() {
+        return refuse(
+            BlockedReason::NotDeletable,
+            "the session's event log holds no superseded snapshot".into(),
+        );
+    }
+    let entities: HashSet<(SnapshotKind, &str)> =
+        doomed.iter().map(|s| (s.kind, s.entity.as_str())).collect();
+    for newest in survey
+        .newest
+        .iter()
+        .filter(|s| entities.contains(&(s.kind, s.entity.as_str())))
+    {
+        if !is_there(conn, &request.session_id, newest)? {
+            return refuse(
+                BlockedReason::Conflict,
+                format!(
+                    "snapshot {} changed or went away since the session's snapshots were read",
+                    newest.id
+                ),
+            );
+        }
+    }
+    let mut compacted = Compacted::default();
+    let mut bytes = 0u64;
+    for snapshot in &doomed {
+        match snapshot.kind {
+            SnapshotKind::Part => compacted.part_snapshots += 1,
+            SnapshotKind::Message => compacted.message_snapshots += 1,
+            SnapshotKind::Session => compacted.session_snapshots += 1,
+        }
+        bytes += u64::try_from(snapshot.len).unwrap_or(0);
+        compacted.event_ids.push(snapshot.id.clone());
+    }
+    Ok(Prepared::Plan(CompactionPlan {
+        doomed,
+        plan: Plan {
+            remove: Vec::new(),
+            revision_before: now.clone(),
+            revision_after: now,
+            bytes,
+            operation: Some(Operation::Compaction(compacted)),
+        },
+        abandoned,
+    }))
+}
+
+/// Whether the session's event log holds V2 message rows of the session (then it is OpenCode's
+/// V2 history's source).
+fn has_v2_rows(conn: &Connection, schema: &Schema, session_id: &str) -> rusqlite::Result<bool> {
+    if !schema.has("session_message") {
+        return Ok(false);
+    }
+    crate::opencode::cached::query_row(
+        conn,
+        "SELECT EXISTS (SELECT 1 FROM session_message WHERE session_id = ?1)",
+        [session_id],
+        |row| row.get(0),
+    )
+}
+
+/// Whether `snapshot` is in the session's aggregate with the id, seq and type read (its data
+/// may have been rewritten since: a diffs prune rewrites the newest `message.updated.1`).
+fn is_there(conn: &Connection, session_id: &str, snapshot: &Snapshot) -> rusqlite::Result<bool> {
+    let found: i64 = crate::opencode::cached::query_row(
+        conn,
+        "SELECT count(*) FROM event WHERE id = ?1 AND aggregate_id = ?2 AND seq = ?3 \
+           AND type = ?4",
+        params![
+            snapshot.id,
+            session_id,
+            snapshot.seq,
+            snapshot.kind.event_type()
+        ],
+        |row| row.get(0),
+    )?;
+    Ok(found == 1)
+}
+
+/// The writes of a planned compaction: each doomed row deleted, matching what the survey read
+/// (`conflict` when one is not there exactly once). With `capture`, the deleted rows (every
+/// column) are returned for the archive, by id.
+pub(crate) fn write(
+    conn: &Connection,
+    known: &mut Known,
+    command: &PruneCommand<'_>,
+    planned: &CompactionPlan,
+    capture: bool,
+) -> rusqlite::Result<Result<Written, Refusal>> {
+    let session_id = &command.request.session_id;
+    let mut rows: Option<TableRows> = None;
+    let sql = "DELETE FROM event WHERE id = ?1 AND aggregate_id = ?2 AND seq = ?3 AND type = ?4 \
+               AND octet_length(data) = ?5";
+    for snapshot in &planned.doomed {
+        let values = params![
+            snapshot.id,
+            session_id,
+            snapshot.seq,
+            snapshot.kind.event_type(),
+            snapshot.len
+        ];
+        let deleted = if capture {
+            let mut delete = conn.prepare_cached(&format!("{sql} RETURNING *"))?;
+            capture_rows(&mut delete, "event", values, &mut rows)?
+        } else {
+            conn.prepare_cached(sql)?.execute(values)?
+        };
+        if deleted != 1 {
+            return Ok(Err(Refusal::new(
+                BlockedReason::Conflict,
+                format!(
+                    "snapshot {} changed or went away since the session's snapshots were read",
+                    snapshot.id
+                ),
+            )));
+        }
+    }
+    known.events_deleted(session_id);
+    known.foreign.after_own_writes(conn)?;
+    Ok(Ok(Written {
+        part_ids: Vec::new(),
+        operation: planned.plan.operation.clone(),
+        bytes_removed: planned.plan.bytes,
+        removed_rows: capture.then(|| archived(rows)),
+    }))
+}
+
+/// The rows a compaction removes, as its archive entry holds them: the event rows by id.
+fn archived(rows: Option<TableRows>) -> ArchivedRows {
+    let mut rows = rows;
+    if let Some(rows) = rows.as_mut() {
+        sort_by_id(rows);
+    }
+    ArchivedRows {
+        tables: rows.into_iter().filter(|t| !t.rows.is_empty()).collect(),
+    }
+}
+
+/// The rows the compaction of `planned` would remove, read (not removed) inside the caller's
+/// transaction, in the archive entry's order. `None` when one is not there as read (the
+/// compaction will be a conflict).
+pub(crate) fn capture_ahead(
+    conn: &Connection,
+    session_id: &str,
+    planned: &CompactionPlan,
+) -> rusqlite::Result<Option<ArchivedRows>> {
+    let mut rows: Option<TableRows> = None;
+    let mut select = conn.prepare_cached(
+        "SELECT * FROM event WHERE id = ?1 AND aggregate_id = ?2 AND seq = ?3 AND type = ?4 \
+           AND octet_length(data) = ?5",
+    )?;
+    for snapshot in &planned.doomed {
+        let found = capture_rows(
+            &mut select,
+            "event",
+            params![
+                snapshot.id,
+                session_id,
+                snapshot.seq,
+                snapshot.kind.event_type(),
+                snapshot.len
+            ],
+            &mut rows,
+        )?;
+        if found != 1 {
+            return Ok(None);
+        }
+    }
+    Ok(Some(archived(rows)))
+}
+
+/// A text value's string, `None` for anything else.
+fn text(value: rusqlite::types::ValueRef<'_>) -> Option<String> {
+    match value {
+        rusqlite::types::ValueRef::Text(bytes) => std::str::from_utf8(bytes).ok().map(String::from),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_snapshot_older_than_the_newest_is_superseded() {
+        let rows = [
+            (Some(3), true),
+            (Some(1), true),
+            (Some(7), true),
+            (Some(5), true),
+        ];
+        assert_eq!(
+            split(&rows),
+            Some(Split {
+                newest: 2,
+                superseded: vec![0, 1, 3]
+            })
+        );
+    }
+
+    #[test]
+    fn a_lone_snapshot_or_two_at_the_newest_seq_supersede_nothing() {
+        assert_eq!(split(&[(Some(3), true)]), None);
+        assert_eq!(split(&[(Some(3), true), (Some(3), true)]), None);
+        assert_eq!(split(&[]), None);
+    }
+
+    #[test]
+    fn an_unplaceable_seq_or_an_unnamed_newest_keeps_every_snapshot() {
+        assert_eq!(
+            split(&[(Some(1), true), (None, true), (Some(4), true)]),
+            None
+        );
+        assert_eq!(split(&[(Some(1), true), (Some(4), false)]), None);
+    }
+
+    #[test]
+    fn an_unnamed_older_snapshot_stays_and_the_named_ones_go() {
+        assert_eq!(
+            split(&[(Some(1), false), (Some(2), true), (Some(4), true)]),
+            Some(Split {
+                newest: 2,
+                superseded: vec![1]
+            })
+        );
+    }
+}

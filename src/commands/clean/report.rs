@@ -1,0 +1,666 @@
+//! The report of a clean: what it counted (`--json` writes it whole), how each prune's outcome
+//! is counted, and the report in words.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use pruning_engine::{AbandonedRun, DryRun, EngineError, Operation, PruneResult};
+use serde::Serialize;
+
+use super::CleanConfig;
+use crate::output;
+use crate::output::say;
+
+/// The final report (`--json`), counts of messages unless named otherwise.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Report {
+    /// `cleaned`, `dry-run` or `interrupted`.
+    pub(super) status: &'static str,
+    /// Sessions looked at.
+    pub(super) sessions: u64,
+    /// Messages the policy looked at (assistant messages before the kept turns).
+    pub(super) considered: u64,
+    /// Assistant messages in the last `--keep-last-turns` user turns, not looked at.
+    pub(super) kept_recent: u64,
+    /// Messages pruned (with `--apply`) or that would be pruned.
+    pub(super) pruned: u64,
+    /// Messages an identical earlier request had pruned (the same content and selection, as
+    /// after an interrupted run): answered from the receipt, nothing written.
+    pub(super) already_pruned: u64,
+    /// Messages with nothing the policy selects (a message pruned before has nothing left).
+    pub(super) nothing_to_prune: u64,
+    /// Parts removed (or that would be).
+    pub(super) parts: u64,
+    /// Bytes of row data removed (or, in a dry run, that would be): the part rows and their
+    /// event snapshots, as the receipts count them.
+    pub(super) bytes: u64,
+    /// With `--archive`: bytes written to the prune archive for the prunes that committed
+    /// (their rows, compressed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) archive_bytes: Option<u64>,
+    /// Messages left alone, by reason (`oversize`, `malformed`, `incomplete`, ...).
+    pub(super) skipped: BTreeMap<&'static str, u64>,
+    /// Messages the prune refused, by contract reason (`maintenance_required`, `conflict`, ...).
+    pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// Messages whose prune failed (storage or journal errors): nothing of them was written.
+    pub(super) failed: u64,
+    /// Of `pruned`, messages committed in the database (with their receipts) whose commit
+    /// marks could not be journaled: the next run's recovery journals them and announces their
+    /// events. Present only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(super) unjournaled: u64,
+    /// The first failure, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) first_failure: Option<String>,
+    /// Messages not reached because the clean was interrupted.
+    pub(super) not_reached: u64,
+    /// Part rows of the sessions whose message row is missing (orphans), left alone.
+    pub(super) orphan_parts: u64,
+    /// Spill files removed (in a dry run: that would be).
+    pub(super) spill_files_removed: u64,
+    /// Bytes of spill files removed (in a dry run: that would be).
+    pub(super) spill_bytes_removed: u64,
+    /// Runs OpenCode left incomplete whose sessions were pruned beside them (or would be): idle
+    /// for at least `--abandoned-after`. Each counts once, however many of its session's
+    /// messages were pruned.
+    pub(super) abandoned_runs: u64,
+    /// The incomplete messages of those runs.
+    #[serde(skip)]
+    pub(super) runs: BTreeSet<String>,
+    /// With `--before-compaction` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) before_compaction: Option<BeforeCompaction>,
+    /// With `--until-live-size` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) until_live_size: Option<UntilLiveSize>,
+    /// Each session's superseded snapshots, compacted before its messages are pruned (absent
+    /// with `--no-compact`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) compaction: Option<CompactionReport>,
+    /// With `--diffs`: the file bodies in the summary diffs of the user messages before the
+    /// kept turns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) diffs: Option<DiffsReport>,
+    /// Bytes of row data removed (or that would be), by kind.
+    pub(super) bytes_by_kind: BytesByKind,
+    /// The database file's size and what `vacuum` would leave of it.
+    pub(super) file: FileSize,
+}
+
+/// Bytes of row data a clean removed (or would remove), by kind.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct BytesByKind {
+    /// The pruned tool and reasoning parts' rows (V1 `part.data`; V2, what the message rows
+    /// shrink by).
+    pub(super) parts: u64,
+    /// Their `message.part.updated.1` snapshots left after the compaction (the newest of each
+    /// part, where the session was compacted).
+    pub(super) part_snapshots: u64,
+    /// Superseded snapshots of every entity, deleted by the compactions.
+    pub(super) superseded_snapshots: u64,
+    /// What the message rows and their newest snapshots shrink by when their diffs' file bodies
+    /// are emptied.
+    pub(super) diffs: u64,
+}
+
+impl BytesByKind {
+    /// Every kind together.
+    pub(super) fn total(&self) -> u64 {
+        self.parts + self.part_snapshots + self.superseded_snapshots + self.diffs
+    }
+}
+
+/// The database file's size and, after the clean, what `vacuum` would leave of it (bytes).
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct FileSize {
+    /// The database file and its WAL on disk when the clean began.
+    pub(super) bytes: u64,
+    /// The pages in use (what `vacuum` would leave) when the clean began.
+    pub(super) live_bytes: u64,
+    /// An estimate of the file after `vacuum`: the pages in use when the clean began, less the
+    /// row data it removed (or would remove). `vacuum` also packs the pages that deletes left
+    /// part full, so the file it leaves is usually a little smaller.
+    pub(super) after_vacuum: u64,
+}
+
+/// What the compactions took (or would take): counts of sessions unless named otherwise.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CompactionReport {
+    /// Sessions compacted (or that would be).
+    pub(super) sessions: u64,
+    /// Snapshots deleted (or that would be), of every type.
+    pub(super) snapshots: u64,
+    /// Of them, `message.part.updated.1` events.
+    pub(super) part_snapshots: u64,
+    /// Of them, `message.updated.1` events.
+    pub(super) message_snapshots: u64,
+    /// Of them, `session.updated.1` events.
+    pub(super) session_snapshots: u64,
+    /// Bytes of row data deleted (or that would be).
+    pub(super) bytes: u64,
+    /// Sessions an identical earlier compaction had compacted: answered from its receipt.
+    pub(super) already_compacted: u64,
+    /// Sessions whose event log holds no superseded snapshot (or no event log at all).
+    pub(super) nothing_to_compact: u64,
+    /// Sessions left alone, by reason (`read_only`: V2 sessions, read-only media).
+    pub(super) skipped: BTreeMap<&'static str, u64>,
+    /// Sessions whose compaction was refused, by contract reason.
+    pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// Sessions not reached because the clean was interrupted.
+    pub(super) not_reached: u64,
+}
+
+/// What the diffs prunes took (or would take): counts of user messages unless named otherwise.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DiffsReport {
+    /// User messages looked at (before the kept turns).
+    pub(super) considered: u64,
+    /// User messages whose diffs were emptied (or would be).
+    pub(super) pruned: u64,
+    /// Diff entries whose file bodies were emptied (or would be).
+    pub(super) entries: u64,
+    /// Bytes the rows shrank by (or would).
+    pub(super) bytes: u64,
+    /// User messages an identical earlier prune had emptied: answered from its receipt.
+    pub(super) already_pruned: u64,
+    /// User messages whose diffs hold no file body.
+    pub(super) nothing_to_prune: u64,
+    /// User messages left alone, by reason.
+    pub(super) skipped: BTreeMap<&'static str, u64>,
+    /// User messages whose prune was refused, by contract reason.
+    pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// User messages not reached because the clean was interrupted.
+    pub(super) not_reached: u64,
+}
+
+/// One prune of a copy, as a dry run found it or the engine answered it: what its receipt (or
+/// plan) removes, an identical earlier one's, nothing to take, a refusal, or a failure.
+pub(super) enum CopyOutcome {
+    /// Removed now (or would be), with what it removed.
+    Removed(Box<Operation>, u64),
+    /// An identical earlier prune had: answered from its receipt.
+    Already,
+    /// Nothing to take (`not_deletable`: nothing superseded, no body to empty).
+    Nothing,
+    /// Refused for another reason.
+    Blocked(&'static str),
+    /// Not applied: the clean was interrupted first.
+    NotReached,
+}
+
+impl CopyOutcome {
+    /// What a dry run found.
+    pub(super) fn of_dry_run(found: Result<DryRun, pruning_engine::Refusal>) -> Self {
+        match found {
+            Ok(DryRun::Plan { plan, .. }) => match plan.operation {
+                Some(operation) => Self::Removed(Box::new(operation), plan.bytes),
+                None => Self::Nothing,
+            },
+            Ok(DryRun::AlreadyPruned(_)) => Self::Already,
+            Err(refusal) => Self::refused(refusal.reason),
+        }
+    }
+
+    /// What the engine answered; a failure is counted in `report` (`failed`, `unjournaled`)
+    /// and returned as what the receipt removed, or as not reached.
+    pub(super) fn of_answer(
+        report: &mut Report,
+        result: Result<pruning_engine::PruneOutcome, EngineError>,
+    ) -> Self {
+        match result {
+            Ok(outcome) => match (outcome.result, outcome.receipt) {
+                (PruneResult::Pruned { .. }, _) if outcome.retried => Self::Already,
+                (PruneResult::Pruned { .. }, Some(receipt)) => match receipt.operation {
+                    Some(operation) => Self::Removed(Box::new(operation), receipt.bytes_removed),
+                    None => Self::Nothing,
+                },
+                (PruneResult::Pruned { .. }, None) => Self::Nothing,
+                (PruneResult::Blocked { reason }, _) => Self::refused(reason),
+            },
+            Err(EngineError::Interrupted) => Self::NotReached,
+            Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
+                report.unjournaled += 1;
+                report.first_failure.get_or_insert_with(|| {
+                    format!("the journal could not record committed prunes: {cause}")
+                });
+                match receipt.operation {
+                    Some(operation) => Self::Removed(Box::new(operation), receipt.bytes_removed),
+                    None => Self::Nothing,
+                }
+            }
+            Err(error) => {
+                report.failed += 1;
+                report
+                    .first_failure
+                    .get_or_insert_with(|| error.to_string());
+                Self::NotReached
+            }
+        }
+    }
+
+    fn refused(reason: pruning_engine::BlockedReason) -> Self {
+        match reason {
+            pruning_engine::BlockedReason::NotDeletable => Self::Nothing,
+            other => Self::Blocked(other.as_str()),
+        }
+    }
+}
+
+impl CompactionReport {
+    /// Counts one session's compaction.
+    pub(super) fn count(&mut self, bytes_by_kind: &mut BytesByKind, outcome: CopyOutcome) {
+        match outcome {
+            CopyOutcome::Removed(operation, bytes) => {
+                if let Operation::Compaction(compacted) = *operation {
+                    self.sessions += 1;
+                    self.part_snapshots += u64::from(compacted.part_snapshots);
+                    self.message_snapshots += u64::from(compacted.message_snapshots);
+                    self.session_snapshots += u64::from(compacted.session_snapshots);
+                    self.snapshots += u64::from(compacted.total());
+                    self.bytes += bytes;
+                    bytes_by_kind.superseded_snapshots += bytes;
+                }
+            }
+            CopyOutcome::Already => self.already_compacted += 1,
+            CopyOutcome::Nothing => self.nothing_to_compact += 1,
+            CopyOutcome::Blocked(reason) => *self.blocked.entry(reason).or_default() += 1,
+            CopyOutcome::NotReached => self.not_reached += 1,
+        }
+    }
+}
+
+impl DiffsReport {
+    /// Counts one user message's diffs prune.
+    pub(super) fn count(&mut self, bytes_by_kind: &mut BytesByKind, outcome: CopyOutcome) {
+        match outcome {
+            CopyOutcome::Removed(operation, bytes) => {
+                if let Operation::Diffs(diffs) = *operation {
+                    self.pruned += 1;
+                    self.entries += u64::from(diffs.entries);
+                    self.bytes += bytes;
+                    bytes_by_kind.diffs += bytes;
+                }
+            }
+            CopyOutcome::Already => self.already_pruned += 1,
+            CopyOutcome::Nothing => self.nothing_to_prune += 1,
+            CopyOutcome::Blocked(reason) => *self.blocked.entry(reason).or_default() += 1,
+            CopyOutcome::NotReached => self.not_reached += 1,
+        }
+    }
+}
+
+/// `--until-live-size`: the target, the database's live data before, and the estimate the clean
+/// stops by (bytes). The estimate is the live data before less the row data each prune frees
+/// that its dry run says would commit, counted when the prune is planned (the apply runs the
+/// same dry run), so that the dry run stops where the apply does.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct UntilLiveSize {
+    /// The target: live data at most this, in bytes.
+    pub(super) target: u64,
+    /// Pages in use times the page size before the clean, in bytes.
+    pub(super) live_before: u64,
+    /// `live_before` less the row data of every prune that would commit, in bytes.
+    pub(super) estimate_after: u64,
+    /// Whether the estimate reached the target; false when the policies left too little.
+    pub(super) reached: bool,
+    /// With `--apply`: the live data measured after the clean, in bytes (the freed pages are
+    /// not exactly the row data; `vacuum` gives them back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) live_after: Option<u64>,
+}
+
+impl UntilLiveSize {
+    pub(super) fn new(target: u64, live_before: u64) -> Self {
+        Self {
+            target,
+            live_before,
+            estimate_after: live_before,
+            reached: live_before <= target,
+            live_after: None,
+        }
+    }
+
+    /// Counts a planned prune that frees `bytes` of row data.
+    pub(super) fn planned(&mut self, bytes: u64) {
+        self.estimate_after = self.estimate_after.saturating_sub(bytes);
+        self.reached = self.estimate_after <= self.target;
+    }
+
+    pub(super) fn reached(&self) -> bool {
+        self.reached
+    }
+}
+
+/// What `--before-compaction` let through, in assistant messages before the kept turns.
+#[derive(Debug, Default, Serialize)]
+pub(super) struct BeforeCompaction {
+    /// Older than their session's last completed compaction: looked at.
+    pub(super) qualified: u64,
+    /// Not older (or in a session without a compaction): left alone.
+    pub(super) outside: u64,
+}
+
+impl Report {
+    /// Counts a prune of parts whose receipt removed `bytes`, `snapshots` of them the part
+    /// snapshots'.
+    fn by_kind(&mut self, bytes: u64, snapshots: u64) {
+        let snapshots = snapshots.min(bytes);
+        self.bytes_by_kind.part_snapshots += snapshots;
+        self.bytes_by_kind.parts += bytes - snapshots;
+    }
+
+    /// Bytes of row data removed so far (or that would be), of every kind.
+    pub(super) fn freed_bytes(&self) -> u64 {
+        self.bytes_by_kind.total()
+    }
+
+    /// Counts the abandoned run a prune was admitted beside, once per run.
+    pub(super) fn admitted(&mut self, run: Option<&AbandonedRun>) {
+        if let Some(run) = run {
+            self.runs.insert(run.message_id.clone());
+            self.abandoned_runs = self.runs.len() as u64;
+        }
+    }
+}
+
+/// Counts what a dry run of one planned prune found.
+pub(super) fn dry(report: &mut Report, found: Result<DryRun, pruning_engine::Refusal>) {
+    match found {
+        Ok(DryRun::Plan {
+            plan,
+            abandoned_run,
+        }) => {
+            report.pruned += 1;
+            report.parts += plan.remove.len() as u64;
+            report.admitted(abandoned_run.as_ref());
+        }
+        Ok(DryRun::AlreadyPruned(_)) => report.already_pruned += 1,
+        Err(refusal) => *report.blocked.entry(refusal.reason.as_str()).or_default() += 1,
+    }
+}
+
+/// Counts one prune of parts the engine answered; `snapshots` is the bytes of the part
+/// snapshots it removes (the rest of its receipt's count is the part rows').
+pub(super) fn tally(
+    report: &mut Report,
+    result: Result<pruning_engine::PruneOutcome, EngineError>,
+    snapshots: u64,
+) {
+    match result {
+        Ok(outcome) => match outcome.result {
+            PruneResult::Pruned { .. } if outcome.retried => report.already_pruned += 1,
+            PruneResult::Pruned { removed_count, .. } => {
+                report.pruned += 1;
+                report.parts += u64::from(removed_count);
+                if let Some(receipt) = &outcome.receipt {
+                    report.bytes += receipt.bytes_removed;
+                    report.by_kind(receipt.bytes_removed, snapshots);
+                    report.admitted(receipt.abandoned_run.as_ref());
+                }
+            }
+            PruneResult::Blocked { reason } => {
+                *report.blocked.entry(reason.as_str()).or_default() += 1;
+            }
+        },
+        // Not reached: counted with the messages never looked at.
+        Err(EngineError::Interrupted) => report.considered -= 1,
+        // Committed with its receipt: pruned, though its event waits for the next run.
+        Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
+            report.pruned += 1;
+            report.admitted(receipt.abandoned_run.as_ref());
+            report.unjournaled += 1;
+            report.parts += u64::from(receipt.removed_count);
+            report.bytes += receipt.bytes_removed;
+            report.by_kind(receipt.bytes_removed, snapshots);
+            report.first_failure.get_or_insert_with(|| {
+                format!("the journal could not record committed prunes: {cause}")
+            });
+        }
+        Err(error) => {
+            report.failed += 1;
+            report
+                .first_failure
+                .get_or_insert_with(|| error.to_string());
+        }
+    }
+}
+
+/// The compaction lines of the report.
+fn print_compaction(compaction: &CompactionReport, apply: bool) -> std::io::Result<()> {
+    say!(
+        "{}: {} session(s), {} superseded snapshot(s) ({} of parts, {} of messages, {} of sessions), {} of row data",
+        if apply { "compacted" } else { "would compact" },
+        compaction.sessions,
+        compaction.snapshots,
+        compaction.part_snapshots,
+        compaction.message_snapshots,
+        compaction.session_snapshots,
+        output::bytes(compaction.bytes)
+    )?;
+    if compaction.already_compacted > 0 {
+        say!(
+            "already compacted by an identical request: {} session(s)",
+            compaction.already_compacted
+        )?;
+    }
+    say!(
+        "nothing to compact: {} session(s)",
+        compaction.nothing_to_compact
+    )?;
+    for (reason, count) in &compaction.skipped {
+        say!(
+            "compaction skipped ({reason}): {count} session(s){}",
+            explain(reason)
+        )?;
+    }
+    for (reason, count) in &compaction.blocked {
+        say!("compaction blocked ({reason}): {count} session(s)")?;
+    }
+    if compaction.not_reached > 0 {
+        say!(
+            "compaction not reached (interrupted): {} session(s)",
+            compaction.not_reached
+        )?;
+    }
+    Ok(())
+}
+
+/// The diffs lines of the report.
+fn print_diffs(diffs: &DiffsReport, apply: bool) -> std::io::Result<()> {
+    say!(
+        "diffs: {} {} file bod(ies) in {} of {} user message(s) looked at, {} of row data",
+        if apply { "emptied" } else { "would empty" },
+        diffs.entries,
+        diffs.pruned,
+        diffs.considered,
+        output::bytes(diffs.bytes)
+    )?;
+    if diffs.already_pruned > 0 {
+        say!(
+            "diffs already emptied by an identical request: {} user message(s)",
+            diffs.already_pruned
+        )?;
+    }
+    for (reason, count) in &diffs.skipped {
+        say!(
+            "diffs skipped ({reason}): {count} user message(s){}",
+            explain(reason)
+        )?;
+    }
+    for (reason, count) in &diffs.blocked {
+        say!("diffs blocked ({reason}): {count} user message(s)")?;
+    }
+    if diffs.not_reached > 0 {
+        say!(
+            "diffs not reached (interrupted): {} user message(s)",
+            diffs.not_reached
+        )?;
+    }
+    Ok(())
+}
+
+/// What a skip reason means, for people.
+fn explain(reason: &str) -> &'static str {
+    match reason {
+        "read_only" => {
+            " - stored where prunes are not written: read-only media, or V2 rows in OpenCode 1.18's shared session table"
+        }
+        "incomplete" => " - no time.completed: a run is writing it, or was killed",
+        "unplaceable" => " - a time that is not a number, or an id no request can name",
+        "too_recent" => " - completed within --older-than",
+        _ => "",
+    }
+}
+
+pub(super) fn print_report(
+    report: &Report,
+    clean: &CleanConfig,
+    invocation: &str,
+) -> std::io::Result<()> {
+    let verb = if clean.apply { "pruned" } else { "would prune" };
+    say!(
+        "{}: {} session(s), {} assistant message(s) looked at, {} left to the last {} turn(s)",
+        report.status,
+        report.sessions,
+        report.considered,
+        report.kept_recent,
+        clean.policy.keep_last_turns
+    )?;
+    let bytes_what = if clean.apply {
+        "of row data removed (parts and their event snapshots)"
+    } else {
+        "of row data (parts and their event snapshots)"
+    };
+    say!(
+        "{verb}: {} message(s), {} part(s), {} {bytes_what}",
+        report.pruned,
+        report.parts,
+        output::bytes(report.bytes)
+    )?;
+    if let Some(compaction) = &report.compaction {
+        print_compaction(compaction, clean.apply)?;
+    }
+    if let Some(diffs) = &report.diffs {
+        print_diffs(diffs, clean.apply)?;
+    }
+    let kinds = &report.bytes_by_kind;
+    say!(
+        "by kind: {} of parts, {} of their snapshots, {} of superseded snapshots, {} of diffs ({} in all)",
+        output::bytes(kinds.parts),
+        output::bytes(kinds.part_snapshots),
+        output::bytes(kinds.superseded_snapshots),
+        output::bytes(kinds.diffs),
+        output::bytes(kinds.total())
+    )?;
+    say!(
+        "file: {}; about {} after `vacuum` (an estimate: the pages in use, less the row data {})",
+        output::bytes(report.file.bytes),
+        output::bytes(report.file.after_vacuum),
+        if clean.apply {
+            "removed"
+        } else {
+            "the clean would remove"
+        }
+    )?;
+    if let Some(archived) = report.archive_bytes {
+        say!(
+            "archived: {} written to the prune archive for them (their rows, compressed; `restore RECEIPT` puts one back)",
+            output::bytes(archived)
+        )?;
+    }
+    if report.already_pruned > 0 {
+        say!(
+            "already pruned by an identical request: {}",
+            report.already_pruned
+        )?;
+    }
+    if report.abandoned_runs > 0 {
+        say!(
+            "beside runs OpenCode left incomplete (idle for --abandoned-after; their own messages are left alone): {} run(s)",
+            report.abandoned_runs
+        )?;
+    }
+    if let Some(until) = &report.until_live_size {
+        let measured = until
+            .live_after
+            .map(|after| format!(", {} measured", output::bytes(after)))
+            .unwrap_or_default();
+        say!(
+            "live data: {} before, about {} after{measured} (target {}){}",
+            output::bytes(until.live_before),
+            output::bytes(until.estimate_after),
+            output::bytes(until.target),
+            if until.reached {
+                ""
+            } else {
+                "; the policies leave too little to reach the target"
+            }
+        )?;
+    }
+    if let Some(before) = &report.before_compaction {
+        say!(
+            "older than their session's last compaction: {} message(s) looked at, {} newer left alone",
+            before.qualified,
+            before.outside
+        )?;
+    }
+    say!("nothing to prune: {} message(s)", report.nothing_to_prune)?;
+    for (reason, count) in &report.skipped {
+        say!("skipped ({reason}): {count} message(s){}", explain(reason))?;
+    }
+    for (reason, count) in &report.blocked {
+        say!("blocked ({reason}): {count} message(s)")?;
+    }
+    if report.unjournaled > 0 {
+        say!(
+            "of those, {} committed with their receipts but not yet journaled: the next run journals them and announces their events",
+            report.unjournaled
+        )?;
+    }
+    if report.failed > 0 || report.unjournaled > 0 {
+        say!(
+            "failed: {} message(s) (nothing of them was written); first failure: {}",
+            report.failed,
+            report.first_failure.as_deref().unwrap_or("")
+        )?;
+    }
+    if report.not_reached > 0 {
+        say!(
+            "not reached (interrupted): {} message(s); run the same clean again to finish",
+            report.not_reached
+        )?;
+    }
+    if report.orphan_parts > 0 {
+        say!(
+            "orphan parts (no message row), left alone: {}",
+            report.orphan_parts
+        )?;
+    }
+    if report.spill_files_removed > 0 {
+        say!(
+            "spill files {}: {} ({})",
+            if clean.apply {
+                "removed"
+            } else {
+                "that would be removed"
+            },
+            report.spill_files_removed,
+            output::bytes(report.spill_bytes_removed)
+        )?;
+    }
+    if !clean.apply {
+        say!("dry run: nothing written; add --apply to do it")?;
+    } else if report.freed_bytes() > 0 {
+        say!("the file shrinks only after `{invocation} vacuum` (with OpenCode stopped)")?;
+    }
+    Ok(())
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
