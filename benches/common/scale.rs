@@ -1,4 +1,4 @@
-//! A V1 database of a chosen size, generated from the real fixture's rows: each copy of the
+//! A V1 database of a chosen size, generated from a real fixture's rows: each copy of the
 //! fixture's `session`, `message`, `part`, `event_sequence` and `event` rows gets its ids renamed
 //! (every `ses_`, `msg_`, `prt_` and `evt_` id inside any text gains a suffix), so copies are
 //! independent sessions whose snapshots and receipts match as in the original.
@@ -37,11 +37,16 @@ pub fn rename(text: &str, suffix: &str) -> String {
     out
 }
 
-/// Generates `target_mb` MB of V1 rows in `db`, from the fixture.
+/// Generates `target_mb` MB of V1 rows in `db`, from the fixture `tests/fixtures/opencode-1.18.34`.
 pub fn generate(db: &Path, target_mb: u64) {
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode-1.18.34/opencode.db");
-    std::fs::copy(&fixture, db).expect("copy the fixture");
+    generate_from(db, &fixture, target_mb);
+}
+
+/// Generates `target_mb` MB of V1 rows in `db`, from the database `fixture` (copied first).
+pub fn generate_from(db: &Path, fixture: &Path, target_mb: u64) {
+    std::fs::copy(fixture, db).expect("copy the fixture");
     let conn = Connection::open(db).expect("open");
     conn.create_scalar_function(
         "scale_rename",

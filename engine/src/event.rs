@@ -40,30 +40,41 @@ pub struct CompactedEventData {
 /// One committed prune, restore or compaction, as delivered to subscribers and printed by
 /// `session-prune events`.
 ///
-/// JSON shape: `{seq, id, type, data:{sessionID, messageID, revision}, removedCount,
-/// committedAt}` with `committedAt` in ms since the Unix epoch, and for a compaction
-/// `bytesRemoved` too (its `data.messageID` is empty and `data.revision` the event log's; what
-/// it announces over SSE is [`PrunedEvent::announced_data`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// JSON shape: `{seq, id, type, data, removedCount, committedAt}` with `committedAt` in ms since
+/// the Unix epoch and `data` what the event stream announces ([`PrunedEvent::announced_data`]):
+/// `{sessionID, messageID, revision}`, or for a compaction `{sessionID, snapshots, bytes}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrunedEvent {
     /// Journal sequence number: 1, 2, 3, ... in commit order.
     pub seq: u64,
     /// Event id: the receipt id. A retry re-announces the same id.
     pub id: Uuid,
-    /// [`PRUNED_EVENT_TYPE`], or [`RESTORED_EVENT_TYPE`] for a restore.
-    #[serde(rename = "type")]
+    /// [`PRUNED_EVENT_TYPE`], [`RESTORED_EVENT_TYPE`] for a restore, [`COMPACTED_EVENT_TYPE`]
+    /// for a compaction.
     pub event_type: &'static str,
-    /// The contract's event data.
+    /// The journal's record of what the event names: for a compaction, its session, an empty
+    /// message id and the event log's revision.
     pub data: PrunedEventData,
-    /// Parts removed by the prune (0 for a restore).
-    #[serde(rename = "removedCount")]
+    /// Parts removed by the prune (0 for a restore; the snapshots deleted, for a compaction).
     pub removed_count: u32,
     /// Commit time, ms since the Unix epoch.
-    #[serde(rename = "committedAt")]
     pub committed_at_ms: i64,
-    /// A compaction's bytes of row data deleted; absent for every other event.
-    #[serde(rename = "bytesRemoved", skip_serializing_if = "Option::is_none")]
+    /// A compaction's bytes of row data deleted; `None` for every other event.
     pub bytes_removed: Option<u64>,
+}
+
+impl Serialize for PrunedEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut event = serializer.serialize_struct("PrunedEvent", 6)?;
+        event.serialize_field("seq", &self.seq)?;
+        event.serialize_field("id", &self.id)?;
+        event.serialize_field("type", self.event_type)?;
+        event.serialize_field("data", &self.announced_data())?;
+        event.serialize_field("removedCount", &self.removed_count)?;
+        event.serialize_field("committedAt", &self.committed_at_ms)?;
+        event.end()
+    }
 }
 
 impl PrunedEvent {

@@ -12,6 +12,8 @@ import { planClean } from "./clean.js";
 
 const PRUNED = "rpc.codenomad.session-pruning.pruned";
 const RESTORED = "rpc.codenomad.session-pruning.restored";
+// A compaction deleted snapshots of a session's event log: no message changed, its size did.
+const COMPACTED = "rpc.codenomad.session-pruning.compacted";
 /** Session pages the list reads by itself (100 sessions each); the rest on request. */
 const SESSION_PAGES_AT_ONCE = 50;
 /** Candidates per `prune-batch` call (the contract's most). */
@@ -280,7 +282,7 @@ async function applyEvents(batch) {
       await reloadAll();
       return;
     }
-    if (type !== PRUNED && type !== RESTORED) continue;
+    if (type !== PRUNED && type !== RESTORED && type !== COMPACTED) continue;
     // Every committed event has a number of its own; one without a number, or not past the
     // last applied, is an identical retry's announcement of an event already applied.
     const again = id === null || Number(id) <= state.appliedThrough;
@@ -293,12 +295,14 @@ async function applyEvents(batch) {
   if (changed.length === 0) return;
   const open = state.open;
   const here = open ? changed.filter((d) => d.sessionID === open.id) : [];
-  if (here.length > 0) {
-    await reloadMessages(open, [...new Set(here.map((d) => d.messageID))]);
+  // A compaction (and its restore) names no message.
+  const messages = [...new Set(here.map((d) => d.messageID).filter(Boolean))];
+  if (messages.length > 0) {
+    await reloadMessages(open, messages);
     await loadOutline(open);
-    if (here.some((d) => d.messageID === open.previewing)) await preview(open.previewing, { fresh: false });
-    if (!$("receipts").hidden) await loadReceipts();
+    if (messages.includes(open.previewing)) await preview(open.previewing, { fresh: false });
   }
+  if (here.length > 0 && !$("receipts").hidden) await loadReceipts();
   for (const sessionID of new Set(changed.map((d) => d.sessionID))) {
     if (state.sessions.has(sessionID)) await refreshSession(sessionID);
   }
@@ -310,7 +314,12 @@ function log(id, type, data, again) {
   line.dataset.eventId = id ?? "";
   line.dataset.type = type;
   if (data?.messageID) line.dataset.messageId = data.messageID;
-  const what = type === "resync" ? `resync: resumed after #${data.resumeAfter}` : `${type.split(".").pop()} ${data.messageID ?? ""}`;
+  const what =
+    type === "resync"
+      ? `resync: resumed after #${data.resumeAfter}`
+      : type === COMPACTED
+        ? `compacted ${data.snapshots} snapshot(s) of ${data.sessionID}`
+        : `${type.split(".").pop()} ${data.messageID ?? ""}`;
   line.append(text("code", "", id === null || again ? "(again)" : `#${id}`), text("span", "", what));
   const list = $("log");
   list.prepend(line);

@@ -186,7 +186,13 @@ fn an_identical_retry_returns_the_same_receipt_and_event() {
 
 /// Runs `request` on the work fixture after `setup` and checks the exact refusal and that only
 /// the refused intent was written.
-fn assert_refused(request: impl Fn(&Fixture) -> PruneRequest, setup: &str, quiet_ms: u64, reason: BlockedReason, detail: &str) {
+fn assert_refused(
+    request: impl Fn(&Fixture) -> PruneRequest,
+    setup: &str,
+    quiet_ms: u64,
+    reason: BlockedReason,
+    detail: &str,
+) {
     let fx = Fixture::work();
     let request = request(&fx);
     if !setup.is_empty() {
@@ -197,7 +203,10 @@ fn assert_refused(request: impl Fn(&Fixture) -> PruneRequest, setup: &str, quiet
     let outcome = engine.prune(&request).expect("an answer");
     assert_eq!(outcome.result, PruneResult::Blocked { reason });
     let words = outcome.refusal.expect("words").detail;
-    assert!(words.contains(detail), "{words:?} should mention {detail:?}");
+    assert!(
+        words.contains(detail),
+        "{words:?} should mention {detail:?}"
+    );
     drop(engine);
     assert_eq!(fx.file_digest(), digest, "database file changed");
     assert!(!fx.has_table("session_prune_receipt"));

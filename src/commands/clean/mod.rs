@@ -343,6 +343,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         bytes: on_disk(&config.db),
         live_bytes: live_before,
         after_vacuum: live_before,
+        live_after: None,
     };
     let now = pruning_engine::now_ms();
     let mut until = clean
@@ -512,10 +513,11 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
             .map(|engine| engine.store().archived_bytes());
     }
     report.file.after_vacuum = live_before.saturating_sub(report.bytes_by_kind.total());
+    if clean.apply {
+        report.file.live_after = Some(store.vacuum_needs()?.live_bytes);
+    }
     if let Some(mut until) = until {
-        if clean.apply {
-            until.live_after = Some(store.vacuum_needs()?.live_bytes);
-        }
+        until.live_after = report.file.live_after;
         report.until_live_size = Some(until);
     }
     if stop.load(Ordering::SeqCst) {

@@ -120,9 +120,14 @@ pub(super) struct FileSize {
     /// The pages in use (what `vacuum` would leave) when the clean began.
     pub(super) live_bytes: u64,
     /// An estimate of the file after `vacuum`: the pages in use when the clean began, less the
-    /// row data it removed (or would remove). `vacuum` also packs the pages that deletes left
-    /// part full, so the file it leaves is usually a little smaller.
+    /// row data it removed (or would remove). The same in a dry run and its apply. `vacuum` also
+    /// frees the pages that held the rows' overflow and index entries and packs the pages that
+    /// deletes left part full, so the file it leaves is smaller.
     pub(super) after_vacuum: u64,
+    /// With `--apply`: the pages in use after the clean (what `vacuum` would leave, but for the
+    /// part-full pages it packs), measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) live_after: Option<u64>,
 }
 
 /// What the compactions took (or would take): counts of sessions unless named otherwise.
@@ -557,16 +562,18 @@ pub(super) fn print_report(
         output::bytes(kinds.diffs),
         output::bytes(kinds.total())
     )?;
-    say!(
-        "file: {}; about {} after `vacuum` (an estimate: the pages in use, less the row data {})",
-        output::bytes(report.file.bytes),
-        output::bytes(report.file.after_vacuum),
-        if clean.apply {
-            "removed"
-        } else {
-            "the clean would remove"
-        }
-    )?;
+    match report.file.live_after {
+        Some(live) => say!(
+            "file: {}; {} of pages in use now, what `vacuum` leaves at most",
+            output::bytes(report.file.bytes),
+            output::bytes(live)
+        )?,
+        None => say!(
+            "file: {}; at most about {} after `vacuum` (an estimate: the pages in use, less the row data the clean would remove)",
+            output::bytes(report.file.bytes),
+            output::bytes(report.file.after_vacuum)
+        )?,
+    }
     if let Some(archived) = report.archive_bytes {
         say!(
             "archived: {} written to the prune archive for them (their rows, compressed; `restore RECEIPT` puts one back)",

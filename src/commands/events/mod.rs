@@ -220,6 +220,19 @@ fn print_event(event: &PrunedEvent, json: bool) -> anyhow::Result<()> {
     if json {
         return output::json_line(event);
     }
+    if let Some(bytes) = event.bytes_removed {
+        say!(
+            "#{} {} {} session {} snapshots {} bytes {} id {}",
+            event.seq,
+            output::time(event.committed_at_ms),
+            event.event_type,
+            output::printable(&event.data.session_id),
+            event.removed_count,
+            bytes,
+            event.id
+        )?;
+        return Ok(());
+    }
     say!(
         "#{} {} {} session {} message {} revision {} removed {} id {}",
         event.seq,

@@ -342,6 +342,17 @@ impl Remote {
         }
         let number = id.map_or_else(|| "(again)".to_string(), |id| format!("#{id}"));
         let text = |key: &str| output::printable(data[key].as_str().unwrap_or("?")).to_string();
+        if kind == pruning_engine::COMPACTED_EVENT_TYPE {
+            let count = |key: &str| data[key].as_u64().map_or("?".into(), |n| n.to_string());
+            say!(
+                "{number} {} session {} snapshots {} bytes {}",
+                output::printable(kind),
+                text("sessionID"),
+                count("snapshots"),
+                count("bytes")
+            )?;
+            return Ok(());
+        }
         say!(
             "{number} {} session {} message {} revision {}",
             output::printable(kind),

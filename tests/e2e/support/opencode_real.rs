@@ -89,6 +89,21 @@ impl Layout {
         }
     }
 
+    /// The coding-work fixture `tests/fixtures/opencode-1.18.34-work/`: its generator's work
+    /// tree (twelve modules, committed with fixed dates) is not made here, so its project is
+    /// given to this work tree instead ([`OpenCode::adopt_project`]); provider `fixture`, model
+    /// `fixture`.
+    pub fn work() -> Self {
+        Self {
+            directory: "/root/oc-work-cache/run/work".to_string(),
+            project_id: "acd3a93f58d146ff8f4fc043f813c7d5ce0bb784",
+            readme: "fixture work dir\n",
+            commit_message: "init",
+            provider: "fixture",
+            model: "fixture",
+        }
+    }
+
     /// The `model` of a prompt body: `{"providerID", "modelID"}`.
     pub fn prompt_model(&self) -> Value {
         json!({ "providerID": self.provider, "modelID": self.model })
@@ -101,6 +116,8 @@ pub struct OpenCode {
     bin: PathBuf,
     root: tempfile::TempDir,
     work: PathBuf,
+    /// The work tree's root commit (its OpenCode project id), when it is a git repo.
+    work_commit: Option<String>,
     work_is_fixture_project: bool,
     layout: Layout,
 }
@@ -146,17 +163,17 @@ impl OpenCode {
         )
         .expect("write .bunfig.toml");
         let work = root.path().join("work");
-        let work_is_fixture_project = match make_work_tree(&work, root.path(), &layout) {
-            Ok(commit) if commit == layout.project_id => true,
-            Ok(commit) => {
-                eprintln!("work tree root commit {commit} is not the fixture's project id");
-                false
-            }
+        let work_commit = match make_work_tree(&work, root.path(), &layout) {
+            Ok(commit) => Some(commit),
             Err(why) => {
                 eprintln!("work tree is a plain directory (no git repo: {why})");
-                false
+                None
             }
         };
+        let work_is_fixture_project = work_commit.as_deref() == Some(layout.project_id);
+        if let Some(commit) = work_commit.as_deref().filter(|_| !work_is_fixture_project) {
+            eprintln!("work tree root commit {commit} is not the fixture's project id");
+        }
         let model = format!("{}/{}", layout.provider, layout.model);
         let config = json!({
             "$schema": "https://opencode.ai/config.json",
@@ -191,6 +208,7 @@ impl OpenCode {
             bin: bin.to_path_buf(),
             root,
             work,
+            work_commit,
             work_is_fixture_project,
             layout,
         }
@@ -298,6 +316,44 @@ impl OpenCode {
             [now_ms - 60_000],
         )
         .expect("cap session.time_updated");
+    }
+
+    /// Gives the layout's project, in [`Self::database`], the work tree's project id (its root
+    /// commit): `project.id` and every `project_id` column that names it. For a fixture whose
+    /// work tree cannot be made again here ([`Layout::work`]), so that OpenCode finds its
+    /// sessions in this work tree's project. Returns `false` when the work tree is no git repo.
+    pub fn adopt_project(&self) -> bool {
+        let Some(commit) = &self.work_commit else {
+            return false;
+        };
+        let from = self.layout.project_id;
+        let conn = rusqlite::Connection::open(self.database()).expect("open the copied database");
+        // The rows move one table at a time: the references hold again once all have moved.
+        conn.execute_batch("PRAGMA foreign_keys = OFF")
+            .expect("foreign keys off");
+        let tables: Vec<String> = {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c \
+                     WHERE m.type = 'table' AND c.name = 'project_id'",
+                )
+                .expect("list the tables naming a project");
+            let names = stmt.query_map([], |row| row.get(0)).expect("query");
+            names.map(|name| name.expect("table name")).collect()
+        };
+        for table in tables {
+            conn.execute(
+                &format!("UPDATE \"{table}\" SET project_id = ?1 WHERE project_id = ?2"),
+                [commit.as_str(), from],
+            )
+            .expect("move a project_id");
+        }
+        conn.execute(
+            "UPDATE project SET id = ?1 WHERE id = ?2",
+            [commit.as_str(), from],
+        )
+        .expect("move project.id");
+        true
     }
 
     /// Every log file OpenCode wrote under `$XDG_DATA_HOME/opencode/log/`, concatenated in

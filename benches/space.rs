@@ -1,0 +1,204 @@
+//! The space benchmark: how much smaller a database shaped like real coding work gets after a
+//! clean and `vacuum`, for each clean, and how long they take against SQLite's `VACUUM INTO` of
+//! the same file, timed in the same run. On copies of one database:
+//!
+//! - `default`: `clean --all --apply` (compaction, then the parts before the last 2 turns);
+//! - `keep0`: `clean --all --apply --keep-last-turns 0`;
+//! - `diffs`: `clean --all --apply --keep-last-turns 0 --diffs` (the file bodies of every
+//!   turn's summary diffs emptied too);
+//!
+//! each followed by `vacuum`, and the audit of each (it must hold). The run ends with one line
+//! in exactly this form, which scripts read:
+//!
+//! ```text
+//! SPACE mb=<size> default_pct=<x> keep0_pct=<x> diffs_pct=<x> clean_s=<x> vacuum_s=<x> vacuum_into_s=<x>
+//! ```
+//!
+//! where `mb` is the database's size (MB, 10^6 bytes), each `_pct` how much smaller the file is
+//! after that clean and `vacuum` (percent of the original), `clean_s` and `vacuum_s` the default
+//! clean's and its vacuum's wall time, and `vacuum_into_s` the wall time of `VACUUM INTO` of the
+//! original. Before it, the tables and indexes that remain largest after the `diffs` clean.
+//!
+//! ```text
+//! cargo build --release && cargo bench --bench space -- [--db PATH] [--mb 300] [--dir target/space]
+//! ```
+//!
+//! `--db` names a database to measure (one made by `opencode-real-work`'s generator, with
+//! OpenCode stopped); without it, one of `--mb` MB is generated from the fixture
+//! `tests/fixtures/opencode-1.18.34-work` (each copy of its rows with its ids renamed) under
+//! `--dir`, and kept there for the next run.
+
+mod common;
+
+use common::scale::generate_from;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+struct Options {
+    db: Option<PathBuf>,
+    megabytes: u64,
+    dir: PathBuf,
+}
+
+fn options() -> Options {
+    let mut options = Options {
+        db: None,
+        megabytes: 300,
+        dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/space"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--db" => options.db = args.next().map(PathBuf::from),
+            "--mb" => options.megabytes = args.next().and_then(|v| v.parse().ok()).unwrap_or(300),
+            "--dir" => options.dir = args.next().map(PathBuf::from).unwrap_or(options.dir),
+            // `cargo bench` passes `--bench`; anything else is ignored too.
+            _ => {}
+        }
+    }
+    options
+}
+
+/// `target/release/session-prune --db DB --quiet-period 0 --json ARGS`: its document and wall
+/// time. Exit 0 is required, but for `audit`, whose exit code is returned in the document.
+fn session_prune(db: &Path, args: &[&str]) -> (Value, Duration) {
+    let started = Instant::now();
+    let out =
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune"))
+            .arg("--db")
+            .arg(db)
+            .args(["--quiet-period", "0", "--json"])
+            .args(args)
+            .output()
+            .expect("run target/release/session-prune (cargo build --release first)");
+    let elapsed = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (serde_json::from_slice(&out.stdout).expect("JSON"), elapsed)
+}
+
+fn size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// A copy of `source` at `dir/NAME.db`, without side files.
+fn copy_of(source: &Path, dir: &Path, name: &str) -> PathBuf {
+    let db = dir.join(format!("{name}.db"));
+    for suffix in ["", "-wal", "-shm", ".prune-journal", ".prune-archive"] {
+        let mut side = db.clone().into_os_string();
+        side.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(side));
+    }
+    std::fs::copy(source, &db).expect("copy the database");
+    db
+}
+
+/// One clean of a copy, then `vacuum` and the audit: the file's size after, and the clean's and
+/// the vacuum's wall times.
+fn clean_and_vacuum(
+    source: &Path,
+    dir: &Path,
+    name: &str,
+    extra: &[&str],
+) -> (u64, Duration, Duration) {
+    let db = copy_of(source, dir, name);
+    let (report, clean) = session_prune(&db, &[&["clean", "--all", "--apply"][..], extra].concat());
+    assert_eq!(report["failed"], 0, "{name}: {report}");
+    let (_, vacuum) = session_prune(&db, &["vacuum"]);
+    let audit =
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune"))
+            .arg("--db")
+            .arg(&db)
+            .arg("audit")
+            .output()
+            .expect("audit");
+    assert!(audit.status.success(), "{name}: the audit does not hold");
+    eprintln!(
+        "{name}: {} -> {} bytes; clean {:.2} s ({} bytes of row data: {}), vacuum {:.2} s",
+        size(source),
+        size(&db),
+        clean.as_secs_f64(),
+        report["bytesByKind"],
+        report["file"],
+        vacuum.as_secs_f64()
+    );
+    (size(&db), clean, vacuum)
+}
+
+/// The tables and indexes that hold most pages of `db`, `(name, bytes)`, largest first.
+fn largest(db: &Path) -> Vec<(String, i64)> {
+    let conn = Connection::open(db).expect("open");
+    let mut stmt = conn
+        .prepare("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 6")
+        .expect("dbstat");
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query");
+    rows.map(Result::unwrap).collect()
+}
+
+fn smaller_pct(before: u64, after: u64) -> f64 {
+    100.0 * (1.0 - after as f64 / before as f64)
+}
+
+fn main() {
+    let options = options();
+    std::fs::create_dir_all(&options.dir).expect("dir");
+    let source = match &options.db {
+        Some(db) => db.clone(),
+        None => {
+            let generated = options.dir.join(format!("work-{}mb.db", options.megabytes));
+            if !generated.exists() {
+                eprintln!("generating {} ...", generated.display());
+                let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/opencode-1.18.34-work/opencode.db");
+                let partial = generated.with_extension("partial");
+                generate_from(&partial, &fixture, options.megabytes);
+                std::fs::rename(&partial, &generated).expect("keep the generated database");
+            }
+            generated
+        }
+    };
+    let original = size(&source);
+
+    let into = options.dir.join("vacuum-into.db");
+    let _ = std::fs::remove_file(&into);
+    let conn = Connection::open(&source).expect("open the database");
+    let started = Instant::now();
+    conn.execute("VACUUM INTO ?1", [into.to_str().expect("UTF-8 path")])
+        .expect("VACUUM INTO");
+    let vacuum_into = started.elapsed();
+    drop(conn);
+    let _ = std::fs::remove_file(&into);
+
+    let (default, clean, vacuum) = clean_and_vacuum(&source, &options.dir, "default", &[]);
+    let (keep0, _, _) =
+        clean_and_vacuum(&source, &options.dir, "keep0", &["--keep-last-turns", "0"]);
+    let (diffs, _, _) = clean_and_vacuum(
+        &source,
+        &options.dir,
+        "diffs",
+        &["--keep-last-turns", "0", "--diffs"],
+    );
+    for (name, bytes) in largest(&options.dir.join("diffs.db")) {
+        eprintln!("largest after the diffs clean: {name} {bytes} bytes");
+    }
+    println!(
+        "SPACE mb={} default_pct={:.1} keep0_pct={:.1} diffs_pct={:.1} clean_s={:.2} vacuum_s={:.2} vacuum_into_s={:.2}",
+        original / 1_000_000,
+        smaller_pct(original, default),
+        smaller_pct(original, keep0),
+        smaller_pct(original, diffs),
+        clean.as_secs_f64(),
+        vacuum.as_secs_f64(),
+        vacuum_into.as_secs_f64()
+    );
+}
