@@ -6,27 +6,11 @@
 
 use crate::common;
 
-use std::path::Path;
-
-use common::archive::{audit_report, clean_archived_with, prunes, restore_out, unrestored};
+use common::archive::{
+    audit_report, clean_archived_with, prunes, restore_out, table_rows as rows, unrestored,
+};
 use common::cli::{assert_exit, json};
 use common::*;
-use rusqlite::types::Value as Sql;
-
-/// Every row of `table`, every column, in id order.
-fn rows(db: &Path, table: &str) -> Vec<Vec<Sql>> {
-    let conn = rusqlite::Connection::open(db).expect("open");
-    let mut stmt = conn
-        .prepare(&format!("SELECT * FROM {table} ORDER BY id"))
-        .expect("select");
-    let width = stmt.column_count();
-    let found = stmt
-        .query_map([], |row| (0..width).map(|i| row.get::<_, Sql>(i)).collect())
-        .expect("query")
-        .collect::<rusqlite::Result<Vec<Vec<Sql>>>>()
-        .expect("rows");
-    found
-}
 
 /// The receipt of the kind `kind` (`compaction`, `diffs`) of session `session`, if any.
 fn receipt_of(fx: &Fixture, kind: &str, session: &str) -> String {

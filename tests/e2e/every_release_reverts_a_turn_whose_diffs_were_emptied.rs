@@ -8,10 +8,10 @@
 //! Binaries: `support/binary.rs` ([`opencode_real::binary_of`]); without one a test prints
 //! `SKIPPED` and why and returns, except under `CI=true`, where it fails.
 
+use crate::common::cli::document;
 use crate::opencode_real;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use opencode_real::{http, query_value, Layout, MockModel, OpenCode, Server};
@@ -21,24 +21,6 @@ use serde_json::{json, Value};
 const TIMEOUT: Duration = Duration::from_secs(90);
 /// The work tree's file the turns edit.
 const FILE: &str = "README.txt";
-
-/// `session-prune --db DB --quiet-period 0 --json ARGS`: its JSON document (exit 0).
-fn session_prune(db: &Path, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
-        .arg("--db")
-        .arg(db)
-        .args(["--quiet-period", "0", "--json"])
-        .args(args)
-        .output()
-        .expect("run session-prune");
-    assert!(
-        out.status.success(),
-        "session-prune {args:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document")
-}
 
 /// `METHOD /session/{session}/{route}?directory=WORK` with `body`: the answer's JSON (200).
 fn call(env: &OpenCode, server: &Server, method: &str, route: &str, body: &Value) -> Value {
@@ -187,7 +169,7 @@ fn release_reverts_after_diffs_prune(fixture: &str, version: &str, tracks: Track
     );
 
     // The diffs prune, alone: no part is selected (no such tool, no reasoning).
-    let report = session_prune(
+    let report = document(
         &db,
         &[
             "clean",

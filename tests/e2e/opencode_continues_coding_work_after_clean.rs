@@ -9,11 +9,11 @@
 //! `support/binary.rs`); without one the test prints why and returns, except under `CI=true`,
 //! where it fails.
 
+use crate::common::cli::document;
 use crate::opencode_real;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use opencode_real::{http, query_value, Layout, MockModel, OpenCode, RequestKind};
@@ -23,24 +23,6 @@ use serde_json::{json, Value};
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(60);
 const PROMPT_TIMEOUT: Duration = Duration::from_secs(90);
 const PROMPT: &str = "Continue after the clean: say you are done.";
-
-/// `session-prune --db DB --quiet-period 0 --json ARGS`: its JSON document (exit 0).
-fn session_prune(db: &Path, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
-        .arg("--db")
-        .arg(db)
-        .args(["--quiet-period", "0", "--json"])
-        .args(args)
-        .output()
-        .expect("run session-prune");
-    assert!(
-        out.status.success(),
-        "session-prune {args:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document")
-}
 
 /// Every session's export: session id -> message id -> (info, part id -> part).
 type Exported = BTreeMap<String, BTreeMap<String, (Value, BTreeMap<String, Value>)>>;
@@ -223,7 +205,7 @@ fn opencode_exports_and_continues_coding_work_after_each_clean() {
     let mut before = export_all(&env, &sessions);
 
     for extra in [&[][..], &["--diffs"][..]] {
-        let report = session_prune(&db, &[&["clean", "--all", "--apply"][..], extra].concat());
+        let report = document(&db, &[&["clean", "--all", "--apply"][..], extra].concat());
         assert_eq!(report["status"], "cleaned", "{report}");
         assert_eq!(report["failed"], 0, "{report}");
         if extra.is_empty() {

@@ -5,41 +5,15 @@
 //! announced as `rpc.codenomad.session-pruning.restored`, an identical retry returns the same
 //! receipt and event, and the restored message can be pruned (and restored) again.
 
-use std::path::Path;
-
 use crate::common;
 
-use common::archive::{clean_archived, fixture_named, prunes, restore, unrestored, FIXTURES};
+use common::archive::{
+    clean_archived, fixture_named, prunes, restore, table_rows as rows, unrestored, FIXTURES,
+};
 use common::cli::{assert_exit, json, run};
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
 use common::*;
-use rusqlite::types::Value as Sql;
 use serde_json::{json, Value};
-
-/// Every row of `table` (every column, with its SQLite type and bytes), ordered by id.
-fn rows(db: &Path, table: &str) -> Vec<Vec<Sql>> {
-    let conn = rusqlite::Connection::open(db).expect("open");
-    let exists: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-            [table],
-            |row| row.get(0),
-        )
-        .expect("schema");
-    if exists == 0 {
-        return Vec::new();
-    }
-    let mut stmt = conn
-        .prepare(&format!("SELECT * FROM {table} ORDER BY id"))
-        .expect("select");
-    let width = stmt.column_count();
-    let found = stmt
-        .query_map([], |row| (0..width).map(|i| row.get::<_, Sql>(i)).collect())
-        .expect("query")
-        .collect::<rusqlite::Result<Vec<Vec<Sql>>>>()
-        .expect("rows");
-    found
-}
 
 #[test]
 fn every_release_gets_back_each_part_and_snapshot_byte_for_byte() {

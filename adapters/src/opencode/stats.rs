@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::schema::Schema;
 use super::spill;
+use super::v1::compact::ENTITY_SQL;
 
 /// Rows and their bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -138,22 +139,11 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
 
     let mut events = Vec::new();
     if measured("event") && schema.has_column("event", "type") {
-        let mut stmt = conn.prepare(
+        events = event_volumes(
+            conn,
             "SELECT CAST(type AS TEXT), count(*), coalesce(sum(octet_length(data)), 0) \
              FROM event GROUP BY type ORDER BY 3 DESC",
         )?;
-        let rows = stmt.query_map([], |row| {
-            Ok(EventVolume {
-                event_type: super::values::lenient_text(row.get_ref(0)?),
-                volume: Volume {
-                    count: row.get::<_, i64>(1)?.max(0) as u64,
-                    bytes: row.get::<_, i64>(2)?.max(0) as u64,
-                },
-            })
-        })?;
-        for row in rows {
-            events.push(row?);
-        }
     }
 
     // The substring test skips most rows before their JSON is parsed.
@@ -232,32 +222,21 @@ fn copies(
             .iter()
             .all(|column| schema.has_column("event", column));
     if events {
-        let mut stmt = conn.prepare(
-            "SELECT CAST(type AS TEXT), count(*), coalesce(sum(len), 0) FROM ( \
-               SELECT type, len, seq, \
-                      max(seq) OVER (PARTITION BY aggregate_id, type, entity) AS top \
-               FROM ( \
-                 SELECT aggregate_id, type, seq, octet_length(data) AS len, \
-                        CASE WHEN json_valid(data) THEN json_extract(data, \
-                             CASE type WHEN 'message.part.updated.1' THEN '$.part.id' \
-                             ELSE '$.info.id' END) END AS entity \
-                 FROM event WHERE type IN ('message.part.updated.1', 'message.updated.1', \
-                                           'session.updated.1')) \
-               WHERE typeof(entity) = 'text' AND typeof(seq) = 'integer') \
-             WHERE seq < top GROUP BY type ORDER BY 3 DESC",
+        copies.superseded_snapshots = event_volumes(
+            conn,
+            &format!(
+                "SELECT CAST(type AS TEXT), count(*), coalesce(sum(len), 0) FROM ( \
+                   SELECT type, len, seq, \
+                          max(seq) OVER (PARTITION BY aggregate_id, type, entity) AS top \
+                   FROM ( \
+                     SELECT aggregate_id, type, seq, octet_length(data) AS len, \
+                            {ENTITY_SQL} AS entity \
+                     FROM event WHERE type IN ('message.part.updated.1', 'message.updated.1', \
+                                               'session.updated.1')) \
+                   WHERE typeof(entity) = 'text' AND typeof(seq) = 'integer') \
+                 WHERE seq < top GROUP BY type ORDER BY 3 DESC"
+            ),
         )?;
-        let rows = stmt.query_map([], |row| {
-            Ok(EventVolume {
-                event_type: super::values::lenient_text(row.get_ref(0)?),
-                volume: Volume {
-                    count: row.get::<_, i64>(1)?.max(0) as u64,
-                    bytes: row.get::<_, i64>(2)?.max(0) as u64,
-                },
-            })
-        })?;
-        for row in rows {
-            copies.superseded_snapshots.push(row?);
-        }
         copies.diffs_in_snapshots = volume(&diffs_sql(
             "event",
             "r.type = 'message.updated.1' AND",
@@ -268,6 +247,21 @@ fn copies(
         copies.diffs_in_messages = volume(&diffs_sql("message", "", "$.summary.diffs"))?;
     }
     Ok(copies)
+}
+
+/// The `(type, count, bytes)` rows `sql` selects, as event volumes.
+fn event_volumes(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<EventVolume>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(EventVolume {
+            event_type: super::values::lenient_text(row.get_ref(0)?),
+            volume: Volume {
+                count: row.get::<_, i64>(1)?.max(0) as u64,
+                bytes: row.get::<_, i64>(2)?.max(0) as u64,
+            },
+        })
+    })?;
+    rows.collect()
 }
 
 /// The count of diff entries holding a file body, and the bytes of those bodies as JSON text,

@@ -240,3 +240,33 @@ pub fn audit_report(db: &Path) -> (i32, serde_json::Value) {
     let out = run(db, &["--json", "audit"]);
     (out.status.code().unwrap_or(-1), json(&out))
 }
+
+/// Every row of `table` (every column, with its SQLite type and bytes), ordered by id; none
+/// when there is no such table.
+pub fn table_rows(db: &Path, table: &str) -> Vec<Vec<rusqlite::types::Value>> {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    let exists: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+            [table],
+            |row| row.get(0),
+        )
+        .expect("schema");
+    if exists == 0 {
+        return Vec::new();
+    }
+    let mut stmt = conn
+        .prepare(&format!("SELECT * FROM {table} ORDER BY id"))
+        .expect("select");
+    let width = stmt.column_count();
+    let found = stmt
+        .query_map([], |row| {
+            (0..width)
+                .map(|i| row.get::<_, rusqlite::types::Value>(i))
+                .collect()
+        })
+        .expect("query")
+        .collect::<rusqlite::Result<Vec<Vec<rusqlite::types::Value>>>>()
+        .expect("rows");
+    found
+}

@@ -51,6 +51,13 @@ pub fn assert_json_error(out: &Output, code: i32, words: &str) {
     assert!(doc["error"].as_str().unwrap().contains(words), "{doc}");
 }
 
+/// `--quiet-period 0 --json ARGS` on `db`, expected to exit 0: its JSON document.
+pub fn document(db: &Path, args: &[&str]) -> Value {
+    let out = run(db, &[&["--quiet-period", "0", "--json"][..], args].concat());
+    assert_exit(&out, 0);
+    json(&out)
+}
+
 /// Stdout parsed as one JSON document.
 pub fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)

@@ -15,13 +15,13 @@ use pruning_engine::{BlockedReason, Plan, PruneCommand, PruneRequest, Refusal};
 use rusqlite::{params, Connection};
 
 use super::events;
-use super::fence::{self, FenceClock, FenceInput};
+use super::fence::{self, Admission, FenceClock};
 use super::known::Known;
 use super::read;
 use super::runs::Abandoned;
 use crate::opencode::archive::{capture_rows, last_data_len, sort_by_id};
 use crate::opencode::schema::Schema;
-use crate::opencode::write::{self, Prepared, Written};
+use crate::opencode::write::{Prepared, Written};
 
 /// `storage` column of receipts written for V1 messages.
 pub(crate) const STORAGE: &str = "v1";
@@ -79,24 +79,10 @@ pub(crate) fn prepare(
     texts: read::Texts,
     plans: PlanUse,
 ) -> rusqlite::Result<Prepared<V1Plan>> {
-    if let Some(why) = schema.v1_write_refusal() {
-        return Ok(Prepared::Refuse(Refusal::new(
-            BlockedReason::UnsupportedStorage,
-            why,
-        )));
-    }
-    let input = FenceInput {
-        session_id: &request.session_id,
-        scope: &request.scope,
-        clock,
+    let abandoned = match fence::admit(conn, schema, known, request, request_key, clock)? {
+        Admission::Admitted(abandoned) => abandoned,
+        Admission::Answered(answer) => return Ok(answer),
     };
-    let abandoned = match fence::check(conn, schema, known, input)? {
-        Ok(admitted) => admitted.abandoned,
-        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
-    };
-    if let Some(replayed) = write::replayed(conn, request_key, request)? {
-        return Ok(replayed);
-    }
     let planned = match plans {
         PlanUse::Take => known.take_planned(&request.session_id, &request.message_id),
         PlanUse::Peek => known

@@ -31,12 +31,19 @@ use pruning_engine::{
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::events::{MESSAGE_UPDATED, PART_UPDATED, SESSION_UPDATED};
-use super::fence::{self, FenceClock, FenceInput};
+use super::fence::{self, Admission, FenceClock};
 use super::known::Known;
 use super::runs::{self, Abandoned};
 use crate::opencode::archive::{capture_rows, sort_by_id};
 use crate::opencode::schema::Schema;
-use crate::opencode::write::{self, Prepared, Written};
+use crate::opencode::write::{Prepared, Written};
+
+/// The entity a snapshot event holds, as SQL over an `event` row: `data.part.id` of a
+/// `message.part.updated.1` event, `data.info.id` of the others, read by SQLite's
+/// `json_extract` (NULL for data that is not JSON). The one statement of it: the survey, the
+/// restore's check and `stats` all read it so.
+pub(crate) const ENTITY_SQL: &str = "CASE WHEN json_valid(data) THEN json_extract(data, \
+     CASE type WHEN 'message.part.updated.1' THEN '$.part.id' ELSE '$.info.id' END) END";
 
 /// The kind of entity a snapshot event holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,14 +130,13 @@ pub fn revision(conn: &Connection, session_id: &str) -> rusqlite::Result<String>
 /// Errors: SQLite's.
 pub fn survey(conn: &Connection, session_id: &str) -> rusqlite::Result<Survey> {
     let revision = revision(conn, session_id)?;
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT id, type, CASE typeof(seq) WHEN 'integer' THEN seq END, octet_length(data), \
-                CASE WHEN json_valid(data) THEN json_extract(data, \
-                     CASE type WHEN ?2 THEN '$.part.id' ELSE '$.info.id' END) END, \
+                {ENTITY_SQL}, \
                 CASE WHEN type = ?2 AND json_valid(data) \
                      THEN json_extract(data, '$.part.messageID') END \
-         FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4)",
-    )?;
+         FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4)"
+    ))?;
     let mut rows = stmt.query(params![
         session_id,
         PART_UPDATED,
@@ -204,14 +210,13 @@ pub fn newest_seqs(
     conn: &Connection,
     session_id: &str,
 ) -> rusqlite::Result<HashMap<(SnapshotKind, String), i64>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT type, entity, max(seq) FROM ( \
-           SELECT type, seq, CASE WHEN json_valid(data) THEN json_extract(data, \
-                  CASE type WHEN ?2 THEN '$.part.id' ELSE '$.info.id' END) END AS entity \
+           SELECT type, seq, {ENTITY_SQL} AS entity \
            FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4) \
              AND typeof(seq) = 'integer') \
-         WHERE typeof(entity) = 'text' GROUP BY type, entity",
-    )?;
+         WHERE typeof(entity) = 'text' GROUP BY type, entity"
+    ))?;
     let mut rows = stmt.query(params![
         session_id,
         PART_UPDATED,
@@ -237,14 +242,13 @@ pub fn entity_of(
     kind: SnapshotKind,
     data: &[u8],
 ) -> rusqlite::Result<Option<String>> {
-    let path = match kind {
-        SnapshotKind::Part => "$.part.id",
-        SnapshotKind::Message | SnapshotKind::Session => "$.info.id",
-    };
     let data = rusqlite::types::ValueRef::Text(data);
     conn.query_row(
-        "SELECT CASE WHEN json_valid(?1) THEN json_extract(?1, ?2) END",
-        params![rusqlite::types::ToSqlOutput::Borrowed(data), path],
+        &format!("SELECT {ENTITY_SQL} FROM (SELECT ?1 AS type, ?2 AS data)"),
+        params![
+            kind.event_type(),
+            rusqlite::types::ToSqlOutput::Borrowed(data)
+        ],
         |row| Ok(text(row.get_ref(0)?)),
     )
 }
@@ -301,8 +305,9 @@ pub(crate) struct CompactionPlan {
     pub(crate) abandoned: Option<Abandoned>,
 }
 
-/// Everything before the first write, inside the caller's transaction: the schema profile's V1
-/// write refusal, a V2 session, the V1 fence, the receipt lookup, the revision, then `survey`
+/// Everything before the first write, inside the caller's transaction: a database without an
+/// event log, a V2 session, then the checks every V1 write opens with ([`fence::admit`]), the
+/// revision, then `survey`
 /// (read before the transaction began) checked against the rows: the newest snapshot of every
 /// entity it deletes from is there as read.
 ///
@@ -319,9 +324,6 @@ pub(crate) fn prepare(
     survey: Option<&Survey>,
 ) -> rusqlite::Result<Prepared<CompactionPlan>> {
     let refuse = |reason, detail: String| Ok(Prepared::Refuse(Refusal::new(reason, detail)));
-    if let Some(why) = schema.v1_write_refusal() {
-        return refuse(BlockedReason::UnsupportedStorage, why);
-    }
     if !schema.has_events() {
         return refuse(
             BlockedReason::UnsupportedStorage,
@@ -337,18 +339,10 @@ pub(crate) fn prepare(
                 .into(),
         );
     }
-    let input = FenceInput {
-        session_id: &request.session_id,
-        scope: &request.scope,
-        clock,
+    let abandoned = match fence::admit(conn, schema, known, request, request_key, clock)? {
+        Admission::Admitted(abandoned) => abandoned,
+        Admission::Answered(answer) => return Ok(answer),
     };
-    let abandoned = match fence::check(conn, schema, known, input)? {
-        Ok(admitted) => admitted.abandoned,
-        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
-    };
-    if let Some(replayed) = write::replayed(conn, request_key, request)? {
-        return Ok(replayed);
-    }
     let now = revision(conn, &request.session_id)?;
     if now != request.revision {
         return refuse(

@@ -25,12 +25,12 @@ use pruning_engine::{
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
-use super::fence::{self, FenceClock, FenceInput};
+use super::fence::{self, Admission, FenceClock};
 use super::known::Known;
 use super::runs::Abandoned;
 use crate::opencode::archive::capture_rows;
 use crate::opencode::schema::Schema;
-use crate::opencode::write::{self, Prepared, Written};
+use crate::opencode::write::{Prepared, Written};
 
 /// The keys of a `summary.diffs` entry that hold file bodies.
 pub const BODY_KEYS: [&str; 3] = ["patch", "before", "after"];
@@ -162,21 +162,10 @@ pub(crate) fn prepare(
     clock: FenceClock,
 ) -> rusqlite::Result<Prepared<DiffsPlan>> {
     let refuse = |reason, detail: String| Ok(Prepared::Refuse(Refusal::new(reason, detail)));
-    if let Some(why) = schema.v1_write_refusal() {
-        return refuse(BlockedReason::UnsupportedStorage, why);
-    }
-    let input = FenceInput {
-        session_id: &request.session_id,
-        scope: &request.scope,
-        clock,
+    let abandoned = match fence::admit(conn, schema, known, request, request_key, clock)? {
+        Admission::Admitted(abandoned) => abandoned,
+        Admission::Answered(answer) => return Ok(answer),
     };
-    let abandoned = match fence::check(conn, schema, known, input)? {
-        Ok(admitted) => admitted.abandoned,
-        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
-    };
-    if let Some(replayed) = write::replayed(conn, request_key, request)? {
-        return Ok(replayed);
-    }
     let message_id = &request.message_id;
     let Some(data) = message_data(conn, &request.session_id, message_id)? else {
         return refuse(

@@ -20,13 +20,14 @@
 //! Columns an older layout lacks (see [`Schema`]) read as NULL: no compaction, no revert, no
 //! remote owner.
 
-use pruning_engine::{BlockedReason, Refusal, Scope};
+use pruning_engine::{BlockedReason, PruneRequest, Refusal, Scope};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::known::Known;
 use super::runs::{self, Abandoned, Runs};
 use crate::opencode::ownership::{self, SessionTable};
 use crate::opencode::schema::{EventLog, Schema};
+use crate::opencode::write::{self, Prepared};
 
 /// When the fence checks: now, the quiet period and the abandoned-run threshold, in ms (now
 /// since the Unix epoch).
@@ -113,6 +114,50 @@ pub fn check(
             Ok(Admitted { abandoned })
         }
     })
+}
+
+/// What [`admit`] decided: go on beside the abandoned run the fence admitted, if any, or answer
+/// with `P`'s refusal or the receipt of an identical request.
+pub(crate) enum Admission<P> {
+    /// Go on.
+    Admitted(Option<Abandoned>),
+    /// The answer, nothing to write.
+    Answered(Prepared<P>),
+}
+
+/// The checks every V1 write opens with (a prune of parts, of diffs, a compaction), in order:
+/// the schema profile's V1 write refusal (`unsupported_storage`), the fence ([`check`]), the
+/// receipt of an identical request (`super::super::write::replayed`). Inside the caller's
+/// transaction; `request_key` is lowercase hex.
+///
+/// Errors: SQLite's.
+pub(crate) fn admit<P>(
+    conn: &Connection,
+    schema: &Schema,
+    known: &mut Known,
+    request: &PruneRequest,
+    request_key: &str,
+    clock: FenceClock,
+) -> rusqlite::Result<Admission<P>> {
+    if let Some(why) = schema.v1_write_refusal() {
+        return Ok(Admission::Answered(Prepared::Refuse(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            why,
+        ))));
+    }
+    let input = FenceInput {
+        session_id: &request.session_id,
+        scope: &request.scope,
+        clock,
+    };
+    let abandoned = match check(conn, schema, known, input)? {
+        Ok(admitted) => admitted.abandoned,
+        Err(refusal) => return Ok(Admission::Answered(Prepared::Refuse(refusal))),
+    };
+    if let Some(replayed) = write::replayed(conn, request_key, request)? {
+        return Ok(Admission::Answered(replayed));
+    }
+    Ok(Admission::Admitted(abandoned))
 }
 
 /// What [`full_check`] decided.
