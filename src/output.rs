@@ -92,3 +92,31 @@ pub fn is_closed_pipe(cause: &(dyn std::error::Error + 'static)) -> bool {
         .downcast_ref::<std::io::Error>()
         .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
+
+/// What a receipt's prune removed, in words: `N part(s)`, `N superseded snapshot(s)` (a
+/// compaction's), or `the file bodies of N diff(s)` (a diffs prune's). A restore's receipt
+/// names the operation of the prune it undid, so the same words say what it put back.
+pub fn removed(receipt: &pruning_engine::Receipt) -> String {
+    match &receipt.operation {
+        Some(pruning_engine::Operation::Compaction(compacted)) => {
+            format!("{} superseded snapshot(s)", compacted.total())
+        }
+        Some(pruning_engine::Operation::Diffs(diffs)) => {
+            format!("the file bodies of {} diff(s)", diffs.entries)
+        }
+        None => format!("{} part(s)", receipt.part_ids.len()),
+    }
+}
+
+/// What a receipt names: `message M`, or, for a compaction (which names no message), `the event
+/// log of session S`.
+pub fn subject(receipt: &pruning_engine::Receipt) -> String {
+    if receipt.message_id.is_empty() {
+        format!(
+            "the event log of session {}",
+            printable(&receipt.session_id)
+        )
+    } else {
+        format!("message {}", printable(&receipt.message_id))
+    }
+}

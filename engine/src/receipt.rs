@@ -62,8 +62,8 @@ pub struct Receipt {
     pub restores: Option<Uuid>,
     /// Set when the prune removed one of the copies OpenCode keeps besides the parts (a user
     /// message's `summary.diffs`, a session's superseded snapshots) rather than parts: what it
-    /// removed. Such a receipt's `indexes` and `partIds` are empty. Absent from the JSON when
-    /// unset.
+    /// removed. Such a receipt's `indexes` and `partIds` are empty. On a restore's receipt, the
+    /// operation of the prune it undid (what it put back). Absent from the JSON when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<Operation>,
 }
@@ -74,9 +74,9 @@ impl Receipt {
         self.restores.is_some()
     }
 
-    /// Whether this is the receipt of a compaction (it names no message).
+    /// Whether this is the receipt of a compaction (it names no message), not of its restore.
     pub fn is_compaction(&self) -> bool {
-        matches!(self.operation, Some(Operation::Compaction(_)))
+        !self.is_restore() && matches!(self.operation, Some(Operation::Compaction(_)))
     }
 
     /// What the receipt's event announces: a restore, a compaction (with its bytes), or a prune

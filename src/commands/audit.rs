@@ -139,12 +139,16 @@ fn remedy(kind: DiscrepancyKind) -> &'static str {
              it again while its message is still prunable"
         }
         DiscrepancyKind::SnapshotBack => {
-            "a snapshot event holding a pruned part is back in table event (a restored backup or \
-             a sync wrote it): restore the database from a copy taken after the prune to drop it"
+            "a snapshot event a prune or a compaction removed is back in table event (a restored \
+             backup or a sync wrote it): `clean --apply` compacts it again where it is \
+             superseded, and prunes a part whose rows came back with it; a snapshot of a part \
+             pruned for good stays until the database is restored from a copy taken after the \
+             prune"
         }
         DiscrepancyKind::ContentBack => {
-            "an item a prune removed is back in a V2 message (a restored backup or a sync wrote \
-             it): preview the message and prune it again"
+            "what a prune removed is back in its message (an item of a V2 message, or the file \
+             bodies of a user message's diffs; a restored backup or a sync wrote it): \
+             `clean --apply` prunes it again (with `--diffs` for the bodies)"
         }
         DiscrepancyKind::ArchiveMissing | DiscrepancyKind::ArchiveDamaged => {
             "the prune archive (<database>.prune-archive) lost or damaged entries, so those \

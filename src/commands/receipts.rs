@@ -40,10 +40,10 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
         .collect();
     for r in &receipts {
         let what = match r.restores {
-            Some(pruned) => format!("restored {} part(s) of receipt {pruned}", r.part_ids.len()),
+            Some(pruned) => format!("restored {} of receipt {pruned}", output::removed(r)),
             None => format!(
-                "removed {} part(s), {}{}",
-                r.removed_count,
+                "removed {}, {}{}",
+                output::removed(r),
                 output::bytes(r.bytes_removed),
                 match (restored.get(&r.receipt_id), &r.archive_hash) {
                     (Some(by), _) => format!(", restored by receipt {by}"),

@@ -127,16 +127,20 @@ fn plan(config: &Config, request: &RestoreRequest) -> anyhow::Result<Outcome> {
         output::json_document(&doc)?;
     } else {
         say!(
-            "dry run: would put back {} part(s) of {} ({} row(s), {} of row data: the parts and their event snapshots); nothing written",
-            doc.restored_count,
-            doc.message_id,
+            "dry run: would put back {} of {} ({} row(s), {} of row data); nothing written",
+            output::removed(&plan.pruned),
+            output::subject(&plan.pruned),
             doc.rows,
             output::bytes(doc.bytes)
         )?;
-        say!(
-            "the message is unchanged since the prune; revision after would be {}",
-            doc.revision_after
-        )?;
+        if plan.pruned.is_compaction() {
+            say!("every snapshot would still be superseded by a newer one of what it holds")?;
+        } else {
+            say!(
+                "the message is unchanged since the prune; revision after would be {}",
+                doc.revision_after
+            )?;
+        }
     }
     Ok(Outcome::Done)
 }
@@ -177,7 +181,14 @@ fn print_human(outcome: &RestoreOutcome) -> std::io::Result<()> {
                     "already restored by an identical request: same receipt, event announced again"
                 )?;
             }
-            say!("restored  {message_id}: {restored_count} part(s) put back")?;
+            match &outcome.receipt {
+                Some(receipt) => say!(
+                    "restored  {}: {} put back",
+                    output::subject(receipt),
+                    output::removed(receipt)
+                )?,
+                None => say!("restored  {message_id}: {restored_count} part(s) put back")?,
+            }
             say!("revision  {revision}")?;
             say!("receipt   {receipt_id}")?;
             if let Some(event) = &outcome.event {

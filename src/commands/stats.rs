@@ -117,15 +117,16 @@ pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
         size(&c.diffs_in_snapshots)
     )?;
     let superseded: u64 = c.superseded_snapshots.iter().map(|s| s.volume.bytes).sum();
-    say!(
-        "a clean compacts the superseded snapshots ({}) by default; --diffs empties the file bodies of the turns before the kept ones",
-        output::bytes(superseded)
-    )?;
     let technical =
         t.tool_parts.bytes + t.reasoning_parts.bytes + t.snapshot_events.bytes + t.v2_entries.bytes;
     say!(
-        "\nup to {} is technical content and copies of it; `{} clean --all` shows what a clean would take (completed messages, last 2 turns kept)",
+        "\n{} is technical content and its snapshots, {} superseded snapshots (partly the same \
+         rows: a part's older snapshots), {} file bodies of diffs; `{} clean --all` shows what a \
+         clean would take (it compacts first; completed messages, last 2 turns kept; --diffs \
+         for the bodies)",
         output::bytes(technical),
+        output::bytes(superseded),
+        output::bytes(c.diffs_in_messages.bytes + c.diffs_in_snapshots.bytes),
         config.invocation
     )?;
     say!(

@@ -70,11 +70,13 @@ fn a_compaction_waits_for_the_prunes_after_it_to_be_restored() {
         json(&out),
         serde_json::json!({"status": "blocked", "reason": "conflict"})
     );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("would no longer be superseded"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let words = String::from_utf8_lossy(&out.stderr);
+    assert!(words.contains("would no longer be superseded"), "{words}");
+    // The words name a prune to restore first.
+    let first = parts
+        .iter()
+        .find(|receipt| words.contains(&format!("restore receipt {receipt} first")));
+    assert!(first.is_some(), "{words}");
     assert_eq!(fx.file_digest(), digest, "a refused restore writes nothing");
     for receipt in &parts {
         assert_exit(&restore_out(&fx.db, receipt), 0);
@@ -162,4 +164,82 @@ fn the_audit_finds_a_compacted_snapshot_or_an_emptied_body_put_back() {
         "{audit}"
     );
     assert_eq!(found.len(), 2, "{audit}");
+}
+
+#[test]
+fn a_compaction_waits_for_the_diffs_prunes_after_it_and_names_the_one_to_restore() {
+    let fx = Fixture::work();
+    let session = "ses_dccbb2954ffe0n64RVdJBmXc6p";
+    clean_archived_with(
+        &fx.db,
+        &[session],
+        &["--diffs", "--tools", "no-such-tool", "--no-reasoning"],
+    );
+    let compaction = receipt_of(&fx, "compaction", session);
+    let digest = fx.file_digest();
+    let out = restore_out(&fx.db, &compaction);
+    assert_exit(&out, 3);
+    let words = String::from_utf8_lossy(&out.stderr).to_string();
+    let diffs: Vec<String> = unrestored(&fx.db)
+        .into_iter()
+        .filter(|id| *id != compaction)
+        .collect();
+    assert!(
+        diffs
+            .iter()
+            .any(|receipt| words.contains(&format!("restore receipt {receipt} first"))),
+        "{words}"
+    );
+    assert_eq!(fx.file_digest(), digest, "a refused restore writes nothing");
+    for receipt in &diffs {
+        assert_exit(&restore_out(&fx.db, receipt), 0);
+    }
+    assert_exit(&restore_out(&fx.db, &compaction), 0);
+    let (code, audit) = audit_report(&fx.db);
+    assert_eq!(code, 0, "{audit}");
+}
+
+#[test]
+fn a_diffs_prune_is_not_restored_over_a_newer_snapshot_of_its_message() {
+    let fx = Fixture::work();
+    let session = "ses_dccbb2954ffe0n64RVdJBmXc6p";
+    clean_archived_with(
+        &fx.db,
+        &[session],
+        &[
+            "--diffs",
+            "--no-compact",
+            "--tools",
+            "no-such-tool",
+            "--no-reasoning",
+        ],
+    );
+    let receipt = receipt_of(&fx, "diffs", session);
+    let message: String = fx
+        .sql()
+        .query_row(
+            "SELECT message_id FROM session_prune_receipt WHERE id = ?1",
+            [&receipt],
+            |row| row.get(0),
+        )
+        .expect("the message");
+    // A newer snapshot of the message, the row left as it is.
+    fx.exec(&format!(
+        "UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = '{session}';
+         INSERT INTO event (id, aggregate_id, seq, type, data)
+           SELECT 'evt_2266ffffffff0000000000000003', aggregate_id,
+                  (SELECT seq FROM event_sequence WHERE aggregate_id = '{session}'), type, data
+           FROM event WHERE aggregate_id = '{session}' AND type = 'message.updated.1'
+             AND json_extract(data, '$.info.id') = '{message}'
+           ORDER BY seq DESC LIMIT 1;"
+    ));
+    let digest = fx.file_digest();
+    let out = restore_out(&fx.db, &receipt);
+    assert_exit(&out, 3);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has a newer snapshot"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fx.file_digest(), digest);
 }

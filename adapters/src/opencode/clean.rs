@@ -75,6 +75,9 @@ pub enum SkipReason {
     /// `time_created` is not a number, or the id is not one a request can name: the message
     /// cannot be placed among the turns or addressed.
     Unplaceable,
+    /// A user message row that is JSON, but not as OpenCode's `JSON.stringify` writes it (other
+    /// spacing, escapes or number forms): emptying its diffs would rewrite more than them.
+    NotStringified,
 }
 
 impl SkipReason {
@@ -89,6 +92,7 @@ impl SkipReason {
             Self::TooRecent => "too_recent",
             Self::ReadOnly => "read_only",
             Self::Unplaceable => "unplaceable",
+            Self::NotStringified => "not_stringified",
         }
     }
 }

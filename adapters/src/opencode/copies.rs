@@ -152,7 +152,8 @@ pub fn diffs_candidates(
 
 /// Plans the diffs prune of one user message, in one read transaction: a request bound to its
 /// diffs revision when its row holds file bodies to empty, nothing when it holds none, skipped
-/// when its row is not JSON as OpenCode writes it (`malformed`) or cannot be written here
+/// when its row is not JSON (`malformed`), not JSON as `JSON.stringify` writes it
+/// (`not_stringified`), over the 16 MiB budget (`oversize`) or cannot be written here
 /// (`read_only`).
 ///
 /// Errors: [`StoreError::Storage`].
@@ -172,8 +173,12 @@ pub fn plan_diffs(
             detail: "the message row is not a JSON object".into(),
         },
         Some(Err(NotEmptied::NotStringified)) => PlannedCopy::Skipped {
-            reason: SkipReason::Malformed,
-            detail: "the message row is not JSON as OpenCode writes it".into(),
+            reason: SkipReason::NotStringified,
+            detail: "the message row is not JSON as OpenCode's JSON.stringify writes it".into(),
+        },
+        Some(Err(NotEmptied::Oversize)) => PlannedCopy::Skipped {
+            reason: SkipReason::Oversize,
+            detail: "the message row holds more than the 16 MiB budget".into(),
         },
         Some(Ok(emptied)) if emptied.entries == 0 => PlannedCopy::Nothing,
         Some(Ok(emptied)) => match PruneRequest::diffs(

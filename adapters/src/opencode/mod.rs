@@ -28,6 +28,7 @@ mod sessions;
 mod spill;
 mod sql_errors;
 mod sql_functions;
+mod standing;
 mod stats;
 mod store;
 mod v1;

@@ -321,33 +321,40 @@ pub fn restored_by(conn: &Connection, receipt_id: Uuid) -> rusqlite::Result<Opti
 }
 
 /// The key a prune request with key `request_key` has now (see
-/// [`pruning_engine::after_restore`]): while the receipt under the key was undone by a restore,
-/// the key after it. `schema` is the profile `conn` sees now: without a `restores` column,
-/// nothing was ever restored and no SQL runs.
+/// [`pruning_engine::after_restore`]): while the receipt under the key was undone, by a restore
+/// or by its content coming back behind the engine's back (`super::standing::holds`: a sync, a
+/// backup put over the rows), the key after it. So the same request, asked again once the
+/// content is back, is a new prune that removes it again, not an identical retry of the old
+/// one. `schema` is the profile `conn` sees now.
 pub fn live_key(
     conn: &Connection,
     schema: &super::schema::Schema,
     request_key: [u8; 32],
 ) -> rusqlite::Result<[u8; 32]> {
     let mut key = request_key;
-    if !schema.has_column(RECEIPT_TABLE, RESTORES_COLUMN) {
+    if !schema.has(RECEIPT_TABLE) {
         return Ok(key);
     }
+    let restores = schema.has_column(RECEIPT_TABLE, RESTORES_COLUMN);
     loop {
-        let found: Option<String> = crate::opencode::cached::query_row(
-            conn,
-            "SELECT id FROM session_prune_receipt WHERE request_key = ?1",
-            [hex::encode(key)],
-            |row| row.get(0),
-        )
-        .optional()?;
-        let Some(id) = found.and_then(|id| Uuid::parse_str(&id).ok()) else {
-            return Ok(key);
+        // A row under the key that cannot be read as a receipt names no prune to follow: the
+        // request's own key stands, and the audit reports the row.
+        let receipt = match by_key(conn, &hex::encode(key)) {
+            Ok(Some(receipt)) => receipt,
+            Ok(None) => return Ok(key),
+            Err(
+                rusqlite::Error::FromSqlConversionFailure(..)
+                | rusqlite::Error::InvalidColumnType(..)
+                | rusqlite::Error::IntegralValueOutOfRange(..),
+            ) => return Ok(key),
+            Err(error) => return Err(error),
         };
-        if restored_by(conn, id)?.is_none() {
+        let undone = (restores && restored_by(conn, receipt.receipt_id)?.is_some())
+            || !super::standing::holds(conn, schema, &receipt)?;
+        if !undone {
             return Ok(key);
         }
-        key = pruning_engine::after_restore(&key, id);
+        key = pruning_engine::after_restore(&key, receipt.receipt_id);
     }
 }
 

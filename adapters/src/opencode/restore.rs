@@ -11,17 +11,17 @@ use pruning_engine::{
     ENGINE_VERSION,
 };
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{params, Connection, ErrorCode};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use uuid::Uuid;
 
 use super::archive::{archive_error, entry_key, StoreArchive};
 use super::generation::Generation;
 use super::receipts;
 use super::schema::Schema;
+use super::standing::{revision_of, Kind};
 use super::v1::events::PART_REMOVED;
 use super::v1::fence::{self, FenceInput, FenceLimits};
 use super::v1::known::Known;
-use super::v1::read::{self, Texts};
 use super::write::{self, Failure, Step};
 use super::{v1, v2};
 
@@ -253,7 +253,7 @@ pub(crate) fn restore(
         abandoned_run: None,
         archive_hash: pruned.archive_hash.clone(),
         restores: Some(pruned.receipt_id),
-        operation: None,
+        operation: pruned.operation.clone(),
     };
     if input.command.is_some() {
         write::claim_identity(conn, schema, database_id)?;
@@ -314,57 +314,6 @@ pub(crate) fn in_transaction(
     }
 }
 
-/// What a receipt's prune removed, which decides its revision and how its rows go back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// Parts of a message.
-    Parts,
-    /// The file bodies of a user message's `summary.diffs`.
-    Diffs,
-    /// A session's superseded snapshots.
-    Compaction,
-}
-
-impl Kind {
-    fn of(receipt: &Receipt) -> Self {
-        match receipt.operation {
-            None => Self::Parts,
-            Some(pruning_engine::Operation::Diffs(_)) => Self::Diffs,
-            Some(pruning_engine::Operation::Compaction(_)) => Self::Compaction,
-        }
-    }
-}
-
-/// The revision a prune of `kind` is bound to, now, or why it cannot be read: the message's
-/// content revision as its generation reads it, its diffs revision, or the session's event log
-/// revision.
-fn revision_of(
-    conn: &Connection,
-    generation: Generation,
-    kind: Kind,
-    session_id: &str,
-    message_id: &str,
-) -> rusqlite::Result<Result<String, Refusal>> {
-    Ok(match (kind, generation) {
-        (Kind::Compaction, _) => Ok(v1::compact::revision(conn, session_id)?),
-        (Kind::Diffs, _) => {
-            v1::diffs::revision_of(conn, session_id, message_id)?.ok_or_else(|| {
-                refuse(
-                    BlockedReason::Conflict,
-                    format!("message {message_id} is gone or no longer a JSON object"),
-                )
-            })
-        }
-        (Kind::Parts, Generation::V1) => {
-            read::read_message(conn, session_id, message_id, Texts::Skip)?
-                .map(|m| m.message.revision())
-        }
-        (Kind::Parts, Generation::V2) => {
-            v2::load(conn, session_id, message_id)?.map(|(message, _)| message.revision())
-        }
-    })
-}
-
 /// Puts a compaction's snapshot events back, as they were, where each is still superseded: its
 /// entity has a snapshot with a higher seq in the session's aggregate now. Then putting it back
 /// changes what replaying the log ends in for no entity, and brings back nothing a prune
@@ -416,19 +365,47 @@ fn put_back_snapshots(
                 None => None,
             };
             let superseded = entity
-                .and_then(|entity| newest.get(&entity))
+                .as_ref()
+                .and_then(|entity| newest.get(entity))
                 .is_some_and(|top| top > seq);
+            // A message snapshot holding file bodies a standing diffs prune of the message
+            // emptied would bring them back into the log.
+            if let (Some((v1::compact::SnapshotKind::Message, message)), true) = (
+                &entity,
+                v1::diffs::empty_bodies(&String::from_utf8_lossy(data), "/info/summary/diffs")
+                    .is_ok_and(|emptied| emptied.entries > 0),
+            ) {
+                if let Some(receipt) =
+                    standing_prune_of(conn, session_id, Standing::DiffsPrune(message))?
+                {
+                    return Ok(Err(refuse(
+                        BlockedReason::Conflict,
+                        format!(
+                            "a snapshot of message {message} holds file bodies receipt {receipt} \
+                             emptied from its summary diffs: restore receipt {receipt} first"
+                        ),
+                    )));
+                }
+            }
             if !superseded {
                 let id = match &row[id_at] {
                     SqlValue::Text(id) => String::from_utf8_lossy(id).into_owned(),
                     _ => "?".into(),
+                };
+                let first = match &entity {
+                    Some((v1::compact::SnapshotKind::Part, part)) => {
+                        standing_prune_of(conn, session_id, Standing::PartPrune(part))?
+                            .map(|receipt| format!(": restore receipt {receipt} first"))
+                    }
+                    _ => None,
                 };
                 return Ok(Err(refuse(
                     BlockedReason::Conflict,
                     format!(
                         "snapshot {id} would no longer be superseded: the newer snapshots of what \
                          it holds are gone (a prune removed them), and putting it back would \
-                         bring back what that prune removed"
+                         bring back what that prune removed{}",
+                        first.unwrap_or_default()
                     ),
                 )));
             }
@@ -438,6 +415,78 @@ fn put_back_snapshots(
         }
     }
     Ok(Ok(()))
+}
+
+/// Whether the session's aggregate holds a `message.updated.1` of `pruned`'s message newer (a
+/// higher `seq`) than the archived event `row` of `table`.
+fn newer_message_snapshot(
+    conn: &Connection,
+    pruned: &Receipt,
+    table: &TableRows,
+    row: &[SqlValue],
+) -> rusqlite::Result<bool> {
+    let Some(SqlValue::Integer(seq)) = table
+        .columns
+        .iter()
+        .position(|c| c == "seq")
+        .map(|at| &row[at])
+    else {
+        return Ok(true);
+    };
+    let newer: i64 = conn.query_row(
+        "SELECT count(*) FROM event WHERE aggregate_id = ?1 AND type = 'message.updated.1' \
+           AND seq > ?2 AND CASE WHEN json_valid(data) \
+                THEN json_extract(data, '$.info.id') = ?3 END",
+        params![pruned.session_id, seq, pruned.message_id],
+        |row| row.get(0),
+    )?;
+    Ok(newer > 0)
+}
+
+/// What [`standing_prune_of`] looks for.
+enum Standing<'a> {
+    /// A prune that removed this part.
+    PartPrune(&'a str),
+    /// A diffs prune of this message.
+    DiffsPrune(&'a str),
+}
+
+/// The newest receipt of session `session_id` of the prune `what` names that no restore undid,
+/// if any.
+fn standing_prune_of(
+    conn: &Connection,
+    session_id: &str,
+    what: Standing<'_>,
+) -> rusqlite::Result<Option<String>> {
+    let undone = if receipts::has_restores_column(conn)? {
+        "AND r.restores IS NULL AND NOT EXISTS \
+           (SELECT 1 FROM session_prune_receipt u WHERE u.restores = r.id)"
+    } else {
+        ""
+    };
+    let (which, id) = match what {
+        Standing::PartPrune(part) => (
+            "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(r.part_ids) \
+               THEN r.part_ids ELSE '[]' END) WHERE value = ?2)",
+            part,
+        ),
+        Standing::DiffsPrune(message) => {
+            if !receipts::has_operation_column(conn)? {
+                return Ok(None);
+            }
+            (
+                "r.message_id = ?2 AND CASE WHEN json_valid(r.operation) \
+                   THEN json_extract(r.operation, '$.kind') = 'diffs' END",
+                message,
+            )
+        }
+    };
+    let sql = format!(
+        "SELECT r.id FROM session_prune_receipt r WHERE r.session_id = ?1 {undone} \
+           AND {which} ORDER BY r.rowid DESC LIMIT 1"
+    );
+    conn.query_row(&sql, [session_id, id], |row| row.get(0))
+        .optional()
 }
 
 /// Puts a diffs prune's rows back: the message row's and the snapshot's `data` as they were,
@@ -485,6 +534,18 @@ fn put_back_diffs(
                     "the archive entry's rows do not hold text ids and data",
                 )));
             };
+            // The snapshot set back must still be the message's newest: putting the bodies back
+            // in an older one than the log ends in would leave replay and row apart.
+            if table.table == "event" && newer_message_snapshot(conn, pruned, table, row)? {
+                return Ok(Err(refuse(
+                    BlockedReason::Conflict,
+                    format!(
+                        "message {} has a newer snapshot than the one receipt {} rewrote \
+                         (OpenCode wrote one since): putting the bodies back would undo that",
+                        pruned.message_id, pruned.receipt_id
+                    ),
+                )));
+            }
             let original = String::from_utf8_lossy(original);
             let Ok(left) = v1::diffs::empty_bodies(&original, pointer) else {
                 return Ok(Err(refuse(

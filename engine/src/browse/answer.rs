@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::request::{AssetTarget, OutlineCursor, Target};
 
-/// Why a browsing request was refused. The first five are the contract's [`BlockedReason`]s
+/// Why a browsing request was refused. The first five are the contract's [`BlockedReason`](crate::contract::BlockedReason)s
 /// ([`crate::BlockedReason`]); `anchor_missing` is the window's, `missing` and `limit` the
 /// assets'.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -62,11 +62,7 @@ impl Copies<'_> {
             }
             match self.store.clean_compaction(session_id)? {
                 PlannedCopy::Prune(request) => {
-                    if self.engine.is_some() {
-                        batch.push(request);
-                    } else {
-                        let outcome =
-                            CopyOutcome::of_dry_run(pruning_engine::dry_run(self.store, &request)?);
+                    if let Some(outcome) = self.plan(request, &mut batch, until)? {
                         if matches!(outcome, CopyOutcome::Removed(..)) {
                             compacted.insert(session_id.clone());
                         }
@@ -84,11 +80,11 @@ impl Copies<'_> {
                 }
             }
             if batch.len() >= self.batch_size {
-                self.apply(&mut batch, report, until, Phase::Compaction);
+                self.apply(&mut batch, report, Phase::Compaction);
             }
             progress.update(done as u64 + 1, report);
         }
-        self.apply(&mut batch, report, until, Phase::Compaction);
+        self.apply(&mut batch, report, Phase::Compaction);
         progress.finish();
         Ok(compacted)
     }
@@ -127,7 +123,7 @@ impl Copies<'_> {
             for message_id in ids {
                 if self.stop.load(Ordering::SeqCst) {
                     count_not_reached(report, Phase::Diffs, (total - done) as usize);
-                    self.apply(&mut batch, report, until, Phase::Diffs);
+                    self.apply(&mut batch, report, Phase::Diffs);
                     progress.finish();
                     return Ok(());
                 }
@@ -138,11 +134,8 @@ impl Copies<'_> {
                 diffs(report).considered += 1;
                 match self.store.clean_diffs(session_id, message_id)? {
                     PlannedCopy::Prune(request) => {
-                        if self.engine.is_some() {
-                            batch.push(request);
-                        } else {
-                            let found = pruning_engine::dry_run(self.store, &request)?;
-                            count(report, until, Phase::Diffs, CopyOutcome::of_dry_run(found));
+                        if let Some(outcome) = self.plan(request, &mut batch, until)? {
+                            count(report, until, Phase::Diffs, outcome);
                         }
                     }
                     PlannedCopy::Nothing => {
@@ -153,25 +146,47 @@ impl Copies<'_> {
                     }
                 }
                 if batch.len() >= self.batch_size {
-                    self.apply(&mut batch, report, until, Phase::Diffs);
+                    self.apply(&mut batch, report, Phase::Diffs);
                 }
                 progress.update(done, report);
             }
         }
-        self.apply(&mut batch, report, until, Phase::Diffs);
+        self.apply(&mut batch, report, Phase::Diffs);
         progress.finish();
         Ok(())
     }
 
-    /// Applies the batch through the engine's group commit (nothing in a dry run) and counts
-    /// the outcomes.
-    fn apply(
+    /// One planned prune of a copy: a dry run answers it now with what it would do; with
+    /// `--apply` it joins the batch (answered when the batch is applied), and with
+    /// `--until-live-size` it is checked first as the dry run checks it and counted toward the
+    /// target when it would remove something, so that the dry run stops where the apply does.
+    ///
+    /// Errors: the store's reads.
+    fn plan(
         &self,
+        request: PruneRequest,
         batch: &mut Vec<PruneRequest>,
-        report: &mut Report,
         until: &mut Option<UntilLiveSize>,
-        phase: Phase,
-    ) {
+    ) -> anyhow::Result<Option<CopyOutcome>> {
+        if self.engine.is_none() {
+            let found = pruning_engine::dry_run(self.store, &request)?;
+            return Ok(Some(CopyOutcome::of_dry_run(found)));
+        }
+        if let Some(until) = until.as_mut() {
+            // Only what would be removed counts toward the target; the apply answers the rest.
+            let found = pruning_engine::dry_run(self.store, &request)?;
+            if let CopyOutcome::Removed(_, bytes) = CopyOutcome::of_dry_run(found) {
+                until.planned(bytes);
+            }
+        }
+        batch.push(request);
+        Ok(None)
+    }
+
+    /// Applies the batch through the engine's group commit (nothing in a dry run) and counts
+    /// the outcomes (with `--until-live-size` they were counted toward the target when
+    /// planned).
+    fn apply(&self, batch: &mut Vec<PruneRequest>, report: &mut Report, phase: Phase) {
         let Some(engine) = self.engine else {
             return;
         };
@@ -181,7 +196,7 @@ impl Copies<'_> {
         let stopped = || self.stop.load(Ordering::SeqCst);
         for result in engine.prune_many_until(batch, &stopped) {
             let outcome = CopyOutcome::of_answer(report, result);
-            count(report, until, phase, outcome);
+            count(report, &mut None, phase, outcome);
         }
         batch.clear();
     }

@@ -517,6 +517,9 @@ fn explain(reason: &str) -> &'static str {
         }
         "incomplete" => " - no time.completed: a run is writing it, or was killed",
         "unplaceable" => " - a time that is not a number, or an id no request can name",
+        "not_stringified" => {
+            " - JSON, but not as OpenCode writes it: emptying its diffs would rewrite more than them"
+        }
         "too_recent" => " - completed within --older-than",
         _ => "",
     }

@@ -68,6 +68,8 @@ pub enum NotEmptied {
     /// A JSON object that [`stringify`] does not write back byte for byte (not written by
     /// OpenCode's `JSON.stringify`): rewriting it would change more than the bodies.
     NotStringified,
+    /// More than the 16 MiB a message may hold.
+    Oversize,
 }
 
 /// `text` (a JSON object) with every non-empty string under [`BODY_KEYS`] of the entries of the
@@ -258,8 +260,8 @@ pub fn revision_of(
 }
 
 /// The message row of a V1 user message with the file bodies of its diffs emptied, or why they
-/// cannot be; `None` when the row is missing, not text, over the 16 MiB budget, or not a user
-/// message's. What a clean plans a diffs prune from.
+/// cannot be (not JSON, not written by `JSON.stringify`, over the 16 MiB budget); `None` when
+/// the row is missing, not text, or not a user message's. What a clean plans a diffs prune from.
 ///
 /// Errors: SQLite's.
 pub fn row_bodies(
@@ -271,7 +273,7 @@ pub fn row_bodies(
         return Ok(None);
     };
     if data.len() > MAX_MESSAGE_BYTES {
-        return Ok(None);
+        return Ok(Some(Err(NotEmptied::Oversize)));
     }
     let emptied = empty_bodies(&data, ROW_DIFFS);
     let user = serde_json::from_str::<Value>(&data)
@@ -328,6 +330,7 @@ fn words(why: NotEmptied, what: &str) -> String {
             "the {what} is not JSON as OpenCode writes it (JSON.stringify), so emptying its \
              diffs would change more than them: left as it is"
         ),
+        NotEmptied::Oversize => format!("the {what} holds more than the 16 MiB budget"),
     }
 }
 
