@@ -30,7 +30,7 @@ pub enum Admission {
 
 /// Which state of the owner cache an owner from [`AppState::cached_owner`] was taken from: while
 /// [`AppState::owner_holds`] says the cache has not changed since, no other owner was read or
-/// dropped, so the cache still holds that owner (until its [`OWNER_TTL`] runs out).
+/// dropped, so the cache still holds that owner (until its time to live, 1 s, runs out).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OwnerStamp {
     /// The owner cache's generation when the owner was taken from it.

@@ -346,7 +346,7 @@ impl OpenCodeStore {
         ownership::find(&self.connection(), session_id).map_err(storage)
     }
 
-    /// The session ids the receipts name, each once (see [`receipts::session_ids`]): what an
+    /// The session ids the receipts name, each once (see the `receipts` module): what an
     /// audit of a set of sessions is scoped by, damaged receipt rows included.
     ///
     /// Errors: [`StoreError::Storage`].

@@ -45,9 +45,9 @@ pub struct Args {
     /// (`<database>.prune-archive`), durable before the prune commits.
     #[arg(long)]
     pub archive: bool,
-    /// Let pages of this origin (scheme://host[:port], e.g. http://localhost:5173) call the
-    /// API from a browser (CORS). Repeatable. Default: none, the same origin only. The
-    /// password is still required.
+    /// Let pages of this origin (scheme://host or scheme://host:port, e.g.
+    /// http://localhost:5173) call the API from a browser (CORS). Repeatable. Default: none,
+    /// the same origin only. The password is still required.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
 }
