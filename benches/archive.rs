@@ -54,23 +54,22 @@ fn clean(source: &Path, copy: &Path, extra: &[&str]) -> (Value, Duration) {
     }
     std::fs::copy(source, copy).expect("copy");
     let started = Instant::now();
-    let out =
-        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune"))
-            .arg("--db")
-            .arg(copy)
-            .args([
-                "--json",
-                "--quiet-period",
-                "0",
-                "clean",
-                "--all",
-                "--keep-last-turns",
-                "0",
-                "--apply",
-            ])
-            .args(extra)
-            .output()
-            .expect("run target/release/session-prune (cargo build --release first)");
+    let out = Command::new(common::release_binary())
+        .arg("--db")
+        .arg(copy)
+        .args([
+            "--json",
+            "--quiet-period",
+            "0",
+            "clean",
+            "--all",
+            "--keep-last-turns",
+            "0",
+            "--apply",
+        ])
+        .args(extra)
+        .output()
+        .expect("run target/release/session-prune (cargo build --release first)");
     let elapsed = started.elapsed();
     assert!(
         out.status.success(),

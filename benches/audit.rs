@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -37,7 +36,7 @@ fn audit_10k(c: &mut Criterion) {
         }
         conn.execute_batch("COMMIT").expect("commit");
     }
-    let binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune");
+    let binary = common::release_binary();
     let out = Command::new(&binary)
         .arg("--db")
         .arg(&db)

@@ -77,14 +77,13 @@ fn options() -> Options {
 
 fn session_prune(db: &Path, args: &[&str]) -> (Value, Duration, u64) {
     let started = Instant::now();
-    let out =
-        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune"))
-            .arg("--db")
-            .arg(db)
-            .arg("--json")
-            .args(args)
-            .output()
-            .expect("run target/release/session-prune (cargo build --release first)");
+    let out = Command::new(common::release_binary())
+        .arg("--db")
+        .arg(db)
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("run target/release/session-prune (cargo build --release first)");
     let elapsed = started.elapsed();
     assert!(
         out.status.success(),

@@ -68,14 +68,13 @@ fn options() -> Options {
 /// time. Exit 0 is required, but for `audit`, whose exit code is returned in the document.
 fn session_prune(db: &Path, args: &[&str]) -> (Value, Duration) {
     let started = Instant::now();
-    let out =
-        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune"))
-            .arg("--db")
-            .arg(db)
-            .args(["--quiet-period", "0", "--json"])
-            .args(args)
-            .output()
-            .expect("run target/release/session-prune (cargo build --release first)");
+    let out = Command::new(common::release_binary())
+        .arg("--db")
+        .arg(db)
+        .args(["--quiet-period", "0", "--json"])
+        .args(args)
+        .output()
+        .expect("run target/release/session-prune (cargo build --release first)");
     let elapsed = started.elapsed();
     assert!(
         out.status.success(),
@@ -113,13 +112,12 @@ fn clean_and_vacuum(
     let (report, clean) = session_prune(&db, &[&["clean", "--all", "--apply"][..], extra].concat());
     assert_eq!(report["failed"], 0, "{name}: {report}");
     let (_, vacuum) = session_prune(&db, &["vacuum"]);
-    let audit =
-        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune"))
-            .arg("--db")
-            .arg(&db)
-            .arg("audit")
-            .output()
-            .expect("audit");
+    let audit = Command::new(common::release_binary())
+        .arg("--db")
+        .arg(&db)
+        .arg("audit")
+        .output()
+        .expect("audit");
     assert!(audit.status.success(), "{name}: the audit does not hold");
     eprintln!(
         "{name}: {} -> {} bytes; clean {:.2} s ({} bytes of row data: {}), vacuum {:.2} s",

@@ -11,6 +11,12 @@ use rusqlite::{params, Connection};
 /// The fixture's "many turns" session.
 pub const SESSION: &str = "ses_dd992af4dffe56B7kwrH3SftqX";
 
+/// `target/release/session-prune`, the binary the benchmarks run (`cargo build --release`
+/// first).
+pub fn release_binary() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune")
+}
+
 /// Copies the fixture into `dir` and returns the database path.
 pub fn fixture_copy(dir: &Path) -> PathBuf {
     let db = dir.join("opencode.db");

@@ -1,10 +1,12 @@
-//! SIGKILL at any point of an archiving clean, or of a restore, leaves the prune archive and the
-//! database agreeing. After a killed `clean --apply --archive`: every receipt records an archive
-//! hash whose entry reads back (`audit`: ok, `archive.checked` = the receipts), the archive holds
-//! those entries plus the orphans of prunes that never committed, and the next
-//! `clean --apply --archive` recovers it (`archive stats`: no orphan, nothing unreadable) and
-//! finishes the clean. After a killed `restore`: its receipt and the rows it puts back are there
-//! together or not at all, the audit holds, and the restore run again puts the rows back.
+//! SIGKILL at any point of an archiving clean (of generated turns; of coding work with
+//! `--diffs`, which compacts, empties diffs and prunes parts), or of a restore, leaves the prune
+//! archive and the database agreeing. After a killed `clean --apply --archive`: every receipt
+//! records an archive hash whose entry reads back (`audit`: ok, `archive.checked` = the
+//! receipts), the archive holds those entries plus the orphans of prunes that never committed,
+//! and the next `clean --apply --archive` recovers it (`archive stats`: no orphan, nothing
+//! unreadable) and finishes the clean. After a killed `restore`: its receipt and the rows it
+//! puts back are there together or not at all, the audit holds, and the restore run again puts
+//! the rows back.
 //!
 //! Two ways of choosing the moment, each checked the same way:
 //! - at times spread over the length of an uninterrupted run of the same command on the same
@@ -461,6 +463,33 @@ fn a_clean_killed_at_each_write_and_sync_keeps_every_archived_receipts_entry() {
         assert!(calls.is_some_and(|n| *n > 1), "{watched:?}: {counts:?}");
     }
     kill_cleans(&template, &args, receipts, &kills, Some(strace));
+}
+
+#[test]
+fn a_clean_of_coding_work_with_its_diffs_killed_at_any_time_keeps_every_prune_whole() {
+    // Compactions, diffs prunes and prunes of parts, each kind killed in the middle of its batches.
+    let template = Fixture::work();
+    let args: Vec<&str> = [&CLEAN[..], &[BATCH, "--diffs"]].concat();
+    let (took, whole) = timed_run(&template, &args);
+    let (receipts, _) = receipt_counts(&whole);
+    let of_kind = |kind: &str| {
+        whole.scalar(&format!(
+            "SELECT count(*) FROM session_prune_receipt \
+             WHERE json_extract(operation, '$.kind') IS '{kind}'"
+        ))
+    };
+    let (compactions, diffs) = (of_kind("compaction"), of_kind("diffs"));
+    assert!(
+        compactions > 0 && diffs > 0,
+        "{compactions} compactions, {diffs} diffs prunes"
+    );
+    assert!(
+        receipts > compactions + diffs,
+        "prunes of parts too: {receipts} receipts"
+    );
+    assert_cleaned_whole(&whole, receipts);
+    let killed = kill_cleans(&template, &args, receipts, &timed_kills(took), None);
+    assert!(killed > 0, "no clean was killed ({took:?} uninterrupted)");
 }
 
 // ------------------------------------------------------------------------------------------

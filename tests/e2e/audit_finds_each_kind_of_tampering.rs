@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::audit::{audit, cleaned, details, kinds, receipt_at, CLEANED};
+use common::audit::{audit, clean_parts, cleaned, details, kinds, receipt_at, CLEANED};
 use common::cli::{assert_exit, json, run};
 use common::*;
 use serde_json::Value;
@@ -410,17 +410,7 @@ fn messages_opencode_changed_since_are_reported_and_hold() {
 #[test]
 fn receipts_written_before_the_chain_are_chained_by_the_next_prune() {
     let fx = Fixture::new();
-    let first = run(
-        &fx.db,
-        &[
-            "--abandoned-after",
-            "never",
-            "clean",
-            MANY_TURNS,
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let first = clean_parts(&fx.db, MANY_TURNS);
     assert_exit(&first, 0);
     let before = fx.scalar("SELECT count(*) FROM session_prune_receipt");
     assert!(before > 1, "{before}");
@@ -433,17 +423,7 @@ fn receipts_written_before_the_chain_are_chained_by_the_next_prune() {
     let legacy = audit(&fx, &[]);
     assert_exit(&legacy, 0);
     assert_eq!(json(&legacy)["chain"]["length"], 0);
-    let rest = run(
-        &fx.db,
-        &[
-            "--abandoned-after",
-            "never",
-            "clean",
-            "--all",
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let rest = clean_parts(&fx.db, "--all");
     assert_exit(&rest, 0);
     let out = audit(&fx, &[]);
     assert_exit(&out, 0);

@@ -5,8 +5,8 @@
 
 use crate::common;
 
-use common::audit::{audit, details, kinds, receipt_at, CLEANED};
-use common::cli::{assert_exit, json, run};
+use common::audit::{audit, clean_parts, details, kinds, receipt_at, CLEANED};
+use common::cli::{assert_exit, json};
 use common::*;
 
 /// The id of the forged receipt.
@@ -18,17 +18,7 @@ const MANY_TURNS_RECEIPTS: i64 = 8;
 /// The fixture with the "many turns" session cleaned: a chain of 8 receipts.
 fn many_turns_cleaned() -> Fixture {
     let fx = Fixture::new();
-    let out = run(
-        &fx.db,
-        &[
-            "--abandoned-after",
-            "never",
-            "clean",
-            MANY_TURNS,
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let out = clean_parts(&fx.db, MANY_TURNS);
     assert_exit(&out, 0);
     assert_eq!(
         fx.scalar("SELECT count(*) FROM session_prune_receipt WHERE chain_seq IS NOT NULL"),
@@ -39,18 +29,7 @@ fn many_turns_cleaned() -> Fixture {
 
 /// Cleans every other session: the engine's next receipts.
 fn clean_the_rest(fx: &Fixture) {
-    let out = run(
-        &fx.db,
-        &[
-            "--json",
-            "--abandoned-after",
-            "never",
-            "clean",
-            "--all",
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let out = clean_parts(&fx.db, "--all");
     assert_exit(&out, 0);
     assert_eq!(json(&out)["pruned"], CLEANED - MANY_TURNS_RECEIPTS as u64);
 }

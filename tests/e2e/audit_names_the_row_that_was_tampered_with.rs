@@ -8,8 +8,8 @@
 use crate::common;
 
 use common::app::App;
-use common::audit::{audit, cleaned, details, kinds, receipt_at, CLEANED};
-use common::cli::{assert_exit, json, run};
+use common::audit::{audit, clean_parts, cleaned, details, kinds, receipt_at, CLEANED};
+use common::cli::{assert_exit, json};
 use common::{Fixture, MANY_TURNS};
 
 /// The id given to a copy of a receipt.
@@ -192,34 +192,13 @@ fn a_chain_place_edited_to_the_largest_number_is_reported_not_a_crash() {
 fn a_chain_head_edited_to_the_largest_place_does_not_stop_the_next_prune() {
     let fx = Fixture::new();
     fx.skip_audit();
-    let first = run(
-        &fx.db,
-        &[
-            "--abandoned-after",
-            "never",
-            "clean",
-            MANY_TURNS,
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let first = clean_parts(&fx.db, MANY_TURNS);
     assert_exit(&first, 0);
     fx.exec(&format!(
         "UPDATE session_prune_meta SET value = '{{\"seq\":{},\"hash\":\"ab\"}}' WHERE key = 'receipt_chain_head'",
         i64::MAX
     ));
-    let rest = run(
-        &fx.db,
-        &[
-            "--json",
-            "--abandoned-after",
-            "never",
-            "clean",
-            "--all",
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let rest = clean_parts(&fx.db, "--all");
     assert_exit(&rest, 0);
     assert_eq!(json(&rest)["failed"], 0);
     // The next receipts could take no place after the head's: each claims the largest one, and

@@ -7,10 +7,19 @@
 use crate::common;
 
 use common::archive::{
-    audit_report, clean_archived_with, prunes, restore_out, table_rows as rows, unrestored,
+    archive_digest, audit_report, clean_archived_with, prunes, restore_intents, restore_out,
+    table_rows as rows, unrestored,
 };
 use common::cli::{assert_exit, json};
 use common::*;
+use pruning_engine::IntentState;
+
+/// The journal's record of a restore refused as a conflict (its intent, then the refusal).
+fn refused_conflict() -> IntentState {
+    IntentState::Refused {
+        reason: "conflict".into(),
+    }
+}
 
 /// The receipt of the kind `kind` (`compaction`, `diffs`) of session `session`, if any.
 fn receipt_of(fx: &Fixture, kind: &str, session: &str) -> String {
@@ -63,7 +72,7 @@ fn a_compaction_waits_for_the_prunes_after_it_to_be_restored() {
         .filter(|id| *id != compaction)
         .collect();
     assert!(!parts.is_empty());
-    let digest = fx.file_digest();
+    let (digest, archive) = (fx.file_digest(), archive_digest(&fx));
     let out = restore_out(&fx.db, &compaction);
     assert_exit(&out, 3);
     assert_eq!(
@@ -77,7 +86,12 @@ fn a_compaction_waits_for_the_prunes_after_it_to_be_restored() {
         .iter()
         .find(|receipt| words.contains(&format!("restore receipt {receipt} first")));
     assert!(first.is_some(), "{words}");
-    assert_eq!(fx.file_digest(), digest, "a refused restore writes nothing");
+    assert_eq!(
+        (fx.file_digest(), archive_digest(&fx)),
+        (digest, archive),
+        "a refused restore writes nothing"
+    );
+    assert_eq!(restore_intents(&fx, &compaction), vec![refused_conflict()]);
     for receipt in &parts {
         assert_exit(&restore_out(&fx.db, receipt), 0);
     }
@@ -176,7 +190,7 @@ fn a_compaction_waits_for_the_diffs_prunes_after_it_and_names_the_one_to_restore
         &["--diffs", "--tools", "no-such-tool", "--no-reasoning"],
     );
     let compaction = receipt_of(&fx, "compaction", session);
-    let digest = fx.file_digest();
+    let (digest, archive) = (fx.file_digest(), archive_digest(&fx));
     let out = restore_out(&fx.db, &compaction);
     assert_exit(&out, 3);
     let words = String::from_utf8_lossy(&out.stderr).to_string();
@@ -190,7 +204,12 @@ fn a_compaction_waits_for_the_diffs_prunes_after_it_and_names_the_one_to_restore
             .any(|receipt| words.contains(&format!("restore receipt {receipt} first"))),
         "{words}"
     );
-    assert_eq!(fx.file_digest(), digest, "a refused restore writes nothing");
+    assert_eq!(
+        (fx.file_digest(), archive_digest(&fx)),
+        (digest, archive),
+        "a refused restore writes nothing"
+    );
+    assert_eq!(restore_intents(&fx, &compaction), vec![refused_conflict()]);
     for receipt in &diffs {
         assert_exit(&restore_out(&fx.db, receipt), 0);
     }
@@ -233,7 +252,7 @@ fn a_diffs_prune_is_not_restored_over_a_newer_snapshot_of_its_message() {
              AND json_extract(data, '$.info.id') = '{message}'
            ORDER BY seq DESC LIMIT 1;"
     ));
-    let digest = fx.file_digest();
+    let (digest, archive) = (fx.file_digest(), archive_digest(&fx));
     let out = restore_out(&fx.db, &receipt);
     assert_exit(&out, 3);
     assert!(
@@ -241,5 +260,10 @@ fn a_diffs_prune_is_not_restored_over_a_newer_snapshot_of_its_message() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(fx.file_digest(), digest);
+    assert_eq!(
+        (fx.file_digest(), archive_digest(&fx)),
+        (digest, archive),
+        "a refused restore writes nothing"
+    );
+    assert_eq!(restore_intents(&fx, &receipt), vec![refused_conflict()]);
 }

@@ -309,7 +309,9 @@ fn release_is_pruned_or_refused_plainly(folder: &str) {
     release.printed.push_str(&printed);
 
     // Clean: the dry run predicts the apply exactly; everything prunable is pruned but the
-    // killed run's message, and the text stays.
+    // killed run's message, and the text stays. With `--diffs`: the matrix's turns edit no file,
+    // so their user messages keep no diff bodies, and the diffs clean reads every layout's user
+    // messages and empties nothing.
     let done: usize = 1 + rest.len() + 1;
     let all_prunable: usize = sessions
         .iter()
@@ -322,6 +324,7 @@ fn release_is_pruned_or_refused_plainly(folder: &str) {
         "--keep-last-turns",
         "0",
         "--include-spill-files",
+        "--diffs",
         "--json",
     ];
     let mut apply = clean.to_vec();
@@ -343,6 +346,11 @@ fn release_is_pruned_or_refused_plainly(folder: &str) {
     assert_eq!(applied["skipped"], json!({"incomplete": 1}), "{applied}");
     assert_eq!(applied["blocked"], json!({}), "{applied}");
     assert_eq!(applied["failed"], 0, "{applied}");
+    assert_eq!(applied["diffs"]["pruned"], 0, "{applied}");
+    assert!(
+        applied["diffs"]["considered"].as_u64() > Some(0),
+        "{applied}"
+    );
     // The spilled output of the three-turn session's last turn belonged to pruned parts only.
     assert_eq!(applied["spillFilesRemoved"], 1, "{applied}");
     for session in &sessions {

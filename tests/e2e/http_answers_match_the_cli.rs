@@ -5,6 +5,7 @@
 use crate::common;
 
 use common::app::App;
+use common::audit::clean_parts;
 use common::cli::{assert_exit, run};
 use common::http::parse;
 use common::{Fixture, MANY_TURNS, TURN1, TURN5};
@@ -136,17 +137,7 @@ fn history_lists_what_the_cli_lists_and_prune_batch_answers_its_bytes() {
 #[test]
 fn audit_answers_the_report_the_cli_prints() {
     let fx = Fixture::new();
-    let cleaned = run(
-        &fx.db,
-        &[
-            "--abandoned-after",
-            "never",
-            "clean",
-            "--all",
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let cleaned = clean_parts(&fx.db, "--all");
     assert_exit(&cleaned, 0);
     let app = App::start(&fx);
     let (status, whole) = app.get(&app.route("audit"));

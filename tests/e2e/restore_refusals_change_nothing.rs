@@ -11,12 +11,11 @@ use std::path::Path;
 use crate::common;
 
 use common::archive::{
-    archive_digest, archive_path, clean_archived_with, prune_receipts, unrestored,
+    archive_digest, archive_path, clean_archived_with, prune_receipts, restore_intents, unrestored,
 };
 use common::cli::{assert_exit, json, run};
 use common::*;
-use pruning_engine::{IntentState, Journal};
-use pruning_journal::Selection;
+use pruning_engine::IntentState;
 use serde_json::{json, Value};
 
 /// The fixture after an archiving clean of its parts (`--no-compact`: these refusals are of
@@ -51,20 +50,6 @@ fn restore(db: &Path, receipt: &str, quiet: bool) -> std::process::Output {
 /// Everything a refusal must leave as it was: the database, its journal, its archive.
 fn digests(fx: &Fixture) -> (String, String, String) {
     (fx.file_digest(), fx.journal_digest(), archive_digest(fx))
-}
-
-/// The states of the journal's restore intents for `receipt`.
-fn restore_intents(fx: &Fixture, receipt: &str) -> Vec<IntentState> {
-    let journal = Journal::open_read_only(&fx.journal).expect("journal");
-    journal
-        .intents()
-        .expect("intents")
-        .into_iter()
-        .filter(|intent| {
-            matches!(intent.selection, Selection::Restore(id) if id.to_string() == receipt)
-        })
-        .map(|intent| intent.state)
-        .collect()
 }
 
 fn blocked(reason: &str) -> Value {

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use pruning_engine::{IntentState, Journal};
+use pruning_journal::Selection;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -269,4 +271,18 @@ pub fn table_rows(db: &Path, table: &str) -> Vec<Vec<rusqlite::types::Value>> {
         .collect::<rusqlite::Result<Vec<Vec<rusqlite::types::Value>>>>()
         .expect("rows");
     found
+}
+
+/// The states of the journal's restore intents for `receipt`, in the journal's order.
+pub fn restore_intents(fx: &Fixture, receipt: &str) -> Vec<IntentState> {
+    let journal = Journal::open_read_only(&fx.journal).expect("journal");
+    journal
+        .intents()
+        .expect("intents")
+        .into_iter()
+        .filter(|intent| {
+            matches!(intent.selection, Selection::Restore(id) if id.to_string() == receipt)
+        })
+        .map(|intent| intent.state)
+        .collect()
 }

@@ -17,21 +17,28 @@ use super::Fixture;
 /// Receipts `clean --all --apply --no-compact --abandoned-after never` writes on the fixture.
 pub const CLEANED: u64 = 11;
 
+/// `--json --abandoned-after never clean SCOPE --apply --no-compact`: a clean of parts only (no
+/// compaction), whose receipts the audit tests count. `SCOPE` is `--all` or a session id.
+pub fn clean_parts(db: &Path, scope: &str) -> Output {
+    run(
+        db,
+        &[
+            "--json",
+            "--abandoned-after",
+            "never",
+            "clean",
+            scope,
+            "--apply",
+            "--no-compact",
+        ],
+    )
+}
+
 /// The fixture after a clean of its parts (`clean --all --apply --no-compact`): 11 receipts, 11
 /// journal events, one per pruned message.
 pub fn cleaned() -> Fixture {
     let fx = Fixture::new();
-    let out = run(
-        &fx.db,
-        &[
-            "--abandoned-after",
-            "never",
-            "clean",
-            "--all",
-            "--apply",
-            "--no-compact",
-        ],
-    );
+    let out = clean_parts(&fx.db, "--all");
     assert_exit(&out, 0);
     assert_eq!(
         fx.scalar("SELECT count(*) FROM session_prune_receipt") as u64,
