@@ -77,6 +77,10 @@ pub enum DiscrepancyKind {
     /// An archived receipt's entry does not read back to its entry hash, or it is not among the
     /// frames that read while a part of the file does not: the archive was damaged.
     ArchiveDamaged,
+    /// SQLite's integrity check finds the database file damaged (damaged pages, a broken
+    /// freelist, an index out of step with its table): no write runs on it, and what a prune
+    /// removed through a damaged index may have missed rows.
+    DatabaseDamaged,
 }
 
 /// One thing that does not hold, with the ids it concerns and a sentence for people.

@@ -491,6 +491,10 @@ pub struct Refusal {
     pub reason: BlockedReason,
     /// What was found, for people and logs.
     pub detail: String,
+    /// Whether the cause stays until someone acts (a setting that refuses for good, a row that
+    /// cannot be read), so that the same request later meets the same refusal even where its
+    /// reason usually passes (`maintenance_required`). False unless [`Refusal::lasting`] said so.
+    pub lasting: bool,
 }
 
 impl Refusal {
@@ -499,6 +503,13 @@ impl Refusal {
         Self {
             reason,
             detail: detail.into(),
+            lasting: false,
         }
+    }
+
+    /// The same refusal, marked as one whose cause does not pass by itself.
+    pub fn lasting(mut self) -> Self {
+        self.lasting = true;
+        self
     }
 }

@@ -219,6 +219,26 @@ pub enum StoreError {
         /// Why, and what to do.
         detail: String,
     },
+    /// The database file is damaged: SQLite's integrity check, or a statement, found damaged
+    /// pages or an index out of step with its table. Nothing was written, and the store writes
+    /// nothing more (docs/ARCHITECTURE.md, "Sound files").
+    #[error("database {path} is damaged: {detail}")]
+    Damaged {
+        /// The path.
+        path: String,
+        /// What was found and what to do, in words.
+        detail: String,
+    },
+    /// A process holds a database, `-wal` or `-shm` file that was deleted or replaced at its
+    /// path: what this store writes there, that process would never see, or would delete.
+    /// Nothing was written (docs/ARCHITECTURE.md, "Sound files").
+    #[error("database {path} cannot be written safely: {detail}")]
+    Detached {
+        /// The path.
+        path: String,
+        /// Which process holds which file, and what to do, in words.
+        detail: String,
+    },
     /// The session or message does not exist.
     #[error("{what} not found")]
     NotFound {

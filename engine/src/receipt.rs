@@ -8,15 +8,17 @@ use uuid::Uuid;
 
 /// The audit record of one committed prune, stored in the OpenCode database in the same
 /// transaction as the prune. It never holds pruned content. JSON keys are camelCase
-/// (`receiptId`, `committedAtMs`, ...), with ids spelled as in the contract (`sessionID`,
-/// `messageID`).
+/// (`committedAtMs`, ...), with every id spelled as the contract spells `sessionID` and
+/// `messageID` (`receiptID`, `intentID`, `partIDs`).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
     /// Receipt id (UUID v7); also the id of the announced event.
+    #[serde(rename = "receiptID")]
     pub receipt_id: Uuid,
     /// The journaled intent that produced it.
+    #[serde(rename = "intentID")]
     pub intent_id: Uuid,
     /// Lowercase hex SHA-256 of the canonical request (see [`crate::request_key()`]).
     pub request_key: String,
@@ -35,6 +37,7 @@ pub struct Receipt {
     /// Content indexes of the removed parts, ascending.
     pub indexes: Vec<u32>,
     /// Ids of the removed parts.
+    #[serde(rename = "partIDs")]
     pub part_ids: Vec<String>,
     /// Number of parts removed.
     pub removed_count: u32,
@@ -56,13 +59,13 @@ pub struct Receipt {
     pub archive_hash: Option<String>,
     /// Set on the receipt of a restore (not a prune): the id of the prune's receipt whose parts
     /// it put back. Such a receipt's revisions are the message's before and after the restore,
-    /// its `indexes` and `partIds` those it put back, `removedCount` and `bytesRemoved` 0, and
+    /// its `indexes` and `partIDs` those it put back, `removedCount` and `bytesRemoved` 0, and
     /// `archiveHash` the entry it read. Absent from the JSON when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restores: Option<Uuid>,
     /// Set when the prune removed one of the copies OpenCode keeps besides the parts (a user
     /// message's `summary.diffs`, a session's superseded snapshots) rather than parts: what it
-    /// removed. Such a receipt's `indexes` and `partIds` are empty. On a restore's receipt, the
+    /// removed. Such a receipt's `indexes` and `partIDs` are empty. On a restore's receipt, the
     /// operation of the prune it undid (what it put back). Absent from the JSON when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<Operation>,

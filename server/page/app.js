@@ -981,9 +981,9 @@ async function loadReceipts() {
     const what = r.restores ? `restored receipt ${r.restores.slice(0, 8)}…` : `${r.removedCount} part(s), ${bytes(r.bytesRemoved)}`;
     const message = text("td", "", `…${r.messageID.slice(-10)}`);
     message.title = r.messageID;
-    const receipt = text("td", "", `…${r.receiptId.slice(-8)}`);
-    receipt.title = `receipt ${r.receiptId}`;
-    row.dataset.receiptId = r.receiptId;
+    const receipt = text("td", "", `…${r.receiptID.slice(-8)}`);
+    receipt.title = `receipt ${r.receiptID}`;
+    row.dataset.receiptId = r.receiptID;
     row.append(text("td", "", new Date(r.committedAtMs).toLocaleString()), message, text("td", "", what), receipt);
     return row;
   });

@@ -130,7 +130,7 @@ pub async fn receipts(
     summary = "Audit: one receipt (404 when the workspace has none with that id)",
     params(
         ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
-        ("receiptID" = Uuid, Path, description = "A receipt's `receiptId`"),
+        ("receiptID" = Uuid, Path, description = "A receipt's `receiptID`"),
     ),
     responses(
         (status = 200, description = "The receipt", body = Receipt),
@@ -147,7 +147,7 @@ pub async fn receipt(
     let workspace = state.workspace(workspace).await?;
     let wanted = Uuid::try_parse(&receipt_id).map_err(|_| ApiError::BadParameter {
         field: "receiptID".into(),
-        detail: format!("`{receipt_id}` is not a receipt id (a UUID, as `receiptId` in a receipt)"),
+        detail: format!("`{receipt_id}` is not a receipt id (a UUID, as `receiptID` in a receipt)"),
     })?;
     let all = state
         .read(|engine| engine.receipts(None))

@@ -79,6 +79,9 @@ impl Config {
         let explicit_journal = global.journal.is_some();
         let journal = global.journal.unwrap_or_else(|| default_journal(&db));
         if uses_database {
+            if let Some(why) = pruning_adapters::opencode::empty_database(&db) {
+                return Err(ConfigError::EmptyDatabase(why));
+            }
             if is_database_file(&db, &journal) {
                 return Err(ConfigError::JournalIsDatabase(
                     journal.display().to_string(),

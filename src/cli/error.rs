@@ -13,6 +13,10 @@ pub enum ConfigError {
     /// No database could be located.
     #[error(transparent)]
     Path(#[from] pruning_adapters::opencode::PathError),
+    /// The database path names an empty file (the words of
+    /// [`pruning_adapters::opencode::empty_database`]).
+    #[error("{0}")]
+    EmptyDatabase(String),
     /// The journal path names the database or one of SQLite's files beside it.
     #[error("--journal {0} is the database or one of its SQLite files (-wal, -shm, -journal); the journal needs a file of its own")]
     JournalIsDatabase(String),
@@ -59,6 +63,10 @@ pub enum ConfigError {
         /// What is wrong with it.
         problem: String,
     },
+    /// `clean --include-spill-files --archive`: the archive keeps rows, not spill files, so a
+    /// restore would put back parts naming files that are gone.
+    #[error("--include-spill-files with --archive: the archive keeps the rows a prune removes, not the spill files in tool-output/, so a restore would put back parts whose `Full output saved to` names a file that is gone. Clean with --archive alone (spill files stay), or with --include-spill-files alone (no restore)")]
+    SpillFilesWithArchive,
     /// `--batch-size 0`.
     #[error("--batch-size must be at least 1")]
     BatchSize,

@@ -134,6 +134,12 @@ fn remedy(kind: DiscrepancyKind) -> &'static str {
              and session_prune_meta from a copy of the database taken after its last prune (the \
              journal still lists every committed prune: `session-prune events`)"
         }
+        DiscrepancyKind::DatabaseDamaged => {
+            "the database file is damaged: no prune, restore, compaction or vacuum runs on it. \
+             Stop OpenCode and keep a copy of the file with its -wal; when only indexes are out \
+             of step, rebuild them (sqlite3 opencode.db REINDEX), otherwise recover the copy \
+             into a new file (sqlite3 opencode.db .recover | sqlite3 recovered.db) and audit that"
+        }
         DiscrepancyKind::PartBack => {
             "a pruned part is back (a restored backup or a sync wrote it): `clean --apply` prunes \
              it again while its message is still prunable"

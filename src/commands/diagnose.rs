@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use pruning_adapters::opencode::free_space;
+use pruning_adapters::opencode::{free_space, read_only_media};
 
 use crate::cli::config::Config;
 use crate::output;
@@ -26,8 +26,12 @@ const LOW_SPACE: u64 = 64 * 1024 * 1024;
 /// `message` with a sentence that names the cause and where, when its words show one (or when
 /// a bare I/O error meets a nearly full disk); unchanged otherwise.
 pub fn explain(message: &str, config: &Config) -> String {
-    let places = places(config);
     let lower = message.to_ascii_lowercase();
+    // The store's own refusal of a damaged file already says what to do.
+    if !lower.contains("is damaged:") && is_damage_text(&lower) {
+        return damaged_read(config);
+    }
+    let places = places(config);
     let cause = if lower.contains("no space left")
         || lower.contains("os error 28")
         || lower.contains("disk is full")
@@ -35,7 +39,11 @@ pub fn explain(message: &str, config: &Config) -> String {
         Some(Cause::DiskFull)
     } else if lower.contains("read-only file system")
         || lower.contains("os error 30")
-        || lower.contains("readonly database")
+        // SQLite says this of a file it may not write for other reasons too (a hot journal
+        // it cannot roll back, a replaced file): storage is blamed only when it is read-only.
+        || (lower.contains("readonly database")
+            && (read_only_media(&config.db)
+                || (config.journal.exists() && read_only_media(&config.journal))))
     {
         Some(Cause::ReadOnly)
     } else if lower.contains("permission denied")
@@ -75,6 +83,27 @@ pub fn explain(message: &str, config: &Config) -> String {
         ),
     };
     format!("{message}. Cause: {advice}")
+}
+
+/// Whether an error's text is SQLite's of a damaged file (`SQLITE_CORRUPT`: "database disk
+/// image is malformed", error code 11; `SQLITE_NOTADB`: "file is not a database", 26).
+fn is_damage_text(lower: &str) -> bool {
+    lower.contains("database disk image is malformed")
+        || lower.contains("file is not a database")
+        || lower.contains("error code 11")
+        || lower.contains("error code 26")
+}
+
+/// What a command that met damaged pages says instead of SQLite's words: what happened, that
+/// nothing was written, and what to do (docs/ARCHITECTURE.md, "Sound files").
+fn damaged_read(config: &Config) -> String {
+    let db = config.db.display();
+    format!(
+        "database {db} is damaged: SQLite cannot read part of it, so this command stopped where \
+         it met the damage; nothing was written. `session-prune audit` reports the damage. To \
+         recover, stop OpenCode, keep a copy of the file with its -wal, and recover the copy \
+         into a new file (sqlite3 {db} .recover | sqlite3 recovered.db)"
+    )
 }
 
 /// The folders of the database and the journal (once each), with their free space where it

@@ -8,8 +8,8 @@ use pruning_engine::{Engine, Journal};
 
 use crate::cli::config::Config;
 
-/// Refuses a file that holds neither OpenCode generation, or V1 tables without the columns
-/// every listing reads, naming what is missing.
+/// Refuses a file that holds neither OpenCode generation, or V1 or V2 tables without the
+/// columns every listing reads, naming what is missing.
 pub fn require_opencode(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::Result<()> {
     let schema = store.schema()?;
     if !schema.is_supported() {
@@ -22,6 +22,9 @@ pub fn require_opencode(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::
         if let Some(why) = schema.v1_unsupported() {
             anyhow::bail!("{}: {why}", db.display());
         }
+    }
+    if let Some(why) = schema.v2_unsupported() {
+        anyhow::bail!("{}: {why}", db.display());
     }
     Ok(())
 }
@@ -122,6 +125,7 @@ pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> 
     };
     let store = OpenCodeStore::open(&config.db, options)?;
     store.leave_wal_on_close()?;
+    store.check_sound()?;
     Ok(store)
 }
 
@@ -132,6 +136,18 @@ pub enum Archiving {
     Off,
     /// Each prune keeps what it removes in the archive beside the database.
     On,
+}
+
+/// What opening an engine does with a file that is not sound (docs/ARCHITECTURE.md, "Sound
+/// files").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Soundness {
+    /// Refuse it: the command writes, and nothing is journaled or written (`prune`, `clean`,
+    /// `restore`, ...).
+    Required,
+    /// Say so on stderr and go on: reads still work, and the store refuses every write
+    /// (`serve`, whose reads stay useful; `events`, which only reads).
+    Reported,
 }
 
 impl From<bool> for Archiving {
@@ -150,8 +166,9 @@ impl From<bool> for Archiving {
 pub fn open_engine_unless_busy(
     config: &Config,
     archiving: Archiving,
+    soundness: Soundness,
 ) -> anyhow::Result<Result<Engine<OpenCodeStore>, String>> {
-    match open_engine(config, archiving) {
+    match open_engine(config, archiving, soundness) {
         Ok(engine) => Ok(Ok(engine)),
         Err(error) if journal_busy(&error) => Ok(Err(busy_detail(&error))),
         Err(error) => Err(error),
@@ -159,20 +176,33 @@ pub fn open_engine_unless_busy(
 }
 
 /// Opens the store and its journal, runs recovery and reports what it did on stderr; with
-/// [`Archiving::On`], opens the archive beside the database too (recovering it as well).
+/// [`Archiving::On`], opens the archive beside the database too (recovering it as well). The
+/// store's soundness is checked first ([`OpenCodeStore::check_sound`]), before anything is
+/// journaled, and a file that is not sound is refused or reported as `soundness` says.
 ///
 /// Closing the store leaves the WAL as it is: every commit is already durable in it, and the
 /// checkpoint a last connection runs on close would cost two more syncs (the WAL's and the
 /// database file's) and, by resetting the WAL, two in the next process (the WAL's header and
 /// its folder). SQLite's own checkpoints during a long run (every 1,000 pages) and OpenCode's
 /// still move the WAL into the database file.
-pub fn open_engine(config: &Config, archiving: Archiving) -> anyhow::Result<Engine<OpenCodeStore>> {
+pub fn open_engine(
+    config: &Config,
+    archiving: Archiving,
+    soundness: Soundness,
+) -> anyhow::Result<Engine<OpenCodeStore>> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
         abandoned_after: config.abandoned_after,
     };
     let store = OpenCodeStore::open(&config.db, options)?;
     store.leave_wal_on_close()?;
+    // Before anything is journaled: a file that is not sound is refused whole.
+    if let Err(unsound) = store.check_sound() {
+        match soundness {
+            Soundness::Required => return Err(unsound.into()),
+            Soundness::Reported => eprintln!("warning: {unsound}; every write is refused"),
+        }
+    }
     let journal = match Journal::open(&config.journal) {
         Ok(journal) => journal,
         // Held by another process: the journal is fine where it is (see `busy_detail`).

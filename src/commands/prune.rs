@@ -118,7 +118,7 @@ pub fn execute(
     if dry_run {
         return plan(config, request);
     }
-    let engine = match open_engine_unless_busy(config, archiving)? {
+    let engine = match open_engine_unless_busy(config, archiving, super::Soundness::Required)? {
         Ok(engine) => engine,
         Err(detail) => return busy(config, &detail),
     };

@@ -178,7 +178,7 @@ fn prune(
     batches: &[PruneBatchRequest],
     archiving: Archiving,
 ) -> anyhow::Result<Outcome> {
-    let engine = match open_engine_unless_busy(config, archiving)? {
+    let engine = match open_engine_unless_busy(config, archiving, super::Soundness::Required)? {
         Ok(engine) => engine,
         Err(detail) => return all_blocked(config, batches, &detail),
     };

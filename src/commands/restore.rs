@@ -63,7 +63,8 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
             return blocked(config, refusal.reason, &refusal.detail);
         }
     }
-    let engine = match open_engine_unless_busy(config, Archiving::Off)? {
+    let engine = match open_engine_unless_busy(config, Archiving::Off, super::Soundness::Required)?
+    {
         Ok(engine) => engine,
         Err(detail) => return blocked(config, BlockedReason::MaintenanceRequired, &detail),
     };

@@ -2,7 +2,7 @@
 //! changing nothing, while other processes have the database open (unless `--force`) and when
 //! the disk lacks the room VACUUM needs; reports the size before and after.
 
-use pruning_adapters::opencode::{free_space, other_processes, Needs, VacuumError};
+use pruning_adapters::opencode::{free_space, other_processes, process_named, Needs, VacuumError};
 use serde::Serialize;
 
 use super::{open_store_for_writing, Outcome};
@@ -92,7 +92,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
              `session-prune serve`), or pass --force to run anyway",
             doc.pids
                 .iter()
-                .map(|pid| named(*pid))
+                .map(|pid| process_named(*pid))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
@@ -191,12 +191,4 @@ fn room_shortage(needs: &Needs, same_disk: bool, temp_free: u64, db_free: u64) -
         ));
     }
     (!short.is_empty()).then(|| format!("not enough free disk space: {}", short.join("; ")))
-}
-
-/// `pid 12622 (session-prune)`: a process id with its command name where `/proc` tells it.
-fn named(pid: u32) -> String {
-    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-        Ok(name) if !name.trim().is_empty() => format!("pid {pid} ({})", name.trim()),
-        _ => format!("pid {pid}"),
-    }
 }

@@ -196,3 +196,41 @@ fn a_file_that_is_not_an_opencode_database_is_refused() {
     assert_eq!(std::fs::read(&db).unwrap(), before);
     assert!(!dir.path().join("other.db.prune-journal").exists());
 }
+
+#[test]
+fn spill_files_with_archive_are_refused_as_bad_input_and_nothing_changes() {
+    let fx = Fixture::with_spill_files();
+    let folder = fx.db.parent().unwrap().join("tool-output");
+    let files = || {
+        let mut names: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = (fx.file_digest(), files());
+    let out = run(
+        &fx.db,
+        &[
+            "--quiet-period",
+            "0",
+            "clean",
+            "--all",
+            "--apply",
+            "--archive",
+            "--include-spill-files",
+        ],
+    );
+    assert_exit(&out, 2);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --include-spill-files with --archive: the archive keeps the rows a prune \
+         removes, not the spill files in tool-output/, so a restore would put back parts whose \
+         `Full output saved to` names a file that is gone. Clean with --archive alone (spill \
+         files stay), or with --include-spill-files alone (no restore)\n"
+    );
+    assert_eq!((fx.file_digest(), files()), before);
+    assert!(!fx.journal.exists());
+    assert!(!common::archive::archive_of(&fx.db).exists());
+}

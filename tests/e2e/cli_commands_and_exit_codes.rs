@@ -120,7 +120,7 @@ fn preview_then_prune_print_the_compatible_shapes_and_retry_prints_the_same_byte
     assert_eq!(lines[0]["seq"], 1);
     assert_eq!(lines[0]["type"], "rpc.codenomad.session-pruning.pruned");
     assert_eq!(lines[0]["data"]["revision"], result["revision"]);
-    assert_eq!(lines[0]["id"], receipts[0]["receiptId"]);
+    assert_eq!(lines[0]["id"], receipts[0]["receiptID"]);
 }
 
 #[test]

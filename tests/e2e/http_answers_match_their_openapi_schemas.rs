@@ -288,7 +288,7 @@ fn every_answer_of_every_route_matches_the_document() {
         Value::Null,
         200,
     );
-    let receipt_id = receipts[0]["receiptId"]
+    let receipt_id = receipts[0]["receiptID"]
         .as_str()
         .expect("an id")
         .to_string();

@@ -268,7 +268,7 @@ fn refused_requests_leave_database_and_journal_unchanged() {
     assert_eq!(parse(&answer)["status"], "pruned", "{answer}");
     // Its receipt is this workspace's: another workspace neither lists nor shows it.
     let receipts = parse(&app.get(&app.route("receipts")).1);
-    let receipt_id = receipts[0]["receiptId"].as_str().unwrap().to_string();
+    let receipt_id = receipts[0]["receiptID"].as_str().unwrap().to_string();
     let (status, one) = app.get(&app.route(&format!("receipts/{receipt_id}")));
     assert_eq!((status, parse(&one)), (200, receipts[0].clone()));
     let (status, listed) = app.get(&other_route("receipts"));

@@ -129,6 +129,8 @@ fn stats_answer_what_the_cli_prints_with_the_workspaces_largest_sessions() {
 #[test]
 fn a_database_that_cannot_be_measured_is_a_500_without_sqlites_words() {
     let fx = Fixture::new();
+    // Damaged on purpose: the audit on drop would report it.
+    fx.skip_audit();
     // Pages of table rows overwritten (a damaged disk): the scan of every row fails on them.
     fx.exec("PRAGMA wal_checkpoint(TRUNCATE)");
     let len = std::fs::metadata(&fx.db).unwrap().len();

@@ -392,3 +392,81 @@ fn serve_on_read_only_media_answers_reads_and_refuses_prunes() {
     drop(ro);
     assert_eq!(snapshot(&folder), before, "the folder changed");
 }
+
+/// A copy of the fixture in `journal_mode = DELETE` as a writer killed mid-transaction leaves
+/// it: the database with half a transaction written into it (a cache of one page spills every
+/// change) and its hot rollback journal, copied while the writer held its lock. Returns the
+/// fixture of the copy and the number of parts.
+fn with_a_hot_journal() -> (Fixture, i64) {
+    let source = Fixture::new();
+    source.exec("PRAGMA journal_mode = DELETE");
+    let parts = source.scalar("SELECT count(*) FROM part");
+    let writer = source.sql();
+    writer
+        .execute_batch(
+            "PRAGMA cache_size = 1; BEGIN; UPDATE part SET data = data || ' '; \
+             DELETE FROM part WHERE rowid % 2 = 0;",
+        )
+        .expect("half a transaction");
+    let copy = tempfile::tempdir().expect("tempdir");
+    let db = copy.path().join("opencode.db");
+    std::fs::copy(&source.db, &db).expect("copy database");
+    let mut journal = source.db.clone().into_os_string();
+    journal.push("-journal");
+    std::fs::copy(&journal, copy.path().join("opencode.db-journal")).expect("copy journal");
+    writer.execute_batch("ROLLBACK").expect("rollback");
+    let journal = copy.path().join("opencode.db.prune-journal");
+    (Fixture::at(copy, db, journal), parts)
+}
+
+#[test]
+fn a_read_command_rolls_a_hot_journal_back_and_reads_what_committed() {
+    let (fx, parts) = with_a_hot_journal();
+    let hot = fx.db.with_extension("db-journal");
+    assert!(hot.exists());
+    let out = run(&fx.db, &["--json", "sessions"]);
+    assert_exit(&out, 0);
+    assert_eq!(json(&out).as_array().unwrap().len(), 10);
+    // SQLite rolled the transaction back: every part is there, none changed.
+    assert!(!hot.exists());
+    assert_eq!(fx.scalar("SELECT count(*) FROM part"), parts);
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM part WHERE data LIKE '% '"),
+        0
+    );
+    let check: String = fx
+        .sql()
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    for args in [
+        vec!["stats"],
+        vec!["messages", MANY_TURNS],
+        vec!["receipts"],
+        vec!["audit"],
+    ] {
+        let out = run(&fx.db, &args);
+        assert_exit(&out, 0);
+    }
+}
+
+#[test]
+fn a_hot_journal_on_read_only_media_is_named_with_what_to_do() {
+    let (fx, _) = with_a_hot_journal();
+    let folder = fx.db.parent().unwrap().to_path_buf();
+    let before = snapshot(&folder);
+    let ro = ReadOnly::new(&folder);
+    let db = ro.view.join("opencode.db");
+    let out = run(&db, &["sessions"]);
+    assert_exit(&out, 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for words in [
+        "rollback journal",
+        "left unfinished",
+        "Copy the database together with its -journal file",
+    ] {
+        assert!(stderr.contains(words), "{stderr}");
+    }
+    drop(ro);
+    assert_eq!(snapshot(&folder), before);
+}

@@ -25,7 +25,25 @@ pub fn immutable_is_safe(path: &Path) -> bool {
         Ok(meta) => meta.len() == 0,
         Err(error) => error.kind() == std::io::ErrorKind::NotFound,
     };
-    !writable(folder) && wal_empty
+    !writable(folder) && wal_empty && hot_journal(path).is_none()
+}
+
+/// The first bytes of a rollback journal that holds a transaction (SQLite's journal header
+/// magic, `0xd9d505f920a163d7`): a journal that starts otherwise (absent, empty, zeroed) is
+/// not hot.
+const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
+
+/// The database's rollback journal (`<database>-journal`) when it holds a transaction a writer
+/// left unfinished (killed mid-transaction in `journal_mode = DELETE`): SQLite rolls it back
+/// at the next open that may write, and a read-only open cannot read the file until then.
+pub fn hot_journal(path: &Path) -> Option<std::path::PathBuf> {
+    use std::io::Read;
+    let mut journal = path.as_os_str().to_owned();
+    journal.push("-journal");
+    let journal = std::path::PathBuf::from(journal);
+    let mut head = [0u8; 8];
+    let read = std::fs::File::open(&journal).and_then(|mut file| file.read_exact(&mut head));
+    (read.is_ok() && head == JOURNAL_MAGIC).then_some(journal)
 }
 
 /// `file:` URI of `path` with `immutable=1`: every byte outside `A-Z a-z 0-9 / . _ ~ -` is

@@ -224,6 +224,31 @@ impl Schema {
                 .all(|column| self.has_column("session_message", column))
     }
 
+    /// Why the V2 `session_message` table cannot be read, in words: it exists but lacks a
+    /// column every V2 reader needs (`id`, `session_id`, `type`, `seq`, `time_created`, `data`); `None` when it can be read or is absent.
+    /// Without this, its rows would be left out of every listing as if there were none.
+    pub fn v2_unsupported(&self) -> Option<String> {
+        if !self.has("session_message") {
+            return None;
+        }
+        let missing: Vec<&str> = V2_REQUIRED
+            .iter()
+            .copied()
+            .filter(|column| !self.has_column("session_message", column))
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the V2 table session_message lacks column(s) {}: a layout this version does not \
+                 know, whose messages it cannot read",
+                missing
+                    .iter()
+                    .map(|column| format!("session_message.{column}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
     /// Whether any generation this engine knows is present.
     pub fn is_supported(&self) -> bool {
         self.has_v1() || self.has_v2()

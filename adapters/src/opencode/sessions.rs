@@ -46,8 +46,14 @@ pub struct SessionSummary {
     #[serde(rename = "timeCreated")]
     pub time_created: i64,
     /// Where its messages are: `v2` (`session_message` rows, or a session of opencode2's
-    /// `session_v2`) or `v1` (`message` + `part`).
+    /// `session_v2`), `v1` (`message` + `part`), or `v1+v2` (rows in both generations).
     pub storage: &'static str,
+    /// Of `totalBytes`, the V1 `message` and `part` data.
+    #[serde(rename = "v1Bytes")]
+    pub v1_bytes: u64,
+    /// Of `totalBytes`, the V2 `session_message` data.
+    #[serde(rename = "v2Bytes")]
+    pub v2_bytes: u64,
 }
 
 /// `data` of a V2 row when it is valid JSON, else `{}`: `json_each` fails on malformed text, and
@@ -131,10 +137,18 @@ pub fn list_of(
         None => ("", Vec::new()),
     };
     let mut sessions = Vec::new();
+    // A session in both tables is listed once, from the shared one: each sum above covers both
+    // generations by session id already.
+    let once = match (only.is_some(), schema.has(SessionTable::Shared.name())) {
+        (true, true) => "AND s.id NOT IN (SELECT id FROM session)",
+        (false, true) => "WHERE s.id NOT IN (SELECT id FROM session)",
+        (_, false) => "",
+    };
     for table in [SessionTable::Shared, SessionTable::V2] {
         if !schema.has(table.name()) {
             continue;
         }
+        let once = if table == SessionTable::V2 { once } else { "" };
         let workspace = super::ownership::workspace_column(conn, table)?;
         let sql = format!(
             "SELECT s.id, CAST(coalesce(s.title, '') AS TEXT), CAST(coalesce(s.directory, '') AS TEXT),
@@ -143,8 +157,9 @@ pub fn list_of(
                {v1_bytes} + {v2_bytes} + {event_bytes},
                {v1_prunable} + {v2_prunable} + {event_prunable},
                CAST(coalesce(s.project_id, '') AS TEXT), CAST({workspace} AS TEXT),
-               CAST(coalesce(s.time_created, 0) AS INTEGER), {v2_messages} > 0
-             FROM {} s {where_only}",
+               CAST(coalesce(s.time_created, 0) AS INTEGER), {v2_messages} > 0,
+               {v1_bytes}, {v2_bytes}, {v1_messages} > 0
+             FROM {} s {where_only} {once}",
             table.name()
         );
         let in_v2_table = table == SessionTable::V2;
@@ -167,11 +182,16 @@ pub fn list_of(
                     value => Some(lenient_text(value)),
                 },
                 time_created: row.get(9)?,
-                storage: if in_v2_table || row.get::<_, bool>(10)? {
-                    "v2"
-                } else {
-                    "v1"
+                storage: match (
+                    row.get::<_, bool>(13)?,
+                    in_v2_table || row.get::<_, bool>(10)?,
+                ) {
+                    (true, true) => "v1+v2",
+                    (false, true) => "v2",
+                    (_, false) => "v1",
                 },
+                v1_bytes: n(11)?,
+                v2_bytes: n(12)?,
             })
         })?;
         for row in rows {

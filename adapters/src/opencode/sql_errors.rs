@@ -8,11 +8,27 @@
 use pruning_engine::{BlockedReason, Refusal, StoreError};
 use rusqlite::ErrorCode;
 
-/// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the database:
-/// `maintenance_required`. A read-only file, a full disk or an I/O error is a storage failure
+use super::soundness::is_damage;
+
+/// The words of a read that met damaged pages (`SQLITE_CORRUPT`): no SQLite text, what to do.
+pub(crate) const DAMAGED_HERE: &str = "the database file is damaged where this is stored \
+     (SQLite cannot read those pages): nothing was written. `session-prune audit` reports the \
+     damage and what to do";
+
+/// SQLITE_CORRUPT and SQLITE_NOTADB mean the file is damaged: [`StoreError::Damaged`] with an
+/// empty path and SQLite's finding, for the store to word. SQLITE_BUSY and SQLITE_LOCKED mean another connection holds
+/// the database: `maintenance_required`. A read-only file, a full disk or an I/O error is a storage failure
 /// (an error, not a refusal). Anything else (a missing column, a failed constraint) means the
 /// storage is not what the engine expects: `unsupported_storage`.
 pub(crate) fn classify(error: &rusqlite::Error) -> Result<Refusal, StoreError> {
+    if is_damage(error) {
+        // SQLite's finding alone: the store names the file, words it and keeps it
+        // (`OpenCodeStore::noting_damage`).
+        return Err(StoreError::Damaged {
+            path: String::new(),
+            detail: error.to_string(),
+        });
+    }
     match error.sqlite_error_code() {
         Some(ErrorCode::ReadOnly)
         | Some(ErrorCode::DiskFull)
@@ -28,9 +44,13 @@ pub(crate) fn classify(error: &rusqlite::Error) -> Result<Refusal, StoreError> {
     }
 }
 
-/// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the database:
-/// `maintenance_required`. Anything else means the storage is not what the engine expects.
+/// SQLITE_CORRUPT and SQLITE_NOTADB mean the file is damaged where the statement read:
+/// `unsupported_storage`, in words ([`DAMAGED_HERE`]). SQLITE_BUSY and SQLITE_LOCKED mean
+/// another connection holds the database: `maintenance_required`. Anything else means the storage is not what the engine expects.
 pub(crate) fn sql_refusal(error: &rusqlite::Error) -> Refusal {
+    if is_damage(error) {
+        return Refusal::new(BlockedReason::UnsupportedStorage, DAMAGED_HERE);
+    }
     match error.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => Refusal::new(
             BlockedReason::MaintenanceRequired,

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
-    Applied, AuditScope, BlockedReason, DryRun, Durability, PreviewRequest, PruneCommand,
-    PruneRequest, Receipt, Refusal, RestoreApplied, RestoreCommand, RestorePlan, RestoreRequest,
-    Selection, SessionStore, StoreAudit, StoreError, StoredMessage,
+    Applied, AuditScope, BlockedReason, Discrepancy, DiscrepancyKind, DryRun, Durability,
+    PreviewRequest, PruneCommand, PruneRequest, Receipt, Refusal, RestoreApplied, RestoreCommand,
+    RestorePlan, RestoreRequest, Selection, SessionStore, StoreAudit, StoreError, StoredMessage,
 };
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
@@ -21,16 +21,22 @@ use super::archive::StoreArchive;
 use super::audit;
 use super::generation::{self, Generation};
 use super::history;
-use super::media::{immutable_is_safe, immutable_uri, read_only_cause, read_only_media};
+use super::media::{
+    hot_journal, immutable_is_safe, immutable_uri, read_only_cause, read_only_media,
+};
 use super::ownership;
 use super::receipts;
 use super::restore;
 use super::schema::{self, Schema};
+use super::soundness;
 use super::sql_errors::{classify, sql_refusal};
 use super::v1::compact::Survey;
 use super::v1::fence::FenceLimits;
 use super::v1::known::Known;
 use super::write::Prepared;
+
+/// How often a store looks at the processes holding its files before a write: 1 s.
+const HOLDERS_EVERY: Duration = Duration::from_secs(1);
 
 /// Default quiet period: a session updated within the last 30 s is refused.
 pub const DEFAULT_QUIET_PERIOD: Duration = Duration::from_secs(30);
@@ -73,6 +79,15 @@ pub struct OpenCodeStore {
     schema: Mutex<Option<Arc<Schema>>>,
     known: Mutex<Known>,
     read_only: bool,
+    /// Why this store writes nothing more: the words of the damage a check or a write found
+    /// (`super::soundness`). Set once, never cleared.
+    damage: Mutex<Option<String>>,
+    /// Whether [`OpenCodeStore::check_sound`] ran (its integrity check reads every page: once
+    /// per store).
+    integrity_checked: Mutex<bool>,
+    /// When the processes holding the database's files were last looked at, before a write
+    /// (`super::soundness::detached_files`); `None` before the first look.
+    holders_checked: Mutex<Option<std::time::Instant>>,
     /// The prune archive, when prunes are archived ([`OpenCodeStore::archive_prunes`]). Locked
     /// after the connection, never before.
     archive: Mutex<Option<StoreArchive>>,
@@ -117,6 +132,123 @@ impl OpenCodeStore {
         Ok(Self { path, ..store })
     }
 
+    /// Checks that the file is sound enough to be written (docs/ARCHITECTURE.md, "Sound files"): SQLite's
+    /// integrity check finds nothing, and no process holds a database, `-wal` or `-shm` file
+    /// that was deleted or replaced at its path. A command that writes runs it before it
+    /// journals anything; the first write of a store that did not runs it too. Damage found
+    /// is kept: the store then refuses every write.
+    ///
+    /// Errors: [`StoreError::Damaged`], [`StoreError::Detached`]; [`StoreError::Storage`] when
+    /// the check cannot run (a busy or unreadable file).
+    pub fn check_sound(&self) -> Result<(), StoreError> {
+        let findings = soundness::integrity_findings(&self.connection()).map_err(storage)?;
+        *self
+            .integrity_checked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = true;
+        if !findings.is_empty() {
+            return Err(self.note_damage(soundness::damage_words(&self.path, &findings)));
+        }
+        self.check_holders()?;
+        Ok(())
+    }
+
+    /// Why no write may run now, as the refusal the write answers: damage found before, or by
+    /// the integrity check a store runs before its first write (`unsupported_storage`, lasting);
+    /// a process holding a deleted or replaced file of the database's family
+    /// (`maintenance_required`: it passes when that process closes them), looked at once per
+    /// [`HOLDERS_EVERY`] (reading `/proc` costs milliseconds, a prune of a bulk clean less).
+    /// `None` when the write may run.
+    fn write_gate(&self) -> Option<Refusal> {
+        let checked = *self
+            .integrity_checked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let due = self
+            .holders_checked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_none_or(|last| last.elapsed() >= HOLDERS_EVERY);
+        let found = match (self.damage_found(), checked, due) {
+            (Some(detail), _, _) => Err(StoreError::Damaged {
+                path: self.path.display().to_string(),
+                detail,
+            }),
+            (None, false, _) => self.check_sound(),
+            (None, true, true) => self.check_holders(),
+            (None, true, false) => Ok(()),
+        };
+        match found {
+            Ok(()) => None,
+            Err(error @ StoreError::Detached { .. }) => Some(Refusal::new(
+                BlockedReason::MaintenanceRequired,
+                error.to_string(),
+            )),
+            Err(error) => {
+                Some(Refusal::new(BlockedReason::UnsupportedStorage, error.to_string()).lasting())
+            }
+        }
+    }
+
+    /// Looks at the processes holding the database's files now.
+    fn check_holders(&self) -> Result<(), StoreError> {
+        let detached = soundness::detached_files(&self.path);
+        *self
+            .holders_checked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(std::time::Instant::now());
+        if detached.is_empty() {
+            Ok(())
+        } else {
+            Err(soundness::detached(&self.path, &detached))
+        }
+    }
+
+    /// The damage found so far, in words; `None` while none was.
+    pub fn damage_found(&self) -> Option<String> {
+        self.damage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Keeps `detail` as the damage that stops every later write (the first kept stays) and
+    /// returns the error that reports it.
+    fn note_damage(&self, detail: String) -> StoreError {
+        let mut damage = self
+            .damage
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let detail = damage.get_or_insert(detail).clone();
+        StoreError::Damaged {
+            path: self.path.display().to_string(),
+            detail,
+        }
+    }
+
+    /// `result`, with a write's damage kept (see [`Self::note_damage`]): SQLite's damage
+    /// errors reach here as [`StoreError::Damaged`] from `classify` (an empty path and
+    /// SQLite's finding), or as a
+    /// [`StoreError::Storage`] holding SQLite's error.
+    fn noting_damage<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        match result {
+            // From `classify`: SQLite's finding, not yet worded.
+            Err(StoreError::Damaged { path, detail }) if path.is_empty() => {
+                Err(self.note_damage(soundness::damage_words(&self.path, &[detail])))
+            }
+            Err(StoreError::Damaged { detail, .. }) => Err(self.note_damage(detail)),
+            Err(StoreError::Storage(source))
+                if source
+                    .downcast_ref::<rusqlite::Error>()
+                    .is_some_and(soundness::is_damage) =>
+            {
+                let finding = source.to_string();
+                Err(self.note_damage(soundness::damage_words(&self.path, &[finding])))
+            }
+            other => other,
+        }
+    }
+
     /// Opens an existing database file for reading only (`SQLITE_OPEN_READONLY`): it works on
     /// a read-only file, folder or mount, WAL or rollback journal, with or without `-wal` and
     /// `-shm` files, and never writes the file. Every prune through it is refused
@@ -136,6 +268,9 @@ impl OpenCodeStore {
             Connection::open_with_flags(path, flags).map_err(|e| open_error(e.to_string()))?;
         let store = match Self::from_connection(conn, options) {
             Ok(store) => store,
+            Err(StoreError::Storage(detail)) if hot_journal(path).is_some() => {
+                Self::after_rolling_back(path, options, &detail.to_string())?
+            }
             Err(StoreError::Storage(detail)) if immutable_is_safe(path) => {
                 let conn = Connection::open_with_flags(
                     immutable_uri(path),
@@ -166,6 +301,55 @@ impl OpenCodeStore {
             path,
             read_only: true,
             ..store
+        })
+    }
+
+    /// [`Self::open_read_only`] of a database whose rollback journal is hot (a writer was
+    /// killed mid-transaction): SQLite must roll the journal back before the file can be read,
+    /// which a read-only connection cannot do. Where the file and its folder can be written,
+    /// one read-write connection lets SQLite roll it back (it writes nothing else), then the
+    /// file is opened read-only again; on read-only media the error says so and what to do.
+    fn after_rolling_back(
+        path: &Path,
+        options: StoreOptions,
+        detail: &str,
+    ) -> Result<Self, StoreError> {
+        let open_error = |detail: String| open_error(path, detail);
+        let journal = hot_journal(path)
+            .map(|journal| journal.display().to_string())
+            .unwrap_or_default();
+        if read_only_media(path) {
+            return Err(open_error(format!(
+                "its rollback journal {journal} holds a transaction a writer left unfinished \
+                 (it stopped mid-write), and SQLite must roll that back before the file can be \
+                 read, which needs write access here ({}). Copy the database together with its \
+                 -journal file to writable storage and read the copy",
+                read_only_cause(path)
+            )));
+        }
+        let rolled_back = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .and_then(|conn| {
+            conn.busy_timeout(READ_BUSY_TIMEOUT)?;
+            // The first read takes a shared lock, and SQLite rolls a hot journal back first.
+            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+        });
+        if let Err(error) = rolled_back {
+            return Err(open_error(format!(
+                "its rollback journal {journal} holds a transaction a writer left unfinished, \
+                 and rolling it back failed ({error}; first: {detail}). Stop the writer if it \
+                 still runs, then retry; or copy the database with its -journal file and read \
+                 the copy"
+            )));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(|e| open_error(e.to_string()))?;
+        Self::from_connection(conn, options).map_err(|e| match e {
+            StoreError::Storage(again) => open_error(again.to_string()),
+            other => other,
         })
     }
 
@@ -211,6 +395,9 @@ impl OpenCodeStore {
             schema: Mutex::new(Some(Arc::new(profile))),
             known: Mutex::new(Known::default()),
             read_only,
+            damage: Mutex::new(None),
+            integrity_checked: Mutex::new(false),
+            holders_checked: Mutex::new(None),
             archive: Mutex::new(None),
         })
     }
@@ -527,8 +714,30 @@ fn open_error(path: &Path, detail: String) -> StoreError {
     }
 }
 
-/// Refuses a path that is a directory or names no file: the store never creates a database.
+/// Why `path` cannot be an OpenCode database, in words, when it is an empty file (0 bytes):
+/// SQLite would take it as a new empty database, and a write would make it one. `None` for
+/// anything else. Every command refuses such a file with these words before it opens or
+/// creates anything.
+pub fn empty_database(path: &Path) -> Option<String> {
+    let empty = std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.len() == 0);
+    empty.then(|| {
+        format!(
+            "{} is an empty file (0 bytes), not an OpenCode database: pass the database OpenCode \
+             writes (`opencode.db` in its data folder; OPENCODE_DB or --channel find it) with --db",
+            path.display()
+        )
+    })
+}
+
+/// Refuses a path that is a directory, names no file or names an empty file: the store never
+/// creates a database.
 fn existing_file(path: &Path) -> Result<(), StoreError> {
+    if let Some(why) = empty_database(path) {
+        return Err(StoreError::Open {
+            path: path.display().to_string(),
+            detail: why,
+        });
+    }
     if path.is_dir() {
         return Err(open_error(
             path,
@@ -571,6 +780,95 @@ fn survey_for(
     let survey = super::v1::compact::survey(conn, &request.session_id);
     let _ = conn.execute_batch("COMMIT");
     survey.map(Some)
+}
+
+impl OpenCodeStore {
+    /// [`SessionStore::apply`] past its opening checks.
+    fn apply_sound(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
+        let conn = self.connection();
+        let schema = self.schema_of(&conn).map_err(storage)?;
+        let relaxed = command.durability == Durability::Deferred && is_wal(&conn);
+        set_synchronous(&conn, if relaxed { NORMAL } else { FULL }).map_err(storage)?;
+        let mut known = self.known(&conn, &schema)?;
+        // A compaction reads the session's snapshots before it takes the write lock.
+        let survey = match survey_for(&conn, &schema, command.request) {
+            Ok(survey) => survey,
+            Err(error) => return classify(&error).map(Applied::Refused),
+        };
+        let mut archive = self.archive_slot();
+        generation::apply(
+            &conn,
+            |conn| self.schema_of(conn),
+            &mut known,
+            command,
+            self.fence_limits(),
+            archive.as_mut(),
+            survey.as_ref(),
+        )
+    }
+
+    /// [`SessionStore::dry_run`] past its opening checks.
+    fn dry_run_sound(
+        &self,
+        request: &PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<DryRun, Refusal>, StoreError> {
+        let conn = self.connection();
+        // A compaction reads the session's snapshots before it takes the write lock.
+        let survey = match self
+            .schema_of(&conn)
+            .and_then(|schema| survey_for(&conn, &schema, request))
+        {
+            Ok(survey) => survey,
+            Err(error) => return classify(&error).map(Err),
+        };
+        // The write lock a prune takes, so that a busy database is reported as a prune would
+        // report it; rolled back, nothing is written. Where a read-only store can take no lock
+        // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
+        // gives every check the same snapshot.
+        if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+            let held = matches!(
+                error.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            );
+            if !self.read_only || held {
+                return classify(&error).map(Err);
+            }
+            if let Err(error) = conn.execute_batch("BEGIN") {
+                return classify(&error).map(Err);
+            }
+        }
+        let schema = match self.schema_of(&conn) {
+            Ok(schema) => schema,
+            Err(error) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return classify(&error).map(Err);
+            }
+        };
+        let mut known = self
+            .known
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let prepared = generation::dry_run(
+            &conn,
+            &schema,
+            &mut known,
+            request,
+            now_ms,
+            self.fence_limits(),
+            survey.as_ref(),
+        );
+        let _ = conn.execute_batch("ROLLBACK");
+        Ok(match prepared {
+            Ok(Prepared::Refuse(refusal)) => Err(refusal),
+            Ok(Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(receipt)),
+            Ok(Prepared::Plan((plan, abandoned_run))) => Ok(DryRun::Plan {
+                plan,
+                abandoned_run,
+            }),
+            Err(error) => Err(sql_refusal(&error)),
+        })
+    }
 }
 
 impl SessionStore for OpenCodeStore {
@@ -622,26 +920,21 @@ impl SessionStore for OpenCodeStore {
                 detail: "it was opened for reading only; nothing was written".into(),
             });
         }
-        let conn = self.connection();
-        let schema = self.schema_of(&conn).map_err(storage)?;
-        let relaxed = command.durability == Durability::Deferred && is_wal(&conn);
-        set_synchronous(&conn, if relaxed { NORMAL } else { FULL }).map_err(storage)?;
-        let mut known = self.known(&conn, &schema)?;
-        // A compaction reads the session's snapshots before it takes the write lock.
-        let survey = match survey_for(&conn, &schema, command.request) {
-            Ok(survey) => survey,
-            Err(error) => return classify(&error).map(Applied::Refused),
-        };
-        let mut archive = self.archive_slot();
-        generation::apply(
-            &conn,
-            |conn| self.schema_of(conn),
-            &mut known,
-            command,
-            self.fence_limits(),
-            archive.as_mut(),
-            survey.as_ref(),
-        )
+        if let Some(refusal) = self.write_gate() {
+            return Ok(Applied::Refused(refusal));
+        }
+        self.noting_damage(self.apply_sound(command))
+    }
+
+    fn dry_run(
+        &self,
+        request: &PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<DryRun, Refusal>, StoreError> {
+        if let Some(refusal) = self.write_gate() {
+            return Ok(Err(refusal));
+        }
+        self.noting_damage(self.dry_run_sound(request, now_ms))
     }
 
     /// Reads what each prune of the batch will remove, each in its own read transaction after
@@ -712,68 +1005,6 @@ impl SessionStore for OpenCodeStore {
         }
     }
 
-    fn dry_run(
-        &self,
-        request: &PruneRequest,
-        now_ms: i64,
-    ) -> Result<Result<DryRun, Refusal>, StoreError> {
-        let conn = self.connection();
-        // A compaction reads the session's snapshots before it takes the write lock.
-        let survey = match self
-            .schema_of(&conn)
-            .and_then(|schema| survey_for(&conn, &schema, request))
-        {
-            Ok(survey) => survey,
-            Err(error) => return classify(&error).map(Err),
-        };
-        // The write lock a prune takes, so that a busy database is reported as a prune would
-        // report it; rolled back, nothing is written. Where a read-only store can take no lock
-        // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
-        // gives every check the same snapshot.
-        if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
-            let held = matches!(
-                error.sqlite_error_code(),
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            );
-            if !self.read_only || held {
-                return classify(&error).map(Err);
-            }
-            if let Err(error) = conn.execute_batch("BEGIN") {
-                return classify(&error).map(Err);
-            }
-        }
-        let schema = match self.schema_of(&conn) {
-            Ok(schema) => schema,
-            Err(error) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                return classify(&error).map(Err);
-            }
-        };
-        let mut known = self
-            .known
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let prepared = generation::dry_run(
-            &conn,
-            &schema,
-            &mut known,
-            request,
-            now_ms,
-            self.fence_limits(),
-            survey.as_ref(),
-        );
-        let _ = conn.execute_batch("ROLLBACK");
-        Ok(match prepared {
-            Ok(Prepared::Refuse(refusal)) => Err(refusal),
-            Ok(Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(receipt)),
-            Ok(Prepared::Plan((plan, abandoned_run))) => Ok(DryRun::Plan {
-                plan,
-                abandoned_run,
-            }),
-            Err(error) => Err(sql_refusal(&error)),
-        })
-    }
-
     fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError> {
         receipts::by_key(&self.connection(), &hex::encode(request_key)).map_err(storage)
     }
@@ -797,9 +1028,17 @@ impl SessionStore for OpenCodeStore {
                 detail: "it was opened for reading only; nothing was written".into(),
             });
         }
+        if let Some(refusal) = self.write_gate() {
+            return Ok(RestoreApplied::Refused(refusal));
+        }
         let conn = self.connection();
         set_synchronous(&conn, FULL).map_err(storage)?;
-        let done = self.run_restore(&conn, command.request, Some(command), command.now_ms)?;
+        let done = self.noting_damage(self.run_restore(
+            &conn,
+            command.request,
+            Some(command),
+            command.now_ms,
+        ))?;
         Ok(match done {
             Ok(restore::Done::Restored { receipt, .. }) => RestoreApplied::Restored {
                 receipt,
@@ -821,19 +1060,24 @@ impl SessionStore for OpenCodeStore {
         if let Some(cause) = self.media_read_only() {
             return Ok(Err(Refusal::new(BlockedReason::UnsupportedStorage, cause)));
         }
+        if let Some(refusal) = self.write_gate() {
+            return Ok(Err(refusal));
+        }
         let conn = self.connection();
-        Ok(match self.run_restore(&conn, request, None, now_ms)? {
-            Ok(restore::Done::Restored { plan, .. }) => Ok(*plan),
-            Ok(restore::Done::Replayed(receipt)) => Ok(RestorePlan {
-                pruned: receipts::by_id(&conn, request.receipt_id)
-                    .map_err(storage)?
-                    .unwrap_or_else(|| (*receipt).clone()),
-                rows: 0,
-                bytes: 0,
-                already: Some(*receipt),
-            }),
-            Err(refusal) => Err(refusal),
-        })
+        Ok(
+            match self.noting_damage(self.run_restore(&conn, request, None, now_ms))? {
+                Ok(restore::Done::Restored { plan, .. }) => Ok(*plan),
+                Ok(restore::Done::Replayed(receipt)) => Ok(RestorePlan {
+                    pruned: receipts::by_id(&conn, request.receipt_id)
+                        .map_err(storage)?
+                        .unwrap_or_else(|| (*receipt).clone()),
+                    rows: 0,
+                    bytes: 0,
+                    already: Some(*receipt),
+                }),
+                Err(refusal) => Err(refusal),
+            },
+        )
     }
 
     fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError> {
@@ -856,11 +1100,31 @@ impl SessionStore for OpenCodeStore {
             pruning_archive::ArchiveReader::open(&pruning_archive::path_beside(&self.path))
                 .map_err(|error| error.to_string())
         };
+        let findings = soundness::integrity_findings(&conn);
         let found = self
             .schema_of(&conn)
             .and_then(|schema| audit::audit(&conn, &schema, scope, archive.as_ref()));
         let _ = conn.execute_batch("COMMIT");
-        found.map_err(storage)
+        let findings = findings.map_err(storage)?;
+        if findings.is_empty() {
+            return found.map_err(storage);
+        }
+        let damaged = Discrepancy::new(
+            DiscrepancyKind::DatabaseDamaged,
+            soundness::damage_found(&findings),
+        );
+        match found {
+            Ok(mut found) => {
+                found.discrepancies.insert(0, damaged);
+                Ok(found)
+            }
+            // What the damage keeps from being read cannot be audited: the damage is the answer.
+            Err(error) if soundness::is_damage(&error) => Ok(StoreAudit {
+                discrepancies: vec![damaged],
+                ..StoreAudit::default()
+            }),
+            Err(error) => Err(storage(error)),
+        }
     }
 
     fn scan_history(

@@ -57,37 +57,14 @@ pub fn free_space(path: &Path) -> std::io::Result<(u64, u64)> {
     Ok((stat.f_bavail.saturating_mul(stat.f_frsize), stat.f_fsid))
 }
 
-/// Other processes with the database, its WAL or its shared-memory file open (Linux: read from
-/// `/proc/<pid>/fd`; elsewhere, and for processes this user may not inspect, nothing is found).
+/// Other processes with the database, its WAL or its shared-memory file open (see
+/// `holders`: Linux only; nothing is found elsewhere), sorted, each once.
 pub fn other_processes(database: &Path) -> Vec<u32> {
-    let Ok(database) = std::fs::canonicalize(database) else {
-        return Vec::new();
-    };
-    let family: Vec<PathBuf> = ["", "-wal", "-shm"]
-        .iter()
-        .map(|suffix| {
-            let mut name = database.clone().into_os_string();
-            name.push(suffix);
-            PathBuf::from(name)
-        })
+    let mut pids: Vec<u32> = super::holders::held(database, false)
+        .into_iter()
+        .map(|held| held.pid)
         .collect();
-    let own = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut pids: Vec<u32> = entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != own)
-        .filter(|pid| {
-            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
-                fds.filter_map(Result::ok)
-                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-                    .any(|target| family.contains(&target))
-            })
-        })
-        .collect();
-    pids.sort_unstable();
+    pids.dedup();
     pids
 }
 

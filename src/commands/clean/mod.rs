@@ -174,6 +174,9 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
     if args.batch_size == 0 {
         return Err(ConfigError::BatchSize);
     }
+    if args.include_spill_files && args.archive {
+        return Err(ConfigError::SpillFilesWithArchive);
+    }
     let names = |list: Vec<String>| -> Vec<String> {
         list.into_iter()
             .map(|name| name.trim().to_string())
@@ -246,7 +249,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     }
     let engine = if clean.apply {
-        match open_engine_unless_busy(config, clean.archive.into())? {
+        match open_engine_unless_busy(config, clean.archive.into(), super::Soundness::Required)? {
             Ok(engine) => Some(engine),
             Err(detail) => {
                 if config.json {
@@ -550,6 +553,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     if let Some(failure) = report.first_failure.take() {
         report.first_failure = Some(super::diagnose::explain(&failure, config));
     }
+    report.count_retry_later();
     if config.json {
         output::json_document(&report)?;
     } else {
@@ -559,6 +563,10 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         Outcome::Interrupted
     } else if report.failed > 0 || report.unjournaled > 0 {
         Outcome::Failed
+    } else if clean.apply && !report.retry_later.is_empty() {
+        // A script (`clean --apply && vacuum`) learns that part of the work waits for a run
+        // to come: exit 3.
+        Outcome::Blocked
     } else {
         Outcome::Done
     })

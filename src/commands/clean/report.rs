@@ -42,6 +42,14 @@ pub(super) struct Report {
     pub(super) skipped: BTreeMap<&'static str, u64>,
     /// Messages the prune refused, by contract reason (`maintenance_required`, `conflict`, ...).
     pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// The words of the first refusal of each reason in `blocked`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) blocked_because: BTreeMap<&'static str, String>,
+    /// Of the prunes, compactions and diffs prunes refused, those refused by a condition that
+    /// passes ([`passes`]), by reason: run the clean again later. Present only when not empty;
+    /// with `--apply`, the clean then exits 3.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) retry_later: BTreeMap<&'static str, u64>,
     /// Messages whose prune failed (storage or journal errors): nothing of them was written.
     pub(super) failed: u64,
     /// Of `pruned`, messages committed in the database (with their receipts) whose commit
@@ -154,6 +162,9 @@ pub(super) struct CompactionReport {
     pub(super) skipped: BTreeMap<&'static str, u64>,
     /// Sessions whose compaction was refused, by contract reason.
     pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// Of `blocked`, those whose cause passes by itself (see [`passes`]).
+    #[serde(skip)]
+    pub(super) passing: BTreeMap<&'static str, u64>,
     /// Sessions not reached because the clean was interrupted.
     pub(super) not_reached: u64,
 }
@@ -178,6 +189,9 @@ pub(super) struct DiffsReport {
     pub(super) skipped: BTreeMap<&'static str, u64>,
     /// User messages whose prune was refused, by contract reason.
     pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// Of `blocked`, those whose cause passes by itself (see [`passes`]).
+    #[serde(skip)]
+    pub(super) passing: BTreeMap<&'static str, u64>,
     /// User messages not reached because the clean was interrupted.
     pub(super) not_reached: u64,
 }
@@ -191,8 +205,8 @@ pub(super) enum CopyOutcome {
     Already,
     /// Nothing to take (`not_deletable`: nothing superseded, no body to empty).
     Nothing,
-    /// Refused for another reason.
-    Blocked(&'static str),
+    /// Refused for another reason; whether its cause passes by itself ([`passes`]).
+    Blocked(&'static str, bool),
     /// Not applied: the clean was interrupted first.
     NotReached,
 }
@@ -206,7 +220,7 @@ impl CopyOutcome {
                 None => Self::Nothing,
             },
             Ok(DryRun::AlreadyPruned(_)) => Self::Already,
-            Err(refusal) => Self::refused(refusal.reason),
+            Err(refusal) => Self::refused(&refusal),
         }
     }
 
@@ -224,7 +238,11 @@ impl CopyOutcome {
                     None => Self::Nothing,
                 },
                 (PruneResult::Pruned { .. }, None) => Self::Nothing,
-                (PruneResult::Blocked { reason }, _) => Self::refused(reason),
+                (PruneResult::Blocked { reason }, _) => Self::refused(
+                    &outcome
+                        .refusal
+                        .unwrap_or_else(|| pruning_engine::Refusal::new(reason, "")),
+                ),
             },
             Err(EngineError::Interrupted) => Self::NotReached,
             Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
@@ -247,10 +265,10 @@ impl CopyOutcome {
         }
     }
 
-    fn refused(reason: pruning_engine::BlockedReason) -> Self {
-        match reason {
+    fn refused(refusal: &pruning_engine::Refusal) -> Self {
+        match refusal.reason {
             pruning_engine::BlockedReason::NotDeletable => Self::Nothing,
-            other => Self::Blocked(other.as_str()),
+            other => Self::Blocked(other.as_str(), passes(refusal)),
         }
     }
 }
@@ -272,7 +290,12 @@ impl CompactionReport {
             }
             CopyOutcome::Already => self.already_compacted += 1,
             CopyOutcome::Nothing => self.nothing_to_compact += 1,
-            CopyOutcome::Blocked(reason) => *self.blocked.entry(reason).or_default() += 1,
+            CopyOutcome::Blocked(reason, passing) => {
+                *self.blocked.entry(reason).or_default() += 1;
+                if passing {
+                    *self.passing.entry(reason).or_default() += 1;
+                }
+            }
             CopyOutcome::NotReached => self.not_reached += 1,
         }
     }
@@ -292,7 +315,12 @@ impl DiffsReport {
             }
             CopyOutcome::Already => self.already_pruned += 1,
             CopyOutcome::Nothing => self.nothing_to_prune += 1,
-            CopyOutcome::Blocked(reason) => *self.blocked.entry(reason).or_default() += 1,
+            CopyOutcome::Blocked(reason, passing) => {
+                *self.blocked.entry(reason).or_default() += 1;
+                if passing {
+                    *self.passing.entry(reason).or_default() += 1;
+                }
+            }
             CopyOutcome::NotReached => self.not_reached += 1,
         }
     }
@@ -373,6 +401,43 @@ impl Report {
     }
 }
 
+/// Whether a refusal's cause passes by itself, so that the same clean later may prune what it
+/// refused now: OpenCode using the session (a run, the quiet period, its write lock) or another
+/// process holding the journal (`maintenance_required`), or OpenCode writing the message after
+/// the clean read it (`conflict`); not a refusal the fence marks lasting (`--abandoned-after
+/// never`, a time that is not a number). docs/ARCHITECTURE.md, "Contract".
+pub(super) fn passes(refusal: &pruning_engine::Refusal) -> bool {
+    use pruning_engine::BlockedReason::{Conflict, MaintenanceRequired};
+    matches!(refusal.reason, MaintenanceRequired | Conflict) && !refusal.lasting
+}
+
+impl Report {
+    /// Counts one refused prune of parts, keeping the words of the first of its reason.
+    fn refused(&mut self, refusal: &pruning_engine::Refusal) {
+        let reason = refusal.reason.as_str();
+        *self.blocked.entry(reason).or_default() += 1;
+        self.blocked_because
+            .entry(reason)
+            .or_insert_with(|| refusal.detail.clone());
+        if passes(refusal) {
+            *self.retry_later.entry(reason).or_default() += 1;
+        }
+    }
+
+    /// Adds the compactions' and the diffs prunes' passing refusals to [`Report::retry_later`]
+    /// (the prunes of parts count theirs as they are answered). Called once, at the end.
+    pub(super) fn count_retry_later(&mut self) {
+        let copies = self
+            .compaction
+            .iter()
+            .flat_map(|c| &c.passing)
+            .chain(self.diffs.iter().flat_map(|d| &d.passing));
+        for (reason, count) in copies {
+            *self.retry_later.entry(reason).or_default() += count;
+        }
+    }
+}
+
 /// Counts what a dry run of one planned prune found.
 pub(super) fn dry(report: &mut Report, found: Result<DryRun, pruning_engine::Refusal>) {
     match found {
@@ -385,7 +450,7 @@ pub(super) fn dry(report: &mut Report, found: Result<DryRun, pruning_engine::Ref
             report.admitted(abandoned_run.as_ref());
         }
         Ok(DryRun::AlreadyPruned(_)) => report.already_pruned += 1,
-        Err(refusal) => *report.blocked.entry(refusal.reason.as_str()).or_default() += 1,
+        Err(refusal) => report.refused(&refusal),
     }
 }
 
@@ -408,9 +473,10 @@ pub(super) fn tally(
                     report.admitted(receipt.abandoned_run.as_ref());
                 }
             }
-            PruneResult::Blocked { reason } => {
-                *report.blocked.entry(reason.as_str()).or_default() += 1;
-            }
+            PruneResult::Blocked { reason } => match &outcome.refusal {
+                Some(refusal) => report.refused(refusal),
+                None => *report.blocked.entry(reason.as_str()).or_default() += 1,
+            },
         },
         // Not reached: counted with the messages never looked at.
         Err(EngineError::Interrupted) => report.considered -= 1,
@@ -624,7 +690,13 @@ pub(super) fn print_report(
         say!("skipped ({reason}): {count} message(s){}", explain(reason))?;
     }
     for (reason, count) in &report.blocked {
-        say!("blocked ({reason}): {count} message(s)")?;
+        match report.blocked_because.get(reason) {
+            Some(why) => say!(
+                "blocked ({reason}): {count} message(s); the first: {}",
+                output::printable(why)
+            )?,
+            None => say!("blocked ({reason}): {count} message(s)")?,
+        }
     }
     if report.unjournaled > 0 {
         say!(
@@ -661,6 +733,22 @@ pub(super) fn print_report(
             },
             report.spill_files_removed,
             output::bytes(report.spill_bytes_removed)
+        )?;
+    }
+    if !report.retry_later.is_empty() {
+        let counts: Vec<String> = report
+            .retry_later
+            .iter()
+            .map(|(reason, count)| format!("{reason} {count}"))
+            .collect();
+        say!(
+            "blocked by conditions that pass ({}): run it again later{}",
+            counts.join(", "),
+            if clean.apply {
+                " (exit 3); what committed stays committed"
+            } else {
+                ""
+            }
         )?;
     }
     if !clean.apply {

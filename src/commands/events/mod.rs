@@ -180,7 +180,11 @@ fn read_page(config: &Config, cursor: u64) -> anyhow::Result<Option<Page>> {
     if !journal.pending_intents()?.is_empty() && config.db.is_file() && writable(&config.journal) {
         drop(journal);
         // Opening the engine resolves them against the database, then releases everything.
-        drop(super::open_engine(config, super::Archiving::Off)?);
+        drop(super::open_engine(
+            config,
+            super::Archiving::Off,
+            super::Soundness::Reported,
+        )?);
         return read_page_from(&Journal::open(&config.journal)?, cursor).map(Some);
     }
     read_page_from(&journal, cursor).map(Some)

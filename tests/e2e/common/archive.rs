@@ -200,7 +200,7 @@ pub fn receipt_ids(db: &Path) -> Vec<String> {
         .as_array()
         .expect("receipts")
         .iter()
-        .map(|r| r["receiptId"].as_str().expect("receiptId").to_string())
+        .map(|r| r["receiptID"].as_str().expect("receiptID").to_string())
         .collect()
 }
 

@@ -327,6 +327,7 @@ pub mod app;
 pub mod browser;
 pub mod cli;
 pub mod counting;
+pub mod faults;
 #[path = "../../../benches/common/mod.rs"]
 pub mod generate;
 pub mod http;

@@ -63,14 +63,20 @@ pub(crate) fn judge(
         ),
     };
     let Some(threshold) = clock.abandoned_after_ms else {
-        return Ok(Runs::Active(busy(format!(
-            "{what}: a run is active, or was killed (with --abandoned-after never the session stays refused)"
-        ))));
+        return Ok(Runs::Active(
+            busy(format!(
+                "{what}: a run is active, or was killed (with --abandoned-after never the session stays refused)"
+            ))
+            .lasting(),
+        ));
     };
     let Some(last_write_ms) = last_write(conn, schema, session_id, updated)? else {
-        return Ok(Runs::Active(busy(format!(
-            "{what}, and a time written for the session is not a number: whether the run is alive cannot be told"
-        ))));
+        return Ok(Runs::Active(
+            busy(format!(
+                "{what}, and a time written for the session is not a number: whether the run is alive cannot be told"
+            ))
+            .lasting(),
+        ));
     };
     let idle = clock.now_ms.saturating_sub(last_write_ms);
     if idle >= threshold {

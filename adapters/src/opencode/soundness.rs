@@ -1,0 +1,146 @@
+//! Whether the database file is sound enough to be written: SQLite's integrity check finds
+//! no damage (damaged pages, a broken freelist, an index out of step with its table), and no
+//! process holds a database, `-wal` or `-shm` file that was deleted or replaced at its path.
+//! A store checks both before its first write; a write that meets SQLite's damage errors
+//! stops every later one (docs/ARCHITECTURE.md, "Sound files").
+
+use std::path::Path;
+
+use pruning_engine::StoreError;
+use rusqlite::{Connection, ErrorCode};
+
+use super::holders::{self, Held, HeldState};
+
+/// How many findings of the integrity check are read: the first one names the damage, the
+/// count says how much there is (past this many, "at least").
+const MAX_FINDINGS: usize = 100;
+
+/// Whether SQLite reports the file damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`).
+pub(crate) fn is_damage(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+/// Runs `PRAGMA integrity_check` and returns its findings: empty when the file is sound. A
+/// check that itself meets damaged pages counts that as its finding.
+///
+/// Errors: SQLite's, other than damage (a busy database, an I/O error).
+pub(crate) fn integrity_findings(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let checked = (|| {
+        let mut stmt = conn.prepare(&format!("PRAGMA integrity_check({MAX_FINDINGS})"))?;
+        let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
+        rows.collect::<rusqlite::Result<Vec<String>>>()
+    })();
+    match checked {
+        Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Ok(Vec::new()),
+        // One row may hold several findings, a line each, under a heading per database.
+        Ok(rows) => Ok(rows
+            .iter()
+            .flat_map(|row| row.lines())
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("***"))
+            .map(str::to_string)
+            .collect()),
+        Err(error) if is_damage(&error) => Ok(vec![error.to_string()]),
+        Err(error) => Err(error),
+    }
+}
+
+/// The files of the database's family that some process (this one included) holds open
+/// although they were deleted or replaced at their path.
+pub(crate) fn detached_files(database: &Path) -> Vec<Held> {
+    holders::held(database, true)
+        .into_iter()
+        .filter(|held| held.state != HeldState::Current)
+        .collect()
+}
+
+/// What a damaged file's findings are, in a sentence: how many, the first, and whether they
+/// all concern indexes (rows missing from one, entries it should not have).
+pub(crate) fn damage_found(findings: &[String]) -> String {
+    let count = if findings.len() >= MAX_FINDINGS {
+        format!("at least {MAX_FINDINGS} problems")
+    } else {
+        format!("{} problem(s)", findings.len())
+    };
+    let first = findings.first().map(String::as_str).unwrap_or("");
+    match indexes_only(findings) {
+        Some(names) => format!(
+            "SQLite reports {count}, all in indexes out of step with their tables ({}; the \
+             first: {first}), so a prune could miss rows",
+            names.join(", ")
+        ),
+        None => format!("SQLite reports {count} (the first: {first})"),
+    }
+}
+
+/// [`damage_found`], that nothing was written, and what to do: findings that all concern
+/// indexes are mended by `REINDEX`; any other damage needs a recovered copy.
+pub(crate) fn damage_words(path: &Path, findings: &[String]) -> String {
+    let file = path.display();
+    let advice = match indexes_only(findings) {
+        Some(_) => format!(
+            "Stop OpenCode, keep a copy of the file with its -wal, rebuild the indexes \
+             (sqlite3 {file} REINDEX) and run the command again"
+        ),
+        None => format!(
+            "Stop OpenCode, keep a copy of the file with its -wal, and recover the copy into a \
+             new file (sqlite3 {file} .recover | sqlite3 recovered.db); `session-prune --db \
+             recovered.db audit` then checks the new file"
+        ),
+    };
+    format!(
+        "{}. Nothing was written: no prune, restore, compaction or vacuum runs on a damaged \
+         file. {advice}",
+        damage_found(findings)
+    )
+}
+
+/// The indexes the findings name, sorted, once each, when every finding concerns an index
+/// alone; `None` otherwise (or for no findings).
+fn indexes_only(findings: &[String]) -> Option<Vec<&str>> {
+    let mut names: Vec<&str> = findings.iter().filter_map(|f| index_named(f)).collect();
+    if findings.is_empty() || names.len() != findings.len() {
+        return None;
+    }
+    names.sort_unstable();
+    names.dedup();
+    Some(names)
+}
+
+/// The index an integrity-check finding is about, for the findings that concern only an index
+/// ("row 5 missing from index part_message_idx", "wrong # of entries in index part_message_idx",
+/// "non-unique entry in index ...").
+fn index_named(finding: &str) -> Option<&str> {
+    let (_, rest) = finding
+        .split_once("missing from index ")
+        .or_else(|| finding.split_once("entries in index "))
+        .or_else(|| finding.split_once("non-unique entry in index "))?;
+    rest.split_whitespace().next()
+}
+
+/// The refusal of a file some process holds deleted or replaced.
+pub(crate) fn detached(path: &Path, held: &[Held]) -> StoreError {
+    let what: Vec<String> = held
+        .iter()
+        .map(|held| {
+            format!(
+                "{} holds {} {}",
+                holders::process_named(held.pid),
+                held.path.display(),
+                held.state.as_str()
+            )
+        })
+        .collect();
+    StoreError::Detached {
+        path: path.display().to_string(),
+        detail: format!(
+            "{}. A write now would go to files that process never sees, or deletes when it \
+             closes: nothing was written. Stop that process (OpenCode or whatever holds the \
+             file), so that SQLite's files are whole again, then run the command again",
+            what.join("; ")
+        ),
+    }
+}
