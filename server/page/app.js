@@ -31,7 +31,7 @@ const REASONS = {
   conflict: "The message changed since its preview: preview it again.",
   not_deletable:
     "Nothing here can be pruned: not a completed assistant message, no tool or reasoning part selected, or the session is gone.",
-  unsupported_storage: "This storage is not one the engine writes (read-only V2 rows of OpenCode 1.18, or an unknown layout).",
+  unsupported_storage: "This storage is not one the engine writes (read-only V2 rows of OpenCode 1.18, an unknown layout, or a damaged database file: `session-prune audit` says which).",
   unavailable: "The server could not read or write the database: its log says why.",
   anchor_missing: "That message is no longer there (deleted, or hidden by a staged revert).",
 };
