@@ -110,11 +110,32 @@ impl Command {
         }
     }
 
+    /// Whether the command writes the database, or predicts a write (`prune`, `prune-batch`,
+    /// `clean`, `restore`, `vacuum`, `serve`): these are refused before anything is opened
+    /// while a process holds a deleted or replaced file of the database (docs/ARCHITECTURE.md,
+    /// "Sound files").
+    fn writes(&self) -> bool {
+        matches!(
+            self,
+            Command::Prune(_)
+                | Command::PruneBatch(_)
+                | Command::Clean(_)
+                | Command::Restore(_)
+                | Command::Vacuum(_)
+                | Command::Serve(_)
+        )
+    }
+
     /// Validates the command's flags, then runs it on `config`'s files.
     ///
     /// Errors: a [`ConfigError`] for flags that cannot be run (nothing opened); otherwise what
     /// the command met, for `main` to report.
     pub fn run(self, config: &Config) -> anyhow::Result<Outcome> {
+        if self.writes() {
+            // Before SQLite opens the file: an open would create a new -wal and -shm beside
+            // the deleted ones another process still uses.
+            pruning_adapters::opencode::refuse_detached(&config.db)?;
+        }
         match self {
             Command::Sessions(args) => sessions::run(args, config),
             Command::Stats(args) => stats::run(args, config),

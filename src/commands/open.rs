@@ -23,7 +23,7 @@ pub fn require_opencode(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::
             anyhow::bail!("{}: {why}", db.display());
         }
     }
-    if let Some(why) = schema.v2_unsupported() {
+    if let Some(why) = store.v2_unreadable()? {
         anyhow::bail!("{}: {why}", db.display());
     }
     Ok(())
@@ -123,10 +123,29 @@ pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> 
         quiet_period: config.quiet_period,
         abandoned_after: config.abandoned_after,
     };
-    let store = OpenCodeStore::open(&config.db, options)?;
+    let store = open_writable(config, options)?;
     store.leave_wal_on_close()?;
     store.check_sound()?;
     Ok(store)
+}
+
+/// [`OpenCodeStore::open`], except that a file that cannot be written here and is damaged too
+/// is refused as damaged: that is what matters more (read commands fail on it as well), and
+/// what a writable copy would meet.
+fn open_writable(config: &Config, options: StoreOptions) -> anyhow::Result<OpenCodeStore> {
+    match OpenCodeStore::open(&config.db, options) {
+        Err(read_only @ pruning_engine::StoreError::ReadOnly { .. }) => {
+            if let Ok(reader) = OpenCodeStore::open_read_only(&config.db, options) {
+                if let Err(damaged @ pruning_engine::StoreError::Damaged { .. }) =
+                    reader.check_sound()
+                {
+                    return Err(damaged.into());
+                }
+            }
+            Err(read_only.into())
+        }
+        opened => Ok(opened?),
+    }
 }
 
 /// Whether the prunes of an engine are archived (`--archive`: docs/ARCHITECTURE.md, "Archive").
@@ -194,7 +213,7 @@ pub fn open_engine(
         quiet_period: config.quiet_period,
         abandoned_after: config.abandoned_after,
     };
-    let store = OpenCodeStore::open(&config.db, options)?;
+    let store = open_writable(config, options)?;
     store.leave_wal_on_close()?;
     // Before anything is journaled: a file that is not sound is refused whole.
     if let Err(unsound) = store.check_sound() {

@@ -470,3 +470,27 @@ fn a_hot_journal_on_read_only_media_is_named_with_what_to_do() {
     drop(ro);
     assert_eq!(snapshot(&folder), before);
 }
+
+#[test]
+fn a_damaged_file_on_read_only_media_is_refused_as_damaged() {
+    let fx = at_rest();
+    fx.skip_audit();
+    common::faults::damage_pages(&fx.db, 260, 4);
+    let folder = fx.db.parent().unwrap().to_path_buf();
+    let before = snapshot(&folder);
+    let ro = ReadOnly::new(&folder);
+    let db = ro.view.join("opencode.db");
+    for args in [
+        vec!["--quiet-period", "0", "clean", "--all"],
+        vec!["--quiet-period", "0", "clean", "--all", "--apply"],
+        vec!["vacuum"],
+    ] {
+        let out = run(&db, &args);
+        assert_exit(&out, 1);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("is damaged"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("read commands work"), "{args:?}: {stderr}");
+    }
+    drop(ro);
+    assert_eq!(snapshot(&folder), before);
+}

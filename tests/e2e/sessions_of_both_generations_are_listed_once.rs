@@ -1,6 +1,7 @@
 //! A session with rows in both storage generations is listed once, with each generation's
 //! bytes; a session in both session tables is listed once; a V2 table this version cannot read
-//! is refused in words instead of showing no messages.
+//! is refused in words instead of showing no messages, while OpenCode 1.14's and 1.15's table
+//! without `seq`, which holds only agent and model switches, is read as it always was.
 
 use crate::common;
 
@@ -74,6 +75,8 @@ fn a_session_in_both_session_tables_is_listed_once() {
 fn a_v2_table_without_seq_is_refused_in_words() {
     let fx = Fixture::new();
     fx.exec("ALTER TABLE session_message RENAME COLUMN seq TO position");
+    let rows = fx.scalar("SELECT count(*) FROM session_message");
+    assert!(rows > 0);
     let before = fx.file_digest();
     for args in [
         vec!["sessions"],
@@ -86,13 +89,31 @@ fn a_v2_table_without_seq_is_refused_in_words() {
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),
             format!(
-                "error: {}: the V2 table session_message lacks column(s) session_message.seq: a \
-                 layout this version does not know, whose messages it cannot read\n",
+                "error: {}: the V2 table session_message lacks column(s) session_message.seq and \
+                 holds {rows} row(s) that are not agent or model switches: a layout this version \
+                 does not know, whose messages it cannot read\n",
                 fx.db.display()
             ),
             "{args:?}"
         );
     }
     assert_eq!(fx.file_digest(), before);
+    fx.skip_audit();
+}
+
+#[test]
+fn the_v2_table_of_opencode_1_14_and_1_15_holding_only_switches_is_read() {
+    let fx = Fixture::new();
+    fx.exec(
+        "ALTER TABLE session_message RENAME COLUMN seq TO position;
+         DELETE FROM session_message WHERE type NOT IN ('agent-switched', 'model-switched');",
+    );
+    let out = run(&fx.db, &["--json", "sessions"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     fx.skip_audit();
 }

@@ -294,6 +294,8 @@ fn a_wal_deleted_under_another_process_stops_every_write() {
             "Stop that process",
         ],
     );
+    // Refused before SQLite opened the file: no new -wal or -shm beside the ones still in use.
+    assert!(!wal.exists() && !shm.exists());
     drop(holder);
     // Once the holder is gone, the file is whole again and writes go on.
     let out = run(

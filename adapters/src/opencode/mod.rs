@@ -53,7 +53,8 @@ pub use sessions::{MessageSummary, SessionSummary};
 pub use spill::folder as spill_folder;
 pub use stats::{Copies, EventVolume, Spill, Stats, TableVolume, Technical, Volume};
 pub use store::{
-    empty_database, OpenCodeStore, StoreOptions, DEFAULT_ABANDONED_AFTER, DEFAULT_QUIET_PERIOD,
+    empty_database, refuse_detached, OpenCodeStore, StoreOptions, DEFAULT_ABANDONED_AFTER,
+    DEFAULT_QUIET_PERIOD,
 };
 pub use vacuum::{free_space, other_processes, Needs, VacuumError};
 pub use workspaces::Workspace;

@@ -26,6 +26,47 @@ impl OpenCodeStore {
         sessions::list(&self.connection()).map_err(storage)
     }
 
+    /// Why the V2 `session_message` table cannot be read, in words: it lacks a column every V2
+    /// reader needs and holds rows that are not the agent and model switches of OpenCode 1.14
+    /// and 1.15 (whose table has no `seq`): messages this version would leave out of every
+    /// listing as if there were none. `None` when it can be read, or holds only switches.
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn v2_unreadable(&self) -> Result<Option<String>, StoreError> {
+        let conn = self.connection();
+        let schema = self.schema_of(&conn).map_err(storage)?;
+        let missing = schema.v2_missing_columns();
+        if missing.is_empty() {
+            return Ok(None);
+        }
+        let switches = super::schema::V2_SWITCH_TYPES
+            .iter()
+            .map(|kind| format!("'{kind}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let others: i64 = conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM session_message WHERE CAST(type AS TEXT) NOT IN ({switches})"
+                ),
+                [],
+                |row| row.get(0),
+            )
+            .map_err(storage)?;
+        Ok((others > 0).then(|| {
+            format!(
+                "the V2 table session_message lacks column(s) {} and holds {others} row(s) that \
+                 are not agent or model switches: a layout this version does not know, whose \
+                 messages it cannot read",
+                missing
+                    .iter()
+                    .map(|column| format!("session_message.{column}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }))
+    }
+
     /// Whether session `session_id` exists in either session table.
     ///
     /// Errors: [`StoreError::Storage`].

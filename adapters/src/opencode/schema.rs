@@ -47,6 +47,10 @@ const EVENT_REQUIRED: [(&str, &[&str]); 2] = [
 /// Columns of `session_message` that make it V2 history.
 const V2_REQUIRED: [&str; 6] = ["id", "session_id", "type", "seq", "time_created", "data"];
 
+/// The `session_message` row types of OpenCode 1.14 and 1.15, whose table has no `seq`: session
+/// events, not messages (docs/opencode-versions.md).
+pub const V2_SWITCH_TYPES: [&str; 2] = ["agent-switched", "model-switched"];
+
 /// Tables whose columns the profile records.
 const PROFILED: [&str; 10] = [
     "session",
@@ -224,29 +228,18 @@ impl Schema {
                 .all(|column| self.has_column("session_message", column))
     }
 
-    /// Why the V2 `session_message` table cannot be read, in words: it exists but lacks a
-    /// column every V2 reader needs (`id`, `session_id`, `type`, `seq`, `time_created`, `data`); `None` when it can be read or is absent.
-    /// Without this, its rows would be left out of every listing as if there were none.
-    pub fn v2_unsupported(&self) -> Option<String> {
+    /// The columns every V2 reader needs that the `session_message` table lacks (empty when
+    /// it has them all, or there is no such table). OpenCode 1.14 and 1.15 made the table
+    /// without `seq` and kept only agent and model switches in it (`V2_SWITCH_TYPES`).
+    pub fn v2_missing_columns(&self) -> Vec<&'static str> {
         if !self.has("session_message") {
-            return None;
+            return Vec::new();
         }
-        let missing: Vec<&str> = V2_REQUIRED
+        V2_REQUIRED
             .iter()
             .copied()
             .filter(|column| !self.has_column("session_message", column))
-            .collect();
-        (!missing.is_empty()).then(|| {
-            format!(
-                "the V2 table session_message lacks column(s) {}: a layout this version does not \
-                 know, whose messages it cannot read",
-                missing
-                    .iter()
-                    .map(|column| format!("session_message.{column}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+            .collect()
     }
 
     /// Whether any generation this engine knows is present.

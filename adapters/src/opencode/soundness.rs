@@ -43,7 +43,10 @@ pub(crate) fn integrity_findings(conn: &Connection) -> rusqlite::Result<Vec<Stri
             .filter(|line| !line.is_empty() && !line.starts_with("***"))
             .map(str::to_string)
             .collect()),
-        Err(error) if is_damage(&error) => Ok(vec![error.to_string()]),
+        // SQLite's words name no page: say where the check stopped instead.
+        Err(error) if is_damage(&error) => Ok(vec![
+            "the check itself stopped at a page it cannot read, so there may be more".into(),
+        ]),
         Err(error) => Err(error),
     }
 }

@@ -96,10 +96,12 @@ pub struct OpenCodeStore {
 impl OpenCodeStore {
     /// Opens an existing database file (never creates one).
     ///
-    /// Errors: [`StoreError::Open`] when the file is missing, unreadable or not SQLite.
+    /// Errors: [`StoreError::Open`] when the file is missing, unreadable or not SQLite;
+    /// [`StoreError::Detached`] (see [`refuse_detached`]).
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
         let open_error = |detail: String| open_error(path, detail);
         existing_file(path)?;
+        refuse_detached(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn =
             Connection::open_with_flags(path, flags).map_err(|e| open_error(e.to_string()))?;
@@ -727,6 +729,22 @@ pub fn empty_database(path: &Path) -> Option<String> {
             path.display()
         )
     })
+}
+
+/// Refuses to open `path` for writing while a process holds a database, `-wal` or `-shm` file
+/// of it that was deleted or replaced at its path (docs/ARCHITECTURE.md, "Sound files"): run
+/// before SQLite opens the file, which would create a new `-wal` and `-shm` beside the ones that
+/// process still uses. [`OpenCodeStore::open`] runs it; a command that reads before it writes
+/// runs it first.
+///
+/// Errors: [`StoreError::Detached`], naming each process and file.
+pub fn refuse_detached(path: &Path) -> Result<(), StoreError> {
+    let detached = soundness::detached_files(path);
+    if detached.is_empty() {
+        Ok(())
+    } else {
+        Err(soundness::detached(path, &detached))
+    }
 }
 
 /// Refuses a path that is a directory, names no file or names an empty file: the store never
