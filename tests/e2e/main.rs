@@ -91,6 +91,7 @@ mod page_follows_prunes_live_in_a_real_browser;
 mod page_follows_restores_and_a_new_database;
 mod planned_prunes_write_what_unplanned_ones_write;
 mod planner_refusals_leave_database_unchanged;
+mod power_loss_leaves_every_prune_whole_or_absent;
 mod prune_batch_archives_every_prune;
 mod prune_batch_results_per_candidate;
 mod prune_many_commits_a_batch_with_group_commit;
