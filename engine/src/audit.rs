@@ -210,10 +210,30 @@ pub struct StoreAudit {
     pub archive_checked: u64,
     /// Receipts in scope whose archive entry was purged on purpose (`archive purge`).
     pub archive_purged: u64,
+    /// Parts in scope that name a spill file the spill folder does not hold.
+    pub missing_spill_files: Vec<MissingSpillFile>,
+}
+
+/// A part (V1 `part` row or V2 `session_message` row) whose tool output names a spill file
+/// (`tool-output/tool_...`) that is not in the spill folder beside the database. Not a
+/// discrepancy: OpenCode removes spill files after 7 days; a part `restore` put back after a
+/// clean with `--include-spill-files` removed its file is one too.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingSpillFile {
+    /// The session.
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    /// The `part` row's id (or the V2 `session_message` row's).
+    #[serde(rename = "partID")]
+    pub part_id: String,
+    /// The spill file's name (`tool_...`).
+    pub file: String,
 }
 
 /// The audit's answer. JSON: `{ok, receipts, events, messages, chain:{length, head}, archive:
-/// {checked, purged}, discrepancies: [...], changedSince: [...], awaitingRecovery: [...]}`. `ok`
+/// {checked, purged}, discrepancies: [...], changedSince: [...], awaitingRecovery: [...],
+/// missingSpillFiles: [{sessionID, partID, file}]}`. `ok`
 /// is true when `discrepancies` is empty.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -237,6 +257,9 @@ pub struct AuditReport {
     pub changed_since: Vec<MessageChange>,
     /// Committed prunes whose intent the journal still holds as pending.
     pub awaiting_recovery: Vec<AwaitingRecovery>,
+    /// Parts that name a spill file that is gone (not discrepancies; see
+    /// [`MissingSpillFile`]).
+    pub missing_spill_files: Vec<MissingSpillFile>,
 }
 
 /// The receipt chain's length and head.
@@ -375,6 +398,7 @@ pub fn audit<S: SessionStore>(
         discrepancies,
         changed_since: found.changes,
         awaiting_recovery,
+        missing_spill_files: found.missing_spill_files,
     })
 }
 

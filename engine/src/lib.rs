@@ -25,7 +25,7 @@ pub mod store;
 
 pub use audit::{
     audit, ArchiveSummary, AuditReport, AuditScope, AwaitingRecovery, ChainSummary, ChangeKind,
-    Discrepancy, DiscrepancyKind, MessageChange, StoreAudit,
+    Discrepancy, DiscrepancyKind, MessageChange, MissingSpillFile, StoreAudit,
 };
 pub use batch::{BatchItem, BatchOutcome, BatchResult, PruneBatchRequest, MAX_BATCH};
 pub use contract::Refusal;

@@ -119,8 +119,33 @@ fn print(report: &AuditReport) -> std::io::Result<()> {
             say!("  {}", pending.detail)?;
         }
     }
+    if !report.missing_spill_files.is_empty() {
+        say!(
+            "{} part(s) name a spill file that is not in tool-output/ (not a discrepancy: OpenCode \
+             removes spill files after 7 days; a part `restore` put back after a clean with \
+             --include-spill-files removed its file is one too; its output was cut there):",
+            report.missing_spill_files.len()
+        )?;
+        for missing in report.missing_spill_files.iter().take(MISSING_SHOWN) {
+            say!(
+                "  part {} of session {}: {}",
+                output::printable(&missing.part_id),
+                output::printable(&missing.session_id),
+                output::printable(&missing.file)
+            )?;
+        }
+        if report.missing_spill_files.len() > MISSING_SHOWN {
+            say!(
+                "  and {} more (--json lists them all)",
+                report.missing_spill_files.len() - MISSING_SHOWN
+            )?;
+        }
+    }
     Ok(())
 }
+
+/// Parts with a missing spill file the text report lists by name (`--json` lists them all).
+const MISSING_SHOWN: usize = 20;
 
 /// What a person can do about a discrepancy of `kind`, in words (one sentence per family of
 /// kinds; docs/ARCHITECTURE.md, "Audit").

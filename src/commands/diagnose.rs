@@ -29,7 +29,10 @@ pub fn explain(message: &str, config: &Config) -> String {
     let lower = message.to_ascii_lowercase();
     // The store's own refusal of a damaged file already says what to do.
     if !lower.contains("is damaged:") && is_damage_text(&lower) {
-        return damaged_read(config);
+        return damaged_read(
+            config,
+            lower.contains("file is not a database") || lower.contains("error code 26"),
+        );
     }
     let places = places(config);
     let cause = if lower.contains("no space left")
@@ -95,9 +98,18 @@ fn is_damage_text(lower: &str) -> bool {
 }
 
 /// What a command that met damaged pages says instead of SQLite's words: what happened, that
-/// nothing was written, and what to do (docs/ARCHITECTURE.md, "Sound files").
-fn damaged_read(config: &Config) -> String {
+/// nothing was written, and what to do (docs/ARCHITECTURE.md, "Sound files"). `not_sqlite`:
+/// SQLite does not take the file for a database at all (`SQLITE_NOTADB`).
+fn damaged_read(config: &Config, not_sqlite: bool) -> String {
     let db = config.db.display();
+    if not_sqlite {
+        return format!(
+            "{db} is not an SQLite database, or its first page (the header) is damaged: nothing \
+             was read or written. Check that --db names OpenCode's opencode.db; if it does, the \
+             file is damaged: restore it from a backup, or stop OpenCode and try to recover a copy \
+             (sqlite3 {db} .recover | sqlite3 recovered.db)"
+        );
+    }
     format!(
         "database {db} is damaged: SQLite cannot read part of it, so this command stopped where \
          it met the damage; nothing was written. `session-prune audit` reports the damage. To \

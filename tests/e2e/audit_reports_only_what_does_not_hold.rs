@@ -76,3 +76,54 @@ fn receipt_rows_stored_in_another_order_report_no_change() {
         (2.into(), 1.into())
     );
 }
+
+#[test]
+fn a_part_whose_spill_file_is_gone_is_reported_apart_from_the_discrepancies() {
+    let fx = Fixture::with_spill_files();
+    let audit = |fx: &Fixture| {
+        let out = common::cli::run(&fx.db, &["--json", "audit"]);
+        assert_eq!(out.status.code(), Some(0));
+        common::cli::json(&out)
+    };
+    assert_eq!(audit(&fx)["missingSpillFiles"], serde_json::json!([]));
+    let file = "tool_2266d7e0f001s36OzEaaempNRZ";
+    std::fs::remove_file(fx.db.parent().unwrap().join("tool-output").join(file)).unwrap();
+    let naming: Vec<(String, String)> = {
+        let conn = fx.sql();
+        let mut stmt = conn
+            .prepare("SELECT id, session_id FROM part WHERE instr(data, ?1) > 0 ORDER BY rowid")
+            .unwrap();
+        let rows = stmt
+            .query_map([file], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap();
+        rows.map(Result::unwrap).collect()
+    };
+    assert!(!naming.is_empty());
+    let expected: Vec<serde_json::Value> = naming
+        .iter()
+        .map(|(part, session)| serde_json::json!({ "sessionID": session, "partID": part, "file": file }))
+        .collect();
+    let report = audit(&fx);
+    assert_eq!(report["ok"], true);
+    assert_eq!(
+        report["missingSpillFiles"],
+        serde_json::Value::Array(expected)
+    );
+    let out = common::cli::run(&fx.db, &["audit"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "{} part(s) name a spill file that is not in tool-output/ (not a discrepancy",
+            naming.len()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "part {} of session {}: {file}",
+            naming[0].0, naming[0].1
+        )),
+        "{text}"
+    );
+}

@@ -349,3 +349,29 @@ fn a_server_on_a_damaged_file_answers_reads_and_refuses_every_prune() {
     drop(app);
     assert_eq!(fx.file_digest(), before.0);
 }
+
+#[test]
+fn a_file_sqlite_does_not_take_for_a_database_is_named_so_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    // A header page of zeros, as a disk that lost the file's first page leaves it.
+    std::fs::write(&db, vec![0u8; 4096]).unwrap();
+    for args in [
+        vec!["sessions"],
+        vec!["stats"],
+        vec!["--quiet-period", "0", "clean", "--all", "--apply"],
+        vec!["vacuum"],
+    ] {
+        let out = run(&db, &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let text = stderr(&out);
+        assert!(
+            text.contains("is not an SQLite database, or its first page (the header) is damaged"),
+            "{args:?}: {text}"
+        );
+        assert!(!text.contains("Error code") && !text.contains("file is not a database"));
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "{args:?} created files");
+        assert_eq!(std::fs::read(&db).unwrap(), vec![0u8; 4096]);
+    }
+}

@@ -88,6 +88,56 @@ pub fn reference_counts(conn: &Connection) -> rusqlite::Result<HashMap<String, u
     Ok(counts)
 }
 
+/// The rows of `part` and `session_message` (id, session) whose tool output names a spill file
+/// `folder` does not hold, with that file's name; only of sessions `admits` takes.
+///
+/// Errors: SQLite's; the folder's I/O errors (an absent folder holds no file) as SQLite's
+/// [`rusqlite::Error::ToSqlConversionFailure`].
+pub fn missing(
+    conn: &Connection,
+    folder: &Path,
+    admits: &dyn Fn(&str) -> bool,
+) -> rusqlite::Result<Vec<(String, String, String)>> {
+    let present: HashSet<String> = list(folder)
+        .map_err(|error| rusqlite::Error::ToSqlConversionFailure(Box::new(error)))?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let schema = Schema::read(conn)?;
+    let mut found = Vec::new();
+    for table in ["part", "session_message"] {
+        if !schema.has(table) {
+            continue;
+        }
+        let sql = format!(
+            "SELECT CAST(id AS TEXT), CAST(session_id AS TEXT), data FROM {table} \
+             WHERE session_prune_contains(data, 'tool-output') ORDER BY rowid"
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let session: String = row.get::<_, Option<String>>(1)?.unwrap_or_default();
+            if !admits(&session) {
+                continue;
+            }
+            if let rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) =
+                row.get_ref(2)?
+            {
+                let mut names = HashSet::new();
+                collect_names(&String::from_utf8_lossy(bytes), &mut names);
+                let mut names: Vec<String> =
+                    names.into_iter().filter(|n| !present.contains(n)).collect();
+                names.sort();
+                let id: String = row.get::<_, Option<String>>(0)?.unwrap_or_default();
+                for name in names {
+                    found.push((id.clone(), session.clone(), name));
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// What [`remove_unreferenced`] would remove after prunes whose parts name `pruned` (stored
 /// paths, once per part): the spill files of `folder` that no row names, or that only those
 /// parts name. Returns `(files, bytes)`; removes nothing.

@@ -10,8 +10,9 @@ use std::time::Duration;
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
     Applied, AuditScope, BlockedReason, Discrepancy, DiscrepancyKind, DryRun, Durability,
-    PreviewRequest, PruneCommand, PruneRequest, Receipt, Refusal, RestoreApplied, RestoreCommand,
-    RestorePlan, RestoreRequest, Selection, SessionStore, StoreAudit, StoreError, StoredMessage,
+    MissingSpillFile, PreviewRequest, PruneCommand, PruneRequest, Receipt, Refusal, RestoreApplied,
+    RestoreCommand, RestorePlan, RestoreRequest, Selection, SessionStore, StoreAudit, StoreError,
+    StoredMessage,
 };
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
@@ -1125,7 +1126,21 @@ impl SessionStore for OpenCodeStore {
         let _ = conn.execute_batch("COMMIT");
         let findings = findings.map_err(storage)?;
         if findings.is_empty() {
-            return found.map_err(storage);
+            let mut found = found.map_err(storage)?;
+            if !self.path.as_os_str().is_empty() {
+                let folder = super::spill::folder(&self.path);
+                let missing = super::spill::missing(&conn, &folder, &|id| scope.admits(id))
+                    .map_err(storage)?;
+                found.missing_spill_files = missing
+                    .into_iter()
+                    .map(|(part_id, session_id, file)| MissingSpillFile {
+                        session_id,
+                        part_id,
+                        file,
+                    })
+                    .collect();
+            }
+            return Ok(found);
         }
         let damaged = Discrepancy::new(
             DiscrepancyKind::DatabaseDamaged,
