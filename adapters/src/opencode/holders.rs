@@ -88,9 +88,13 @@ pub fn held(database: &Path, own: bool) -> Vec<Held> {
             let Some(path) = family.iter().find(|member| **member == named) else {
                 continue;
             };
+            // A descriptor may be closed and its number reused between the reads: a file is
+            // reported replaced only when the link still names it after the comparison.
             let state = if deleted {
                 HeldState::Deleted
-            } else if same_file(&fd.path(), path) {
+            } else if same_file(&fd.path(), path)
+                || std::fs::read_link(fd.path()).ok().as_ref() != Some(&target)
+            {
                 HeldState::Current
             } else {
                 HeldState::Replaced

@@ -51,10 +51,12 @@ pub(crate) fn integrity_findings(conn: &Connection) -> rusqlite::Result<Vec<Stri
     }
 }
 
-/// The files of the database's family that some process (this one included) holds open
-/// although they were deleted or replaced at their path.
+/// The files of the database's family that another process holds open although they were
+/// deleted or replaced at their path. This process is left out: SQLite keeps a closed
+/// connection's descriptors open while another connection of the process holds locks on the
+/// same file, so its own view of deleted names is SQLite's bookkeeping, not a writer beside it.
 pub(crate) fn detached_files(database: &Path) -> Vec<Held> {
-    holders::held(database, true)
+    holders::held(database, false)
         .into_iter()
         .filter(|held| held.state != HeldState::Current)
         .collect()
