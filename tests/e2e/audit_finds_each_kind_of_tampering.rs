@@ -76,7 +76,7 @@ fn audit_holds_on_what_the_engine_wrote() {
             "ok": true, "receipts": CLEANED, "events": CLEANED, "messages": CLEANED,
             "chain": {"length": CLEANED, "head": head},
             "archive": {"checked": 0, "purged": 0},
-            "discrepancies": [], "changedSince": [], "awaitingRecovery": []
+            "discrepancies": [], "changedSince": [], "awaitingRecovery": [], "missingSpillFiles": []
         })
     );
     let text = run(&fx.db, &["audit"]);

@@ -89,20 +89,20 @@ pub fn reference_counts(conn: &Connection) -> rusqlite::Result<HashMap<String, u
 }
 
 /// The rows of `part` and `session_message` (id, session) whose tool output names a spill file
-/// `folder` does not hold, with that file's name; only of sessions `admits` takes.
+/// `folder` does not hold, with that file's name; only of sessions `admits` takes; sorted by
+/// session, row id and file. Nothing when `folder` is not a folder that can be listed (a
+/// database copied without its spill files names none of them as missing).
 ///
-/// Errors: SQLite's; the folder's I/O errors (an absent folder holds no file) as SQLite's
-/// [`rusqlite::Error::ToSqlConversionFailure`].
+/// Errors: SQLite's.
 pub fn missing(
     conn: &Connection,
     folder: &Path,
     admits: &dyn Fn(&str) -> bool,
 ) -> rusqlite::Result<Vec<(String, String, String)>> {
-    let present: HashSet<String> = list(folder)
-        .map_err(|error| rusqlite::Error::ToSqlConversionFailure(Box::new(error)))?
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
+    let present: HashSet<String> = match list(folder) {
+        Ok(files) if folder.is_dir() => files.into_iter().map(|(name, _)| name).collect(),
+        _ => return Ok(Vec::new()),
+    };
     let schema = Schema::read(conn)?;
     let mut found = Vec::new();
     for table in ["part", "session_message"] {
@@ -111,7 +111,7 @@ pub fn missing(
         }
         let sql = format!(
             "SELECT CAST(id AS TEXT), CAST(session_id AS TEXT), data FROM {table} \
-             WHERE session_prune_contains(data, 'tool-output') ORDER BY rowid"
+             WHERE session_prune_contains(data, 'tool-output')"
         );
         let mut stmt = conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;
@@ -125,16 +125,14 @@ pub fn missing(
             {
                 let mut names = HashSet::new();
                 collect_names(&String::from_utf8_lossy(bytes), &mut names);
-                let mut names: Vec<String> =
-                    names.into_iter().filter(|n| !present.contains(n)).collect();
-                names.sort();
                 let id: String = row.get::<_, Option<String>>(0)?.unwrap_or_default();
-                for name in names {
+                for name in names.into_iter().filter(|name| !present.contains(name)) {
                     found.push((id.clone(), session.clone(), name));
                 }
             }
         }
     }
+    found.sort_by(|a, b| (&a.1, &a.0, &a.2).cmp(&(&b.1, &b.0, &b.2)));
     Ok(found)
 }
 
