@@ -21,6 +21,7 @@ use pruning_archive::ArchiveReader;
 use super::archive::entry_key;
 use super::receipt_chain::{self, Recorded};
 use super::receipts;
+use super::row_budget;
 use super::schema::Schema;
 use super::v1::events::PART_UPDATED;
 use super::v1::read::{self as v1_read, Texts};
@@ -413,10 +414,11 @@ fn check_removed_parts(
     if schema.has_v1() {
         // A receipt removes only tool and reasoning parts: another kind of row under the same
         // id (a table without its primary key can hold two) is not the part it removed.
-        let mut stmt = conn.prepare_cached(
-            "SELECT message_id FROM part WHERE id = ?1 AND CASE WHEN json_valid(data) \
-             THEN json_extract(data, '$.type') IN ('tool', 'reasoning') ELSE 1 END",
-        )?;
+        let data = row_budget::data("", "part");
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT message_id FROM part WHERE id = ?1 AND CASE WHEN json_valid({data}) \
+             THEN json_extract({data}, '$.type') IN ('tool', 'reasoning') ELSE 1 END"
+        ))?;
         let mut ids: Vec<&&str> = removed.keys().collect();
         ids.sort();
         for part_id in ids {
@@ -439,7 +441,10 @@ fn check_removed_parts(
         }
     }
     if schema.has_events() {
-        let mut stmt = conn.prepare("SELECT id, data FROM event WHERE type = ?1 ORDER BY id")?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT id, {} FROM event WHERE type = ?1 ORDER BY id",
+            row_budget::data("", "event")
+        ))?;
         let mut rows = stmt.query([PART_UPDATED])?;
         while let Some(row) = rows.next()? {
             let Some(part_id) = snapshot::part_id(row.get_ref(1)?) else {

@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::generation::Generation;
+use super::row_budget;
 use super::schema::Schema;
 use super::v1::known::PlannedPrune;
 use super::values::lenient_text;
@@ -121,6 +122,12 @@ pub enum Planned {
     },
 }
 
+/// The `role` of an unaliased V1 `message` row, bounded by the row budget (NULL when not JSON).
+fn v1_role() -> String {
+    let data = row_budget::data("", "message");
+    format!("CASE WHEN json_valid({data}) THEN json_extract({data}, '$.role') END")
+}
+
 /// Every session id of the database (both session tables), oldest first.
 pub fn all_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let schema = Schema::read(conn)?;
@@ -175,11 +182,11 @@ pub fn messages(
 ) -> rusqlite::Result<Listing> {
     let v1 = schema.has("message") && schema.has("part");
     let v2 = schema.has_v2();
-    const V1_ROLE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.role') END";
+    let v1_role = v1_role();
     let mut assistants = Vec::new();
     if v1 {
         assistants.push(format!(
-            "SELECT time_created, id FROM message WHERE session_id = ?1 AND {V1_ROLE} IS NOT 'user'"
+            "SELECT time_created, id FROM message WHERE session_id = ?1 AND {v1_role} IS NOT 'user'"
         ));
     }
     if v2 {
@@ -286,11 +293,11 @@ pub(crate) fn kept_boundary(
     if keep_last_turns == 0 {
         return Ok(Some(i64::MAX));
     }
-    const V1_ROLE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.role') END";
+    let v1_role = v1_role();
     let mut users = Vec::new();
     if v1 {
         users.push(format!(
-            "SELECT time_created AS t FROM message WHERE session_id = ?1 AND {V1_ROLE} = 'user'"
+            "SELECT time_created AS t FROM message WHERE session_id = ?1 AND {v1_role} = 'user'"
         ));
     }
     if v2 {
@@ -326,27 +333,31 @@ pub fn compaction_boundary(
     session_id: &str,
 ) -> rusqlite::Result<Option<(i64, String)>> {
     // CASE keeps the JSON functions off rows that are not JSON.
-    const SUMMARY: &str = "CASE WHEN json_valid(a.data) THEN \
-           json_extract(a.data, '$.role') = 'assistant' \
-           AND json_type(a.data, '$.summary') = 'true' \
-           AND json_type(a.data, '$.finish') = 'text' AND json_extract(a.data, '$.finish') <> '' \
-           AND json_type(a.data, '$.error') IS NULL \
-           AND json_type(a.data, '$.time.completed') IN ('integer', 'real') \
-           AND json_extract(a.data, '$.time.completed') > 0 END";
+    let a = row_budget::data("a", "message");
+    let p = row_budget::data("p", "part");
+    let summary = format!(
+        "CASE WHEN json_valid({a}) THEN \
+           json_extract({a}, '$.role') = 'assistant' \
+           AND json_type({a}, '$.summary') = 'true' \
+           AND json_type({a}, '$.finish') = 'text' AND json_extract({a}, '$.finish') <> '' \
+           AND json_type({a}, '$.error') IS NULL \
+           AND json_type({a}, '$.time.completed') IN ('integer', 'real') \
+           AND json_extract({a}, '$.time.completed') > 0 END"
+    );
     let sql = format!(
         "SELECT u.time_created, u.id, \
-                (SELECT CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.tail_start_id') END \
+                (SELECT CASE WHEN json_valid({p}) THEN json_extract({p}, '$.tail_start_id') END \
                    FROM part p WHERE p.message_id = u.id \
-                    AND CASE WHEN json_valid(p.data) \
-                        THEN json_extract(p.data, '$.type') = 'compaction' END \
+                    AND CASE WHEN json_valid({p}) \
+                        THEN json_extract({p}, '$.type') = 'compaction' END \
                   ORDER BY p.id LIMIT 1) \
          FROM message a JOIN message u \
            ON u.session_id = a.session_id \
-          AND u.id = CASE WHEN json_valid(a.data) THEN json_extract(a.data, '$.parentID') END \
-         WHERE a.session_id = ?1 AND {SUMMARY} AND typeof(u.time_created) = 'integer' \
+          AND u.id = CASE WHEN json_valid({a}) THEN json_extract({a}, '$.parentID') END \
+         WHERE a.session_id = ?1 AND {summary} AND typeof(u.time_created) = 'integer' \
            AND EXISTS (SELECT 1 FROM part p WHERE p.message_id = u.id \
-                 AND CASE WHEN json_valid(p.data) \
-                     THEN json_extract(p.data, '$.type') = 'compaction' END) \
+                 AND CASE WHEN json_valid({p}) \
+                     THEN json_extract({p}, '$.type') = 'compaction' END) \
          ORDER BY a.id DESC LIMIT 1"
     );
     let found: Option<(i64, String, Option<String>)> =

@@ -11,6 +11,7 @@ use pruning_engine::{PruneRequest, StoreError};
 use rusqlite::Connection;
 
 use super::clean::{kept_boundary, SkipReason};
+use super::row_budget;
 use super::schema::Schema;
 use super::v1::compact;
 use super::v1::diffs::{self, NotEmptied};
@@ -136,12 +137,13 @@ pub fn diffs_candidates(
             None => i64::MAX,
         };
         let before = before.min(cutoff);
-        let mut stmt = conn.prepare_cached(
+        let data = row_budget::data("", "message");
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT id FROM message WHERE session_id = ?1 \
-               AND CASE WHEN json_valid(data) THEN json_extract(data, '$.role') = 'user' END \
+               AND CASE WHEN json_valid({data}) THEN json_extract({data}, '$.role') = 'user' END \
                AND typeof(time_created) = 'integer' AND time_created < ?2 \
-             ORDER BY time_created, id",
-        )?;
+             ORDER BY time_created, id"
+        ))?;
         let ids = stmt.query_map(rusqlite::params![session_id, before], |row| {
             Ok(lenient_text(row.get_ref(0)?))
         })?;

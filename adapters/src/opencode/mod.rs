@@ -24,6 +24,7 @@ mod queries;
 mod receipt_chain;
 mod receipts;
 mod restore;
+mod row_budget;
 mod schema;
 mod sessions;
 mod soundness;

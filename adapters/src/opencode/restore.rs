@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::archive::{archive_error, entry_key, StoreArchive};
 use super::generation::Generation;
 use super::receipts;
+use super::row_budget;
 use super::schema::Schema;
 use super::standing::{revision_of, Kind};
 use super::v1::events::PART_REMOVED;
@@ -433,10 +434,13 @@ fn newer_message_snapshot(
     else {
         return Ok(true);
     };
+    let data = row_budget::data("", "event");
     let newer: i64 = conn.query_row(
-        "SELECT count(*) FROM event WHERE aggregate_id = ?1 AND type = 'message.updated.1' \
-           AND seq > ?2 AND CASE WHEN json_valid(data) \
-                THEN json_extract(data, '$.info.id') = ?3 END",
+        &format!(
+            "SELECT count(*) FROM event WHERE aggregate_id = ?1 AND type = 'message.updated.1' \
+               AND seq > ?2 AND CASE WHEN json_valid({data}) \
+                    THEN json_extract({data}, '$.info.id') = ?3 END"
+        ),
         params![pruned.session_id, seq, pruned.message_id],
         |row| row.get(0),
     )?;
@@ -606,11 +610,12 @@ fn put_back_v1(
         }
     }
     if schema.has_events() {
-        let mut delete = conn.prepare_cached(
+        let data = row_budget::data("", "event");
+        let mut delete = conn.prepare_cached(&format!(
             "DELETE FROM event WHERE aggregate_id = ?1 AND type = ?2 \
-             AND json_valid(data) AND json_extract(data, '$.messageID') = ?3 \
-             AND json_extract(data, '$.partID') = ?4",
-        )?;
+             AND json_valid({data}) AND json_extract({data}, '$.messageID') = ?3 \
+             AND json_extract({data}, '$.partID') = ?4"
+        ))?;
         for part_id in &pruned.part_ids {
             delete.execute(params![
                 pruned.session_id,

@@ -11,6 +11,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use super::ownership::SessionTable;
+use super::row_budget;
 use super::schema::Schema;
 use super::values::lenient_text;
 
@@ -56,9 +57,18 @@ pub struct SessionSummary {
     pub v2_bytes: u64,
 }
 
-/// `data` of a V2 row when it is valid JSON, else `{}`: `json_each` fails on malformed text, and
-/// one malformed row must not hide the rest.
-const V2_DATA: &str = "CASE WHEN json_valid(sm.data) THEN sm.data ELSE '{}' END";
+/// `data` of V2 row `sm` (bounded by the row budget) when it is valid JSON, else `{}`:
+/// `json_each` fails on malformed text, and one malformed row must not hide the rest.
+fn v2_data() -> String {
+    let data = row_budget::data("sm", "session_message");
+    format!("CASE WHEN json_valid({data}) THEN {data} ELSE '{{}}' END")
+}
+
+/// 1 when part row `p` (bounded by the row budget) is a tool or reasoning part.
+fn technical_part() -> String {
+    let data = row_budget::data("p", "part");
+    format!("CASE WHEN json_valid({data}) THEN json_extract({data}, '$.type') END IN ('tool', 'reasoning')")
+}
 
 /// Every session of both tables, largest total first (ties: most recently updated first).
 pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
@@ -93,9 +103,11 @@ pub fn list_of(
     );
     let v1_prunable = pick(
         v1,
-        "(SELECT coalesce(sum(octet_length(p.data)), 0) FROM part p WHERE p.session_id = s.id \
-           AND CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning'))"
-            .into(),
+        format!(
+            "(SELECT coalesce(sum(octet_length(p.data)), 0) FROM part p WHERE p.session_id = s.id \
+               AND {})",
+            technical_part()
+        ),
     );
     let events = schema.has_events();
     let event_bytes = pick(
@@ -103,12 +115,15 @@ pub fn list_of(
         "(SELECT coalesce(sum(octet_length(e.data)), 0) FROM event e WHERE e.aggregate_id = s.id)"
             .into(),
     );
+    let event = row_budget::data("e", "event");
     let event_prunable = pick(
         events,
-        "(SELECT coalesce(sum(octet_length(e.data)), 0) FROM event e \
-           WHERE e.aggregate_id = s.id AND e.type = 'message.part.updated.1' \
-             AND CASE WHEN json_valid(e.data) THEN json_extract(e.data, '$.part.type') END IN ('tool', 'reasoning'))"
-            .into(),
+        format!(
+            "(SELECT coalesce(sum(octet_length(e.data)), 0) FROM event e \
+               WHERE e.aggregate_id = s.id AND e.type = 'message.part.updated.1' \
+                 AND CASE WHEN json_valid({event}) THEN json_extract({event}, '$.part.type') END \
+                     IN ('tool', 'reasoning'))"
+        ),
     );
     let v2 = schema.has_v2();
     let v2_messages = pick(
@@ -123,10 +138,12 @@ pub fn list_of(
     let v2_prunable = pick(
         v2,
         format!(
-            "(SELECT coalesce(sum(octet_length(j.value)), 0) \
-               FROM session_message sm, json_each({V2_DATA}, '$.content') j \
+            "(SELECT coalesce(sum({}), 0) \
+               FROM session_message sm, json_each({}, '$.content') j \
               WHERE sm.session_id = s.id AND j.type = 'object' \
-                AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))"
+                AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))",
+            row_budget::uncut_bytes("sm", "j.value"),
+            v2_data()
         ),
     );
     let (where_only, only_param) = match only {
@@ -250,32 +267,37 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
     let schema = Schema::read(conn)?;
     let mut list = Vec::new();
     if schema.has("message") && schema.has("part") {
+        // One subquery per count, never a join grouped by message: a grouping sorts its rows
+        // with every column they name, `data` included, whole.
+        let message = row_budget::data("m", "message");
+        let technical = technical_part();
         let sql = format!(
             "SELECT m.id,
-                CAST(CASE WHEN json_valid(m.data) THEN coalesce(json_extract(m.data, '$.role'), '') ELSE '' END AS TEXT),
-                CASE WHEN json_valid(m.data) THEN {} ELSE 0 END,
+                CAST(CASE WHEN json_valid({message}) THEN coalesce(json_extract({message}, '$.role'), '') ELSE '' END AS TEXT),
+                CASE WHEN json_valid({message}) THEN {} ELSE 0 END,
                 CAST(coalesce(m.time_created, 0) AS INTEGER),
-                count(p.id),
-                coalesce(sum(CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning')), 0),
-                coalesce(sum(CASE WHEN CASE WHEN json_valid(p.data) THEN json_extract(p.data, '$.type') END IN ('tool', 'reasoning')
-                             THEN octet_length(p.data) ELSE 0 END), 0)
-             FROM message m LEFT JOIN part p ON p.message_id = m.id
-             WHERE m.session_id = ?1
-             GROUP BY m.id",
-            COMPLETED.replace("DATA", "m.data")
+                (SELECT count(*) FROM part p WHERE p.message_id = m.id),
+                (SELECT coalesce(sum({technical}), 0) FROM part p WHERE p.message_id = m.id),
+                (SELECT coalesce(sum(CASE WHEN {technical} THEN octet_length(p.data) ELSE 0 END), 0)
+                   FROM part p WHERE p.message_id = m.id)
+             FROM message m
+             WHERE m.session_id = ?1",
+            COMPLETED.replace("DATA", &message)
         );
         collect(conn, &sql, session_id, "v1", &mut list)?;
     }
     if schema.has_v2() {
+        let v2 = v2_data();
         let sql = format!(
             "SELECT sm.id, CAST(sm.type AS TEXT), {}, CAST(coalesce(sm.time_created, 0) AS INTEGER),
-                (SELECT count(*) FROM json_each({V2_DATA}, '$.content')),
-                (SELECT count(*) FROM json_each({V2_DATA}, '$.content') j
+                (SELECT count(*) FROM json_each({v2}, '$.content')),
+                (SELECT count(*) FROM json_each({v2}, '$.content') j
                   WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')),
-                (SELECT coalesce(sum(octet_length(j.value)), 0) FROM json_each({V2_DATA}, '$.content') j
+                (SELECT coalesce(sum({}), 0) FROM json_each({v2}, '$.content') j
                   WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))
              FROM session_message sm WHERE sm.session_id = ?1",
-            COMPLETED.replace("DATA", V2_DATA)
+            COMPLETED.replace("DATA", &v2),
+            row_budget::uncut_bytes("sm", "j.value")
         );
         collect(conn, &sql, session_id, "v2", &mut list)?;
     }

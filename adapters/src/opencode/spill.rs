@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use super::row_budget;
 use super::schema::Schema;
 
 /// The folder OpenCode spills tool output to, beside the database.
@@ -69,8 +70,10 @@ pub fn reference_counts(conn: &Connection) -> rusqlite::Result<HashMap<String, u
         if !schema.has(table) {
             continue;
         }
-        let sql =
-            format!("SELECT data FROM {table} WHERE session_prune_contains(data, 'tool-output')");
+        let data = row_budget::data("", table);
+        let sql = format!(
+            "SELECT {data} FROM {table} WHERE session_prune_contains({data}, 'tool-output')"
+        );
         let mut stmt = conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
@@ -109,9 +112,10 @@ pub fn missing(
         if !schema.has(table) {
             continue;
         }
+        let data = row_budget::data("", table);
         let sql = format!(
-            "SELECT CAST(id AS TEXT), CAST(session_id AS TEXT), data FROM {table} \
-             WHERE session_prune_contains(data, 'tool-output')"
+            "SELECT CAST(id AS TEXT), CAST(session_id AS TEXT), {data} FROM {table} \
+             WHERE session_prune_contains({data}, 'tool-output')"
         );
         let mut stmt = conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;

@@ -12,6 +12,9 @@
 //! `session_prune_is_id(value)`: 1 when `value` is text of valid UTF-8 of at most 900 bytes, else
 //! 0: what a history scan can name in its cursor and a request can address (a contract id is
 //! at most 256 characters).
+//!
+//! `session_prune_abridged(table, rowid)` and `session_prune_uncut_bytes(text)`: reading a row
+//! over the 16 MiB row budget without loading it (`row_budget`).
 
 use memchr::memmem;
 use rusqlite::functions::FunctionFlags;
@@ -29,6 +32,7 @@ pub const MAX_ID_BYTES: usize = 900;
 
 /// Registers the functions on `conn`.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    super::row_budget::register(conn)?;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
     conn.create_scalar_function(CONTAINS, 2, flags, |ctx| {
         let haystack = bytes_of(ctx.get_raw(0));

@@ -11,9 +11,10 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::Serialize;
 
+use super::row_budget;
 use super::schema::Schema;
 use super::spill;
-use super::v1::compact::ENTITY_SQL;
+use super::v1::compact::event_entity_sql;
 
 /// Rows and their bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -141,39 +142,47 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     if measured("event") && schema.has_column("event", "type") {
         events = event_volumes(
             conn,
-            "SELECT CAST(type AS TEXT), count(*), coalesce(sum(octet_length(data)), 0) \
-             FROM event GROUP BY type ORDER BY 3 DESC",
+            // Sizes taken before the grouping: a grouping sorts its rows with every column its
+            // sums name, `data` included, whole.
+            "WITH sized AS MATERIALIZED (SELECT type, octet_length(data) AS len FROM event) \
+             SELECT CAST(type AS TEXT), count(*), coalesce(sum(len), 0) \
+             FROM sized GROUP BY type ORDER BY 3 DESC",
         )?;
     }
 
-    // The substring test skips most rows before their JSON is parsed.
-    const PART_TYPE: &str = "CASE WHEN json_valid(data) THEN json_extract(data, '$.type') END";
+    // The substring test skips most rows before their JSON is parsed. Every read of `data` but
+    // its size is bounded by the row budget.
+    let part = row_budget::data("", "part");
+    let part_type = format!("CASE WHEN json_valid({part}) THEN json_extract({part}, '$.type') END");
     let mut technical = Technical::default();
     if measured("part") {
         technical.tool_parts = volume(&format!(
             "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part \
-             WHERE session_prune_contains(data, '\"tool\"') AND {PART_TYPE} = 'tool'"
+             WHERE session_prune_contains({part}, '\"tool\"') AND {part_type} = 'tool'"
         ))?;
         technical.reasoning_parts = volume(&format!(
             "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part \
-             WHERE session_prune_contains(data, '\"reasoning\"') AND {PART_TYPE} = 'reasoning'"
+             WHERE session_prune_contains({part}, '\"reasoning\"') AND {part_type} = 'reasoning'"
         ))?;
     }
     if measured("event") && schema.has_column("event", "type") {
-        technical.snapshot_events = volume(
+        let event = row_budget::data("", "event");
+        technical.snapshot_events = volume(&format!(
             "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM event \
              WHERE type = 'message.part.updated.1' \
-               AND (session_prune_contains(data, '\"tool\"') OR session_prune_contains(data, '\"reasoning\"')) \
-               AND CASE WHEN json_valid(data) THEN json_extract(data, '$.part.type') END IN ('tool', 'reasoning')",
-        )?;
+               AND (session_prune_contains({event}, '\"tool\"') OR session_prune_contains({event}, '\"reasoning\"')) \
+               AND CASE WHEN json_valid({event}) THEN json_extract({event}, '$.part.type') END IN ('tool', 'reasoning')"
+        ))?;
     }
     if schema.has_v2() {
-        technical.v2_entries = volume(
-            "SELECT count(*), coalesce(sum(octet_length(j.value)), 0) \
+        let v2 = row_budget::data("sm", "session_message");
+        technical.v2_entries = volume(&format!(
+            "SELECT count(*), coalesce(sum({}), 0) \
              FROM session_message sm, \
-                  json_each(CASE WHEN json_valid(sm.data) THEN sm.data ELSE '{}' END, '$.content') j \
+                  json_each(CASE WHEN json_valid({v2}) THEN {v2} ELSE '{{}}' END, '$.content') j \
              WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')",
-        )?;
+            row_budget::uncut_bytes("sm", "j.value")
+        ))?;
     }
 
     let copies = copies(conn, &schema, &volume)?;
@@ -230,11 +239,12 @@ fn copies(
                           max(seq) OVER (PARTITION BY aggregate_id, type, entity) AS top \
                    FROM ( \
                      SELECT aggregate_id, type, seq, octet_length(data) AS len, \
-                            {ENTITY_SQL} AS entity \
+                            {} AS entity \
                      FROM event WHERE type IN ('message.part.updated.1', 'message.updated.1', \
                                                'session.updated.1')) \
                    WHERE typeof(entity) = 'text' AND typeof(seq) = 'integer') \
-                 WHERE seq < top GROUP BY type ORDER BY 3 DESC"
+                 WHERE seq < top GROUP BY type ORDER BY 3 DESC",
+                event_entity_sql()
             ),
         )?;
         copies.diffs_in_snapshots = volume(&diffs_sql(
@@ -267,13 +277,15 @@ fn event_volumes(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<EventVolu
 /// The count of diff entries holding a file body, and the bytes of those bodies as JSON text,
 /// in the `data` of `table`'s rows where `filter` holds, the diffs at `path`.
 fn diffs_sql(table: &str, filter: &str, path: &str) -> String {
+    let data = row_budget::data("r", table);
     let body = |key: &str| {
-        format!("coalesce(octet_length(json_quote(json_extract(d.value, '$.{key}'))) - 2, 0)")
+        let quoted = format!("json_quote(json_extract(d.value, '$.{key}'))");
+        format!("coalesce({} - 2, 0)", row_budget::uncut_bytes("r", &quoted))
     };
     format!(
         "SELECT count(*), coalesce(sum({} + {} + {}), 0) FROM {table} r, \
-           json_each(CASE WHEN json_valid(r.data) THEN r.data ELSE '{{}}' END, '{path}') d \
-         WHERE {filter} session_prune_contains(r.data, '\"diffs\"') AND d.type = 'object' \
+           json_each(CASE WHEN json_valid({data}) THEN {data} ELSE '{{}}' END, '{path}') d \
+         WHERE {filter} session_prune_contains({data}, '\"diffs\"') AND d.type = 'object' \
            AND (json_extract(d.value, '$.patch') <> '' OR json_extract(d.value, '$.before') <> '' \
                 OR json_extract(d.value, '$.after') <> '')",
         body("patch"),

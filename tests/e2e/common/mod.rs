@@ -332,6 +332,7 @@ pub mod faults;
 pub mod generate;
 pub mod http;
 pub mod openapi;
+pub mod peak_memory;
 pub mod power_loss;
 pub mod small_disk;
 pub mod strace;

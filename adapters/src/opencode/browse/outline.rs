@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use super::visible::{Layout, Visible};
+use crate::opencode::row_budget;
 use crate::opencode::values::lenient_text;
 
 /// A header row of a chunk.
@@ -193,13 +194,14 @@ fn chunk(
         Layout::V1 => {
             let wanted = end.saturating_sub(after).clamp(0, CHUNK_ROWS as i64);
             let mut sql = format!(
-                "SELECT m.id, CASE WHEN json_valid(m.data) THEN m.data ->> '$.role' END, \
+                "SELECT m.id, CASE WHEN json_valid({message}) THEN {message} ->> '$.role' END, \
                    m.time_created, \
                    max(coalesce(m.time_updated, 0), coalesce((SELECT max(p.time_updated) \
                      FROM part p WHERE p.message_id = m.id), 0)), \
                    {} \
                  FROM message m WHERE {filter}",
-                visible.bytes()
+                visible.bytes(),
+                message = row_budget::data("m", "message")
             );
             let offset = match position.take() {
                 Some((seq, key)) if seq == after => {
@@ -279,10 +281,11 @@ fn entry(conn: &Connection, visible: &Visible, row: &Row) -> rusqlite::Result<Ou
         Layout::V2 => {
             if row.kind == "assistant" {
                 let data: Option<String> = conn
-                    .prepare_cached(
-                        "SELECT CAST(data AS TEXT) FROM session_message \
+                    .prepare_cached(&format!(
+                        "SELECT CAST({} AS TEXT) FROM session_message \
                          WHERE session_id = ?1 AND id = ?2",
-                    )?
+                        row_budget::data("", "session_message")
+                    ))?
                     .query_row([&visible.session_id, &row.id], |r| r.get(0))?;
                 if let Some(data) = data {
                     counts.add_content(&data);
@@ -290,9 +293,10 @@ fn entry(conn: &Connection, visible: &Visible, row: &Row) -> rusqlite::Result<Ou
             }
         }
         Layout::V1 => {
-            let mut stmt = conn.prepare_cached(
-                "SELECT CAST(data AS TEXT) FROM part WHERE message_id = ?1 ORDER BY id",
-            )?;
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT CAST({} AS TEXT) FROM part WHERE message_id = ?1 ORDER BY id",
+                row_budget::data("", "part")
+            ))?;
             let mut parts = stmt.query([&row.id])?;
             while let Some(part) = parts.next()? {
                 // A part that is not UTF-8 text counts as neither kind.

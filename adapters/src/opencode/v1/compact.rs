@@ -35,15 +35,26 @@ use super::fence::{self, Admission, FenceClock};
 use super::known::Known;
 use super::runs::{self, Abandoned};
 use crate::opencode::archive::{capture_rows, sort_by_id};
+use crate::opencode::row_budget;
 use crate::opencode::schema::Schema;
 use crate::opencode::write::{Prepared, Written};
 
 /// The entity a snapshot event holds, as SQL over an `event` row: `data.part.id` of a
 /// `message.part.updated.1` event, `data.info.id` of the others, read by SQLite's
 /// `json_extract` (NULL for data that is not JSON). The one statement of it: the survey, the
-/// restore's check and `stats` all read it so.
-pub(crate) const ENTITY_SQL: &str = "CASE WHEN json_valid(data) THEN json_extract(data, \
-     CASE type WHEN 'message.part.updated.1' THEN '$.part.id' ELSE '$.info.id' END) END";
+/// restore's check and `stats` all read it so. `data` is the SQL of the row's data: an `event`
+/// row's bounded by the row budget, or a value bound in.
+pub(crate) fn entity_sql(data: &str) -> String {
+    format!(
+        "CASE WHEN json_valid({data}) THEN json_extract({data}, \
+           CASE type WHEN 'message.part.updated.1' THEN '$.part.id' ELSE '$.info.id' END) END"
+    )
+}
+
+/// [`entity_sql`] of the `data` of an unaliased `event` row.
+pub(crate) fn event_entity_sql() -> String {
+    entity_sql(&row_budget::data("", "event"))
+}
 
 /// The kind of entity a snapshot event holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -130,12 +141,14 @@ pub fn revision(conn: &Connection, session_id: &str) -> rusqlite::Result<String>
 /// Errors: SQLite's.
 pub fn survey(conn: &Connection, session_id: &str) -> rusqlite::Result<Survey> {
     let revision = revision(conn, session_id)?;
+    let data = row_budget::data("", "event");
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT id, type, CASE typeof(seq) WHEN 'integer' THEN seq END, octet_length(data), \
-                {ENTITY_SQL}, \
-                CASE WHEN type = ?2 AND json_valid(data) \
-                     THEN json_extract(data, '$.part.messageID') END \
-         FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4)"
+                {}, \
+                CASE WHEN type = ?2 AND json_valid({data}) \
+                     THEN json_extract({data}, '$.part.messageID') END \
+         FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4)",
+        entity_sql(&data)
     ))?;
     let mut rows = stmt.query(params![
         session_id,
@@ -212,10 +225,11 @@ pub fn newest_seqs(
 ) -> rusqlite::Result<HashMap<(SnapshotKind, String), i64>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT type, entity, max(seq) FROM ( \
-           SELECT type, seq, {ENTITY_SQL} AS entity \
+           SELECT type, seq, {} AS entity \
            FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4) \
              AND typeof(seq) = 'integer') \
-         WHERE typeof(entity) = 'text' GROUP BY type, entity"
+         WHERE typeof(entity) = 'text' GROUP BY type, entity",
+        event_entity_sql()
     ))?;
     let mut rows = stmt.query(params![
         session_id,
@@ -244,7 +258,10 @@ pub fn entity_of(
 ) -> rusqlite::Result<Option<String>> {
     let data = rusqlite::types::ValueRef::Text(data);
     conn.query_row(
-        &format!("SELECT {ENTITY_SQL} FROM (SELECT ?1 AS type, ?2 AS data)"),
+        &format!(
+            "SELECT {} FROM (SELECT ?1 AS type, ?2 AS data)",
+            entity_sql("data")
+        ),
         params![
             kind.event_type(),
             rusqlite::types::ToSqlOutput::Borrowed(data)
@@ -373,10 +390,14 @@ pub(crate) fn prepare(
             .as_ref()
             .is_some_and(|message| run_messages.contains(message))
     };
+    // A snapshot over the row budget stays, as a message over it is never pruned: the archive
+    // would have to hold it whole (docs/ARCHITECTURE.md, "Rows over the budget").
+    let over_budget =
+        |s: &Snapshot| usize::try_from(s.len).map_or(true, |len| len > row_budget::ROW_BYTES);
     let doomed: Vec<Snapshot> = survey
         .superseded
         .iter()
-        .filter(|s| !left_alone(s))
+        .filter(|s| !left_alone(s) && !over_budget(s))
         .cloned()
         .collect();
     if doomed.is_empty() {

@@ -169,21 +169,24 @@ pub(crate) fn prepare(
         Admission::Answered(answer) => return Ok(answer),
     };
     let message_id = &request.message_id;
-    let Some(data) = message_data(conn, &request.session_id, message_id)? else {
-        return refuse(
-            BlockedReason::NotDeletable,
-            format!(
-                "session {} has no message {message_id} stored as text",
-                request.session_id
-            ),
-        );
+    let data = match message_data(conn, &request.session_id, message_id)? {
+        Some(MessageData::Text(data)) => data,
+        Some(MessageData::OverBudget) => {
+            return refuse(
+                BlockedReason::NotDeletable,
+                format!("message {message_id} holds more than the 16 MiB budget"),
+            )
+        }
+        None => {
+            return refuse(
+                BlockedReason::NotDeletable,
+                format!(
+                    "session {} has no message {message_id} stored as text",
+                    request.session_id
+                ),
+            )
+        }
     };
-    if data.len() > MAX_MESSAGE_BYTES {
-        return refuse(
-            BlockedReason::NotDeletable,
-            format!("message {message_id} holds more than the 16 MiB budget"),
-        );
-    }
     let role = serde_json::from_str::<Value>(&data)
         .ok()
         .and_then(|value| value.get("role").and_then(Value::as_str).map(String::from));
@@ -245,8 +248,8 @@ pub(crate) fn prepare(
     }))
 }
 
-/// The diffs revision of a V1 message row, `None` when the row is missing, not text, or not a
-/// JSON object.
+/// The diffs revision of a V1 message row, `None` when the row is missing, not text, over the
+/// 16 MiB budget, or not a JSON object.
 ///
 /// Errors: SQLite's.
 pub fn revision_of(
@@ -254,9 +257,12 @@ pub fn revision_of(
     session_id: &str,
     message_id: &str,
 ) -> rusqlite::Result<Option<String>> {
-    Ok(message_data(conn, session_id, message_id)?
-        .and_then(|data| empty_bodies(&data, ROW_DIFFS).ok())
-        .map(|emptied| emptied.revisions.0))
+    Ok(match message_data(conn, session_id, message_id)? {
+        Some(MessageData::Text(data)) => empty_bodies(&data, ROW_DIFFS)
+            .ok()
+            .map(|emptied| emptied.revisions.0),
+        Some(MessageData::OverBudget) | None => None,
+    })
 }
 
 /// The message row of a V1 user message with the file bodies of its diffs emptied, or why they
@@ -269,12 +275,11 @@ pub fn row_bodies(
     session_id: &str,
     message_id: &str,
 ) -> rusqlite::Result<Option<Result<Emptied, NotEmptied>>> {
-    let Some(data) = message_data(conn, session_id, message_id)? else {
-        return Ok(None);
+    let data = match message_data(conn, session_id, message_id)? {
+        Some(MessageData::Text(data)) => data,
+        Some(MessageData::OverBudget) => return Ok(Some(Err(NotEmptied::Oversize))),
+        None => return Ok(None),
     };
-    if data.len() > MAX_MESSAGE_BYTES {
-        return Ok(Some(Err(NotEmptied::Oversize)));
-    }
     let emptied = empty_bodies(&data, ROW_DIFFS);
     let user = serde_json::from_str::<Value>(&data)
         .ok()
@@ -286,21 +291,41 @@ pub fn row_bodies(
     })
 }
 
+/// What `message.data` of the message holds.
+enum MessageData {
+    /// Its text, within the 16 MiB budget.
+    Text(String),
+    /// More than the budget: not loaded (docs/ARCHITECTURE.md, "Rows over the budget").
+    OverBudget,
+}
+
 /// `message.data` of the message, `None` when there is no such row or it is not text.
 fn message_data(
     conn: &Connection,
     session_id: &str,
     message_id: &str,
-) -> rusqlite::Result<Option<String>> {
-    let found: Option<Option<String>> = crate::opencode::cached::query_row(
+) -> rusqlite::Result<Option<MessageData>> {
+    let found: Option<(Option<i64>, Option<String>)> = crate::opencode::cached::query_row(
         conn,
-        "SELECT CASE typeof(data) WHEN 'text' THEN data END FROM message \
-         WHERE id = ?1 AND session_id = ?2",
+        &format!(
+            "SELECT octet_length(data), \
+                    CASE WHEN typeof(data) = 'text' AND octet_length(data) <= {MAX_MESSAGE_BYTES} \
+                         THEN data END \
+             FROM message WHERE id = ?1 AND session_id = ?2"
+        ),
         [message_id, session_id],
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )
     .optional()?;
-    Ok(found.flatten())
+    Ok(match found {
+        None | Some((None, _)) => None,
+        Some((Some(len), _))
+            if usize::try_from(len).map_or(true, |len| len > MAX_MESSAGE_BYTES) =>
+        {
+            Some(MessageData::OverBudget)
+        }
+        Some((_, text)) => text.map(MessageData::Text),
+    })
 }
 
 /// The newest `message.updated.1` snapshot of the message, `(event id, data)`.
@@ -313,9 +338,14 @@ fn newest_snapshot(
     let Some((id, _)) = known.newest_message_snapshot(conn, session_id, message_id)? else {
         return Ok(None);
     };
+    // A snapshot over the budget reads as none: its message is over the budget too.
     let data: Option<Option<String>> = crate::opencode::cached::query_row(
         conn,
-        "SELECT CASE typeof(data) WHEN 'text' THEN data END FROM event WHERE id = ?1",
+        &format!(
+            "SELECT CASE WHEN typeof(data) = 'text' AND octet_length(data) <= {MAX_MESSAGE_BYTES} \
+                         THEN data END \
+             FROM event WHERE id = ?1"
+        ),
         [&id],
         |row| row.get(0),
     )

@@ -26,6 +26,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::known::Known;
 use super::runs::{self, Abandoned, Runs};
 use crate::opencode::ownership::{self, SessionTable};
+use crate::opencode::row_budget;
 use crate::opencode::schema::{EventLog, Schema};
 use crate::opencode::write::{self, Prepared};
 
@@ -250,7 +251,10 @@ fn full_check(
     // state cannot be told, so it is refused as storage this engine does not understand.
     let damaged: i64 = crate::opencode::cached::query_row(
         conn,
-        "SELECT count(*) FROM message WHERE session_id = ?1 AND NOT json_valid(data)",
+        &format!(
+            "SELECT count(*) FROM message WHERE session_id = ?1 AND NOT json_valid({})",
+            row_budget::data("", "message")
+        ),
         [input.session_id],
         |row| row.get(0),
     )?;

@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::Connection;
 
 use super::events::PART_UPDATED;
+use crate::opencode::row_budget;
 
 /// The foreign snapshots a store has found so far, by part id.
 #[derive(Debug, Default)]
@@ -66,15 +67,16 @@ impl ForeignSnapshots {
                 0
             }
         };
-        let mut stmt = conn.prepare_cached(
+        let data = row_budget::data("", "event");
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT id, \
-                    CASE WHEN json_valid(data) THEN json_extract(data, '$.part.id') END, \
-                    CASE WHEN json_valid(data) THEN json_extract(data, '$.part.sessionID') END, \
+                    CASE WHEN json_valid({data}) THEN json_extract({data}, '$.part.id') END, \
+                    CASE WHEN json_valid({data}) THEN json_extract({data}, '$.part.sessionID') END, \
                     aggregate_id \
              FROM event \
              WHERE rowid > ?1 AND type = ?2 \
-               AND session_prune_count(data, '\"sessionID\":\"' || aggregate_id || '\"') < 2",
-        )?;
+               AND session_prune_count({data}, '\"sessionID\":\"' || aggregate_id || '\"') < 2"
+        ))?;
         let mut rows = stmt.query(rusqlite::params![from, PART_UPDATED])?;
         while let Some(row) = rows.next()? {
             let id: Option<String> = text(row.get_ref(0)?);

@@ -25,6 +25,7 @@ use super::events::{MESSAGE_UPDATED, PART_UPDATED};
 use super::foreign::ForeignSnapshots;
 use super::runs::Abandoned;
 use super::snapshot;
+use crate::opencode::row_budget;
 
 /// What the store's connection knows of the V1 tables (see the module docs).
 #[derive(Debug, Default)]
@@ -315,9 +316,12 @@ struct MessageSnapshotIndex {
 impl MessageSnapshotIndex {
     /// Reads every `message.updated.1` event of the session once.
     fn read(conn: &Connection, session_id: &str) -> rusqlite::Result<Self> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, CASE typeof(seq) WHEN 'integer' THEN seq END,                     CASE WHEN json_valid(data) THEN json_extract(data, '$.info.id') END              FROM event WHERE aggregate_id = ?1 AND type = ?2",
-        )?;
+        let data = row_budget::data("", "event");
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT id, CASE typeof(seq) WHEN 'integer' THEN seq END, \
+                    CASE WHEN json_valid({data}) THEN json_extract({data}, '$.info.id') END \
+             FROM event WHERE aggregate_id = ?1 AND type = ?2"
+        ))?;
         let mut rows = stmt.query(params![session_id, MESSAGE_UPDATED])?;
         // Message id -> its newest snapshot so far, `None` once it cannot be told.
         let mut newest: HashMap<String, Option<(Option<String>, i64)>> = HashMap::new();
@@ -361,10 +365,11 @@ impl MessageSnapshotIndex {
 impl SnapshotIndex {
     /// Reads every `message.part.updated.1` event of the session once.
     fn read(conn: &Connection, session_id: &str) -> rusqlite::Result<Self> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, data, octet_length(data), CASE typeof(seq) WHEN 'integer' THEN seq END \
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT id, {}, octet_length(data), CASE typeof(seq) WHEN 'integer' THEN seq END \
              FROM event WHERE aggregate_id = ?1 AND type = ?2",
-        )?;
+            row_budget::data("", "event")
+        ))?;
         let mut rows = stmt.query(params![session_id, PART_UPDATED])?;
         let mut by_part: HashMap<String, Vec<Indexed>> = HashMap::new();
         while let Some(row) = rows.next()? {

@@ -71,6 +71,14 @@ pub fn classify(part: &Value) -> PartClass {
     }
 }
 
+/// The refusal of a message over the contract's 16 MiB budget.
+fn over_budget(message_id: &str) -> Refusal {
+    Refusal::new(
+        BlockedReason::NotDeletable,
+        format!("message {message_id} holds more than the 16 MiB budget"),
+    )
+}
+
 /// Reads message `message_id` of session `session_id` with its parts.
 ///
 /// Refusals: the message is not in that session (`not_deletable`); the message and its parts
@@ -81,6 +89,21 @@ pub fn read_message(
     message_id: &str,
     texts: Texts,
 ) -> rusqlite::Result<Result<V1Message, Refusal>> {
+    // Sizes first, from the record headers: a message over the budget is refused before any of
+    // its rows is loaded (docs/ARCHITECTURE.md, "Rows over the budget").
+    let stored: Option<i64> = crate::opencode::cached::query_row(
+        conn,
+        "SELECT octet_length(m.data) \
+                + (SELECT coalesce(sum(octet_length(p.data)), 0) FROM part p WHERE p.message_id = m.id) \
+         FROM message m WHERE m.id = ?1 AND m.session_id = ?2",
+        [message_id, session_id],
+        |row| row.get(0),
+    )
+    .optional()?
+    .flatten();
+    if stored.is_some_and(|bytes| usize::try_from(bytes).map_or(true, |b| b > MAX_MESSAGE_BYTES)) {
+        return Ok(Err(over_budget(message_id)));
+    }
     let row: Option<Option<String>> = crate::opencode::cached::query_row(
         conn,
         "SELECT data FROM message WHERE id = ?1 AND session_id = ?2",
@@ -115,10 +138,7 @@ pub fn read_message(
         };
         total = total.saturating_add(data.len());
         if total > MAX_MESSAGE_BYTES {
-            return Ok(Err(Refusal::new(
-                BlockedReason::NotDeletable,
-                format!("message {message_id} holds more than the 16 MiB budget"),
-            )));
+            return Ok(Err(over_budget(message_id)));
         }
         let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(data) else {
             return Ok(Err(not_json("part", &id)));

@@ -18,6 +18,7 @@ use rusqlite::Connection;
 
 use super::events::PART_REMOVED;
 use super::fence::FenceClock;
+use crate::opencode::row_budget;
 use crate::opencode::schema::{EventLog, Schema};
 
 /// A run OpenCode left incomplete that the fence admits a prune beside.
@@ -147,19 +148,20 @@ fn last_write(
         }
     }
     if let EventLog::Present { .. } = schema.event_log() {
+        let event = row_budget::data("", "event");
         for key in ["$.time", "$.timestamp"] {
             // CASE, not AND or OR: SQLite may evaluate both sides of those, and the JSON
             // functions fail on text that is not JSON.
             let found = crate::opencode::cached::query_row(
                 conn,
                 &format!(
-                    "SELECT max(CASE WHEN json_valid(data) THEN \
-                                  CASE WHEN json_type(data, '{key}') IN ('integer', 'real') \
-                                    THEN json_extract(data, '{key}') END END), \
-                            count(*) FILTER (WHERE CASE WHEN json_valid(data) \
-                                THEN json_type(data, '{key}') NOT IN ('integer', 'real') \
-                                  OR (json_type(data, '{key}') IN ('integer', 'real') \
-                                      AND json_extract(data, '{key}') < {MIN_MS}) \
+                    "SELECT max(CASE WHEN json_valid({event}) THEN \
+                                  CASE WHEN json_type({event}, '{key}') IN ('integer', 'real') \
+                                    THEN json_extract({event}, '{key}') END END), \
+                            count(*) FILTER (WHERE CASE WHEN json_valid({event}) \
+                                THEN json_type({event}, '{key}') NOT IN ('integer', 'real') \
+                                  OR (json_type({event}, '{key}') IN ('integer', 'real') \
+                                      AND json_extract({event}, '{key}') < {MIN_MS}) \
                                 ELSE 1 END) \
                      FROM event WHERE aggregate_id = ?1 AND type <> ?2"
                 ),
@@ -221,13 +223,14 @@ fn busy(detail: impl Into<String>) -> Refusal {
 /// parts, each newest first (by `time_created`, then id).
 fn unfinished(conn: &Connection, session_id: &str) -> rusqlite::Result<(Vec<String>, Vec<String>)> {
     let incomplete: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
+        let message = row_budget::data("", "message");
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT id FROM message WHERE session_id = ?1 \
-               AND json_extract(data, '$.role') = 'assistant' \
-               AND NOT coalesce(json_type(data, '$.time.completed') IN ('integer', 'real') \
-                        AND json_extract(data, '$.time.completed') > 0, 0) \
-             ORDER BY time_created DESC, id DESC",
-        )?;
+               AND json_extract({message}, '$.role') = 'assistant' \
+               AND NOT coalesce(json_type({message}, '$.time.completed') IN ('integer', 'real') \
+                        AND json_extract({message}, '$.time.completed') > 0, 0) \
+             ORDER BY time_created DESC, id DESC"
+        ))?;
         let ids = stmt.query_map([session_id], |row| row.get(0))?;
         ids.collect::<rusqlite::Result<_>>()?
     };
@@ -235,16 +238,17 @@ fn unfinished(conn: &Connection, session_id: &str) -> rusqlite::Result<(Vec<Stri
     // those statuses (JSON writers spell ASCII letters out), so most parts are skipped without
     // parsing their JSON.
     let unfinished: Vec<String> = {
-        let mut stmt = conn.prepare_cached(
+        let part = row_budget::data("", "part");
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT message_id FROM part WHERE session_id = ?1 \
-               AND (session_prune_contains(data, 'running') \
-                    OR session_prune_contains(data, 'pending')) \
-               AND CASE WHEN json_valid(data) \
-                    THEN json_extract(data, '$.type') = 'tool' \
-                         AND json_extract(data, '$.state.status') IN ('pending', 'running') \
+               AND (session_prune_contains({part}, 'running') \
+                    OR session_prune_contains({part}, 'pending')) \
+               AND CASE WHEN json_valid({part}) \
+                    THEN json_extract({part}, '$.type') = 'tool' \
+                         AND json_extract({part}, '$.state.status') IN ('pending', 'running') \
                     ELSE 1 END \
-             ORDER BY time_created DESC, id DESC",
-        )?;
+             ORDER BY time_created DESC, id DESC"
+        ))?;
         let ids = stmt.query_map([session_id], |row| row.get(0))?;
         ids.collect::<rusqlite::Result<_>>()?
     };

@@ -1,0 +1,487 @@
+//! Rows over the row budget: how a read takes a `data` column larger than 16 MiB without
+//! loading it (docs/ARCHITECTURE.md, "Rows over the budget").
+//!
+//! OpenCode stores each row's JSON whole (`part.data`, `event.data`, `message.data`,
+//! `session_message.data`), and one tool part can hold hundreds of MB. SQLite's JSON functions
+//! load a value whole and keep a parse of it beside, and so does a Rust `get`, so a listing that
+//! parses every row would hold its largest row several times over. Every read that parses or
+//! searches `data` therefore goes through [`data`]: a row within [`ROW_BYTES`] as it is, a larger
+//! one as its *abridged* JSON, made by [`ABRIDGED`] from SQLite's incremental blob I/O 64 KiB at
+//! a time: the same members and items in the same order, where every string over
+//! [`LONG_STRING_BYTES`] keeps its first and last [`KEPT_BYTES`] around a marker that says how
+//! many bytes were cut.
+//!
+//! What stays exact: a row's size (`octet_length` reads the record header, never the value),
+//! every field a rule reads (types, ids, statuses, times: short strings and numbers), and
+//! whether the row is JSON (the stream is checked to its end). What is approximate: the bytes
+//! of one V2 `content` entry inside such a row, counted by [`UNCUT_BYTES`] as the abridged
+//! entry plus the bytes its markers say were cut (unescaped bytes, where the stored text may
+//! spell a character with an escape). Nothing is ever written from an abridged row: its
+//! message is over the contract's 16 MiB, so a prune refuses it before reading it.
+
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::blob::Blob;
+use rusqlite::functions::{Context, FunctionFlags};
+use rusqlite::{Connection, MAIN_DB};
+use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings, ValueType};
+use struson::writer::{JsonStreamWriter, JsonWriter};
+
+/// Largest `data` value, in bytes, a read loads whole: the contract's message budget
+/// ([`pruning_engine::contract::MAX_MESSAGE_BYTES`], 16 MiB), so any row a prune could take
+/// is read as stored.
+pub const ROW_BYTES: usize = pruning_engine::contract::MAX_MESSAGE_BYTES;
+
+/// A string longer than this, in bytes of UTF-8, is cut in an abridged row.
+pub const LONG_STRING_BYTES: usize = 4096;
+
+/// Bytes kept at each end of a cut string (fewer when a character would be split).
+pub const KEPT_BYTES: usize = 1024;
+
+/// Largest abridged row, in bytes: a row whose bulk is not in long strings (millions of short
+/// ones) has no small abridged form and reads as not JSON, which every rule refuses.
+pub const MAX_ABRIDGED_BYTES: usize = 4 * 1024 * 1024;
+
+/// Name of the SQL function `session_prune_abridged(table, rowid)`: the abridged JSON of
+/// `data` in that row of that table (`part`, `event`, `message` or `session_message`), or `''`
+/// (not JSON) when the stored text is not JSON or has no small abridged form. Errors when the
+/// table is another or the row does not exist.
+pub const ABRIDGED: &str = "session_prune_abridged";
+
+/// Name of the SQL function `session_prune_uncut_bytes(text)`: the bytes of `text` plus the
+/// bytes its cut markers say were cut: the size of a V2 `content` entry (or a diff body) of an
+/// abridged row as stored, to within escapes.
+pub const UNCUT_BYTES: &str = "session_prune_uncut_bytes";
+
+/// The tables whose `data` [`ABRIDGED`] reads: the OpenCode tables with a JSON `data` column.
+const TABLES: [&str; 4] = ["part", "event", "message", "session_message"];
+
+/// What stands where a string was cut: `…[N bytes cut]…`, N in decimal.
+const CUT_OPEN: &str = "\u{2026}[";
+const CUT_CLOSE: &str = " bytes cut]\u{2026}";
+
+/// SQL for the `data` of row alias `alias` of `table`, bounded: the text itself within
+/// [`ROW_BYTES`], the abridged JSON above. `table` must be the alias's table.
+pub fn data(alias: &str, table: &str) -> String {
+    let column = if alias.is_empty() {
+        "data".to_string()
+    } else {
+        format!("{alias}.data")
+    };
+    let rowid = if alias.is_empty() {
+        "rowid".to_string()
+    } else {
+        format!("{alias}.rowid")
+    };
+    format!(
+        "(CASE WHEN octet_length({column}) <= {ROW_BYTES} THEN {column} \
+              ELSE {ABRIDGED}('{table}', {rowid}) END)"
+    )
+}
+
+/// SQL for the bytes of `value`, JSON text taken from the bounded `data` of row alias `alias`
+/// (a V2 `content` entry, a quoted diff body): `octet_length` within the budget, [`UNCUT_BYTES`]
+/// above.
+pub fn uncut_bytes(alias: &str, value: &str) -> String {
+    format!(
+        "(CASE WHEN octet_length({alias}.data) <= {ROW_BYTES} THEN octet_length({value}) \
+              ELSE {UNCUT_BYTES}({value}) END)"
+    )
+}
+
+/// Registers [`ABRIDGED`] and [`UNCUT_BYTES`] on `conn`.
+pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    // Not deterministic: the same row reads differently once OpenCode rewrites it.
+    conn.create_scalar_function(ABRIDGED, 2, FunctionFlags::SQLITE_UTF8, abridged_sql)?;
+    conn.create_scalar_function(
+        UNCUT_BYTES,
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            Ok(match ctx.get_raw(0).as_str() {
+                Ok(text) => i64::try_from(text.len() + cut_bytes(text)).unwrap_or(i64::MAX),
+                Err(_) => 0,
+            })
+        },
+    )
+}
+
+/// The last row abridged by one run of one statement: a statement reads `data` several times
+/// per row, and a row is streamed once.
+type LastRow = Mutex<Option<(i64, u64, Arc<str>)>>;
+
+fn abridged_sql(ctx: &mut Context<'_>) -> rusqlite::Result<Arc<str>> {
+    let table = ctx.get::<String>(0)?;
+    let Some(table) = TABLES.into_iter().find(|t| *t == table) else {
+        return Err(rusqlite::Error::UserFunctionError(
+            format!("{ABRIDGED}: no JSON data column in table {table:?}").into(),
+        ));
+    };
+    let rowid = ctx.get::<i64>(1)?;
+    // SAFETY: SQLite calls this function on the thread that steps the statement, with the
+    // connection that prepared it; the reference is used for one blob read and dropped before
+    // the function returns, so no other reference to the connection is used meanwhile.
+    let conn = unsafe { ctx.get_connection()? };
+    let blob = conn.blob_open(MAIN_DB, table, "data", rowid, true)?;
+    let len = blob.len() as u64;
+    // The table name is a constant of the statement, so SQLite keeps data attached to it for
+    // the statement's run and drops it when the statement is reset.
+    let last: Arc<LastRow> = match ctx.get_aux::<LastRow>(0)? {
+        Some(last) => last,
+        None => ctx.set_aux(0, Mutex::new(None))?,
+    };
+    let mut last = last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((row, row_len, text)) = last.as_ref() {
+        if *row == rowid && *row_len == len {
+            return Ok(text.clone());
+        }
+    }
+    let mut source = BlobReader { blob, failed: None };
+    let abridged = abridge(&mut source);
+    let text: Arc<str> = match (abridged, source.failed) {
+        (_, Some(e)) => {
+            return Err(rusqlite::Error::UserFunctionError(
+                format!("{ABRIDGED}: reading row {rowid} of {table}: {e}").into(),
+            ))
+        }
+        (Some(text), None) => text.into(),
+        (None, None) => "".into(),
+    };
+    *last = Some((rowid, len, text.clone()));
+    Ok(text)
+}
+
+/// Reads a blob from its start, keeping the first error SQLite gave: a JSON reader reports
+/// a failure of its source as its own, and a row that cannot be read is not a row that is not
+/// JSON.
+struct BlobReader<'conn> {
+    blob: Blob<'conn>,
+    failed: Option<io::Error>,
+}
+
+impl Read for BlobReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.blob.read(buf).inspect_err(|e| {
+            if self.failed.is_none() {
+                self.failed = Some(io::Error::new(e.kind(), e.to_string()));
+            }
+        })
+    }
+}
+
+/// The value is not JSON, has no small abridged form, or its source failed (which the caller
+/// tells apart).
+#[derive(Debug)]
+struct NotJson;
+
+impl From<struson::reader::ReaderError> for NotJson {
+    fn from(_: struson::reader::ReaderError) -> Self {
+        NotJson
+    }
+}
+
+/// Whether a container is an object (members) or an array (items).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Object,
+    Array,
+}
+
+/// The abridged JSON of the one JSON value `source` holds (see the module's first lines).
+/// `None` when it is not one JSON value, has no small abridged form, or `source` failed.
+fn abridge(source: impl Read) -> Option<String> {
+    abridge_value(source).ok()
+}
+
+fn abridge_value(source: impl Read) -> Result<String, NotJson> {
+    let settings = ReaderSettings {
+        // SQLite's own limit (JSON_MAX_DEPTH): what json_valid takes, this takes.
+        max_nesting_depth: Some(1000),
+        restrict_number_values: false,
+        ..ReaderSettings::default()
+    };
+    let mut reader =
+        JsonStreamReader::new_custom(io::BufReader::with_capacity(64 * 1024, source), settings);
+    let mut out = Bounded(Vec::new());
+    let mut writer = JsonStreamWriter::new(&mut out);
+    let mut open: Vec<Open> = Vec::new();
+    loop {
+        if let Some(&container) = open.last() {
+            if !reader.has_next()? {
+                match container {
+                    Open::Object => {
+                        reader.end_object()?;
+                        writer.end_object().map_err(write_error)?;
+                    }
+                    Open::Array => {
+                        reader.end_array()?;
+                        writer.end_array().map_err(write_error)?;
+                    }
+                }
+                open.pop();
+                if open.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            if container == Open::Object {
+                writer.name(reader.next_name()?).map_err(write_error)?;
+            }
+        }
+        match reader.peek()? {
+            ValueType::Object => {
+                reader.begin_object()?;
+                writer.begin_object().map_err(write_error)?;
+                open.push(Open::Object);
+                continue;
+            }
+            ValueType::Array => {
+                reader.begin_array()?;
+                writer.begin_array().map_err(write_error)?;
+                open.push(Open::Array);
+                continue;
+            }
+            ValueType::String => {
+                let text = cut_string(reader.next_string_reader()?)?;
+                writer.string_value(&text).map_err(write_error)?;
+            }
+            ValueType::Number => {
+                writer
+                    .number_value_from_string(reader.next_number_as_str()?)
+                    .map_err(|_| NotJson)?;
+            }
+            ValueType::Boolean => writer
+                .bool_value(reader.next_bool()?)
+                .map_err(write_error)?,
+            ValueType::Null => {
+                reader.next_null()?;
+                writer.null_value().map_err(write_error)?;
+            }
+        }
+        if open.is_empty() {
+            break;
+        }
+    }
+    reader.consume_trailing_whitespace()?;
+    writer.finish_document().map_err(write_error)?;
+    String::from_utf8(out.0).map_err(|_| NotJson)
+}
+
+/// A writer's error: only [`Bounded`] refusing more bytes, so the row has no small form.
+fn write_error(_: io::Error) -> NotJson {
+    NotJson
+}
+
+/// A buffer that refuses to grow past [`MAX_ABRIDGED_BYTES`].
+struct Bounded(Vec<u8>);
+
+impl io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.0.len() + buf.len() > MAX_ABRIDGED_BYTES {
+            return Err(io::Error::other("abridged row over its bound"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A string value read to its end: whole when at most [`LONG_STRING_BYTES`], else its first
+/// and last [`KEPT_BYTES`] around the cut marker.
+fn cut_string(mut value: impl Read) -> Result<String, NotJson> {
+    let mut head = Vec::with_capacity(LONG_STRING_BYTES + 1);
+    (&mut value)
+        .take(LONG_STRING_BYTES as u64 + 1)
+        .read_to_end(&mut head)
+        .map_err(string_error)?;
+    if head.len() <= LONG_STRING_BYTES {
+        return String::from_utf8(head).map_err(|_| NotJson);
+    }
+    // The last KEPT_BYTES seen, refilled from each chunk read after the head.
+    let mut tail: Vec<u8> = head[head.len() - KEPT_BYTES..].to_vec();
+    let mut total = head.len();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = value.read(&mut chunk).map_err(string_error)?;
+        if n == 0 {
+            break;
+        }
+        total += n;
+        if n >= KEPT_BYTES {
+            tail.clear();
+            tail.extend_from_slice(&chunk[n - KEPT_BYTES..n]);
+        } else {
+            tail.drain(..n);
+            tail.extend_from_slice(&chunk[..n]);
+        }
+    }
+    head.truncate(KEPT_BYTES);
+    let head = utf8_prefix(&head);
+    let tail = utf8_suffix(&tail);
+    let cut = total - head.len() - tail.len();
+    Ok(format!("{head}{CUT_OPEN}{cut}{CUT_CLOSE}{tail}"))
+}
+
+/// A string reader's error: bad text (escapes, UTF-8), or a failed source the caller sees.
+fn string_error(_: io::Error) -> NotJson {
+    NotJson
+}
+
+/// The longest prefix of `bytes` (valid UTF-8 cut anywhere) that is whole characters.
+fn utf8_prefix(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// The longest suffix of `bytes` (valid UTF-8 cut anywhere) that is whole characters.
+fn utf8_suffix(bytes: &[u8]) -> &str {
+    let start = bytes
+        .iter()
+        .position(|b| b & 0b1100_0000 != 0b1000_0000)
+        .unwrap_or(bytes.len());
+    std::str::from_utf8(&bytes[start..]).unwrap_or_default()
+}
+
+/// The bytes the cut markers in `text` say were cut.
+fn cut_bytes(text: &str) -> usize {
+    let mut sum = 0usize;
+    let mut rest = text;
+    while let Some(at) = rest.find(CUT_OPEN) {
+        rest = &rest[at + CUT_OPEN.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if rest[digits..].starts_with(CUT_CLOSE) {
+            sum = sum.saturating_add(rest[..digits].parse::<usize>().unwrap_or(0));
+        }
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn abridged(text: &str) -> Option<String> {
+        abridge(text.as_bytes())
+    }
+
+    #[test]
+    fn short_values_read_as_stored_minified() {
+        assert_eq!(
+            abridged(r#" {"type": "tool", "n": [1, 2.5e3, true, null], "s": "a\"é"} "#).as_deref(),
+            Some(r#"{"type":"tool","n":[1,2.5e3,true,null],"s":"a\"é"}"#)
+        );
+        assert_eq!(abridged("12").as_deref(), Some("12"));
+    }
+
+    #[test]
+    fn a_long_string_keeps_both_ends_and_says_what_was_cut() {
+        let long = format!(
+            "{}{}{}",
+            "a".repeat(2000),
+            "b".repeat(100_000),
+            "c".repeat(2000)
+        );
+        let json =
+            format!(r#"{{"type":"tool","state":{{"output":"{long}","status":"completed"}}}}"#);
+        let text = abridged(&json).unwrap();
+        let expected = format!(
+            "{{\"type\":\"tool\",\"state\":{{\"output\":\"{}{CUT_OPEN}{}{CUT_CLOSE}{}\",\"status\":\"completed\"}}}}",
+            "a".repeat(KEPT_BYTES),
+            long.len() - 2 * KEPT_BYTES,
+            "c".repeat(KEPT_BYTES)
+        );
+        assert_eq!(text, expected);
+        assert_eq!(cut_bytes(&text), long.len() - 2 * KEPT_BYTES);
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_character() {
+        // 3-byte characters: 1024 is not a multiple of 3.
+        let long = "✓".repeat(3000);
+        let text = abridged(&format!("\"{long}\"")).unwrap();
+        let kept = 1023 / 3 * 3;
+        let expected = format!(
+            "\"{}{CUT_OPEN}{}{CUT_CLOSE}{}\"",
+            "✓".repeat(kept / 3),
+            long.len() - 2 * kept,
+            "✓".repeat(kept / 3)
+        );
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn text_that_is_not_one_json_value_has_no_abridged_form() {
+        for bad in [
+            "",
+            "{",
+            "{\"a\":1} x",
+            "[1,]",
+            "\"\u{1}\"",
+            "{\"a\" 1}",
+            "nul",
+        ] {
+            assert_eq!(abridge(bad.as_bytes()), None, "{bad:?}");
+        }
+        let broken_in_a_long_string = format!("\"{}\\q\"", "a".repeat(10_000));
+        assert_eq!(abridge(broken_in_a_long_string.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_row_of_many_short_strings_has_no_small_form() {
+        let many = format!("[{}\"x\"]", "\"x\",".repeat(MAX_ABRIDGED_BYTES / 4 + 1));
+        assert_eq!(abridge(many.as_bytes()), None);
+    }
+
+    #[test]
+    fn the_sql_function_reads_a_row_over_the_budget_in_pieces() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("t.db")).unwrap();
+        register(&conn).unwrap();
+        conn.execute_batch("CREATE TABLE part (id TEXT PRIMARY KEY, data TEXT NOT NULL)")
+            .unwrap();
+        let output = "x".repeat(ROW_BYTES + 10);
+        let row =
+            format!(r#"{{"type":"tool","state":{{"status":"completed","output":"{output}"}}}}"#);
+        conn.execute(
+            "INSERT INTO part VALUES ('p1', ?1), ('p2', 'not json')",
+            [&row],
+        )
+        .unwrap();
+        let bounded = data("p", "part");
+        let (kind, valid_bad, len): (String, i64, i64) = conn
+            .query_row(
+                &format!(
+                    "SELECT json_extract({bounded}, '$.type'),
+                        (SELECT json_valid({}) FROM part WHERE id = 'p2'),
+                        octet_length(p.data)
+                     FROM part p WHERE id = 'p1'",
+                    data("", "part")
+                ),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((kind.as_str(), valid_bad), ("tool", 0));
+        assert_eq!(len as usize, row.len());
+        let text: String = conn
+            .query_row(
+                &format!("SELECT {ABRIDGED}('part', rowid) FROM part WHERE id = 'p1'"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(cut_bytes(&text), output.len() - 2 * KEPT_BYTES);
+        let err = conn
+            .query_row(&format!("SELECT {ABRIDGED}('session', 1)"), [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("no JSON data column"), "{err}");
+    }
+}

@@ -1,0 +1,77 @@
+//! Running the binary and measuring its peak resident memory.
+//!
+//! A child's `ru_maxrss` counts the address space it started from: a process spawned by this
+//! test binary (hundreds of MB while its tests run) reports at least this binary's own peak. So
+//! the command is started by a small Python process that forks it from its own few MB and
+//! reports `os.wait4`'s `ru_maxrss`. Without `python3` a measurement is skipped (saying so),
+//! except under CI, where it fails.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// What a run printed, its exit code and its peak resident memory in bytes.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub peak: u64,
+}
+
+/// Forks argv[2:] and writes "EXIT_CODE MAXRSS_KIB" to the file argv[1].
+const SPAWNER: &str = "\
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], 'w') as out:
+    out.write('%d %d' % (os.waitstatus_to_exitcode(status), usage.ru_maxrss))
+";
+
+/// Runs the binary with `--db db` and `args`, and measures it; `None` (after saying why) when
+/// `python3` is not installed outside CI.
+pub fn measured(db: &Path, args: &[&str]) -> Option<Run> {
+    let found = Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 is needed to measure a command's peak memory (install it: apt-get install python3)"
+        );
+        eprintln!("SKIPPED: python3 is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err, report) = (
+        dir.path().join("out"),
+        dir.path().join("err"),
+        dir.path().join("report"),
+    );
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(SPAWNER)
+        .arg(&report)
+        .arg(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(File::create(&out).unwrap())
+        .stderr(File::create(&err).unwrap())
+        .status()
+        .unwrap();
+    let stderr = std::fs::read_to_string(err).unwrap();
+    assert!(status.success(), "the spawner failed: {stderr}");
+    let report = std::fs::read_to_string(report).unwrap();
+    let (code, kib) = report.split_once(' ').expect("two numbers");
+    Some(Run {
+        code: code.parse().unwrap(),
+        stdout: std::fs::read_to_string(out).unwrap(),
+        stderr,
+        peak: kib.parse::<u64>().unwrap() * 1024,
+    })
+}
