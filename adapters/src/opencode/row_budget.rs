@@ -483,5 +483,17 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("no JSON data column"), "{err}");
+        // A statement that deletes the row it reads: the read ends before the row goes.
+        let deleted = conn
+            .execute(
+                &format!(
+                    "DELETE FROM part WHERE CASE WHEN json_valid({d}) \
+                       THEN json_extract({d}, '$.state.status') = 'completed' END",
+                    d = data("", "part")
+                ),
+                [],
+            )
+            .unwrap();
+        assert_eq!(deleted, 1);
     }
 }
