@@ -68,6 +68,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
 /// Prints one page, or every page with `all`.
 fn execute(config: &Config, request: &HistoryRequest, all: bool) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
+    super::refuse_rowless(&store, &config.db)?;
     let mut request = request.clone();
     if request.purpose == Purpose::Search && request.query.is_empty() && !config.json {
         say!("no --query given: nothing to find, so only counts are shown (--purpose stats says the same; --purpose prune lists prunable messages)")?;

@@ -18,12 +18,23 @@ pub fn require_opencode(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::
             db.display()
         );
     }
+    refuse_rowless(store, db)?;
     if schema.has_v1() {
         if let Some(why) = schema.v1_unsupported() {
             anyhow::bail!("{}: {why}", db.display());
         }
     }
     if let Some(why) = store.v2_unreadable()? {
+        anyhow::bail!("{}: {why}", db.display());
+    }
+    Ok(())
+}
+
+/// Refuses a layout whose tables with a JSON `data` column cannot be read by row number
+/// (declared `WITHOUT ROWID`), in words, for the commands that read messages without the other
+/// checks of [`require_opencode`].
+pub fn refuse_rowless(store: &OpenCodeStore, db: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(why) = store.schema()?.rowless() {
         anyhow::bail!("{}: {why}", db.display());
     }
     Ok(())

@@ -29,6 +29,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
 /// Previews one message.
 pub fn execute(config: &Config, request: &PreviewRequest) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
+    super::refuse_rowless(&store, &config.db)?;
     let outcome = pruning_engine::preview(&store, request)?;
     let result = outcome.result;
     let ended = match result {

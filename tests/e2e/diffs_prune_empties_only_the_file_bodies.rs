@@ -14,21 +14,6 @@ use pruning_engine::{
 };
 use serde_json::Value;
 
-/// The oldest user message whose diffs hold a file body: `(session, message)`.
-fn user_message_with_diffs(fx: &Fixture) -> (String, String) {
-    fx.sql()
-        .query_row(
-            "SELECT session_id, id FROM message \
-             WHERE json_extract(data, '$.role') = 'user' AND EXISTS ( \
-               SELECT 1 FROM json_each(data, '$.summary.diffs') d \
-               WHERE json_extract(d.value, '$.patch') <> '') \
-             ORDER BY time_created, id LIMIT 1",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .expect("a user message with diffs")
-}
-
 /// `data` of the message row.
 fn message_data(fx: &Fixture, message: &str) -> String {
     fx.sql()

@@ -57,9 +57,17 @@ pub const UNCUT_BYTES: &str = "session_prune_uncut_bytes";
 /// The tables whose `data` [`ABRIDGED`] reads: the OpenCode tables with a JSON `data` column.
 const TABLES: [&str; 4] = ["part", "event", "message", "session_message"];
 
-/// What stands where a string was cut: `…[N bytes cut]…`, N in decimal.
+/// What stands where a string was cut: `…[N bytes cut K]…`, N in decimal, K this process's
+/// [`cut_key`], so that text in a row that spells a marker is not taken for one.
 const CUT_OPEN: &str = "\u{2026}[";
-const CUT_CLOSE: &str = " bytes cut]\u{2026}";
+const CUT_MIDDLE: &str = " bytes cut ";
+const CUT_CLOSE: &str = "]\u{2026}";
+
+/// 16 random hex digits, drawn once per process.
+fn cut_key() -> &'static str {
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..16].to_string())
+}
 
 /// SQL for the `data` of row alias `alias` of `table`, bounded: the text itself within
 /// [`ROW_BYTES`], the abridged JSON above. `table` must be the alias's table.
@@ -88,6 +96,44 @@ pub fn uncut_bytes(alias: &str, value: &str) -> String {
         "(CASE WHEN octet_length({alias}.data) <= {ROW_BYTES} THEN octet_length({value}) \
               ELSE {UNCUT_BYTES}({value}) END)"
     )
+}
+
+/// Bytes of a row read at a time by [`windows`].
+const PIECE_BYTES: usize = 64 * 1024;
+
+/// Reads `data` of row `rowid` of `table` through incremental blob I/O, [`PIECE_BYTES`] at a
+/// time, and gives `f` each piece after the last `overlap` bytes of the piece before, and
+/// whether it is the last: a search for a needle of at most `overlap + 1` bytes finds every
+/// occurrence in some window (an occurrence inside an overlap is given twice), and one that
+/// runs to the end of a window that is not the last is found whole in the next. At most
+/// `PIECE_BYTES + overlap` bytes of the row are in memory at once.
+///
+/// Errors: SQLite's (no such row, a table without row numbers, a read that failed).
+pub fn windows(
+    conn: &Connection,
+    table: &str,
+    rowid: i64,
+    overlap: usize,
+    mut f: impl FnMut(&[u8], bool),
+) -> rusqlite::Result<()> {
+    let mut blob = conn.blob_open(MAIN_DB, table, "data", rowid, true)?;
+    let total = blob.len();
+    let mut done = 0usize;
+    let mut window: Vec<u8> = Vec::with_capacity(PIECE_BYTES + overlap);
+    let mut piece = vec![0u8; PIECE_BYTES];
+    loop {
+        let n = blob
+            .read(&mut piece)
+            .map_err(|e| rusqlite::Error::UserFunctionError(e.into()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        let kept = window.len().min(overlap);
+        window.drain(..window.len() - kept);
+        window.extend_from_slice(&piece[..n]);
+        done += n;
+        f(&window, done >= total);
+    }
 }
 
 /// Registers [`ABRIDGED`] and [`UNCUT_BYTES`] on `conn`.
@@ -170,6 +216,79 @@ impl Read for BlobReader<'_> {
     }
 }
 
+/// Reads JSON text with every escaped UTF-16 surrogate (`\uD800` to `\uDFFF`) read as
+/// `\uFFFD`: JavaScript's `JSON.stringify` escapes a lone surrogate (a string cut inside an
+/// emoji, say), which SQLite takes as JSON and the streaming reader would not. The escape keeps
+/// its length, so every size stays the same.
+struct Surrogates<R> {
+    inner: R,
+    /// Read from `inner`, not yet given out: `[..ready]` is checked, the rest waits for the
+    /// bytes after it.
+    held: Vec<u8>,
+    ready: usize,
+    /// The checked bytes end inside an escape (after an unescaped backslash).
+    escaped: bool,
+    eof: bool,
+}
+
+impl<R: Read> Surrogates<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            held: Vec::new(),
+            ready: 0,
+            escaped: false,
+            eof: false,
+        }
+    }
+
+    /// Checks the held bytes up to where an escape could still be incomplete.
+    fn check(&mut self) {
+        // `\uXXXX` is six bytes: a `u` is rewritten once its four digits are here.
+        let safe = if self.eof {
+            self.held.len()
+        } else {
+            self.held.len().saturating_sub(5)
+        };
+        let mut i = self.ready;
+        while i < safe {
+            if self.escaped {
+                self.escaped = false;
+                if self.held[i] == b'u' && i + 4 < self.held.len() {
+                    let digits = &self.held[i + 1..i + 5];
+                    let surrogate = matches!(digits[0], b'd' | b'D')
+                        && matches!(digits[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+                        && digits[2..].iter().all(u8::is_ascii_hexdigit);
+                    if surrogate {
+                        self.held[i + 1..i + 5].copy_from_slice(b"FFFD");
+                    }
+                }
+            } else if self.held[i] == b'\\' {
+                self.escaped = true;
+            }
+            i += 1;
+        }
+        self.ready = safe.max(self.ready);
+    }
+}
+
+impl<R: Read> Read for Surrogates<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.ready == 0 && !(self.eof && self.held.is_empty()) {
+            let mut piece = [0u8; 8192];
+            let n = self.inner.read(&mut piece)?;
+            self.eof = n == 0;
+            self.held.extend_from_slice(&piece[..n]);
+            self.check();
+        }
+        let n = out.len().min(self.ready);
+        out[..n].copy_from_slice(&self.held[..n]);
+        self.held.drain(..n);
+        self.ready -= n;
+        Ok(n)
+    }
+}
+
 /// The value is not JSON, has no small abridged form, or its source failed (which the caller
 /// tells apart).
 #[derive(Debug)]
@@ -201,8 +320,8 @@ fn abridge_value(source: impl Read) -> Result<String, NotJson> {
         restrict_number_values: false,
         ..ReaderSettings::default()
     };
-    let mut reader =
-        JsonStreamReader::new_custom(io::BufReader::with_capacity(64 * 1024, source), settings);
+    let source = Surrogates::new(io::BufReader::with_capacity(PIECE_BYTES, source));
+    let mut reader = JsonStreamReader::new_custom(source, settings);
     let mut out = Bounded(Vec::new());
     let mut writer = JsonStreamWriter::new(&mut out);
     let mut open: Vec<Open> = Vec::new();
@@ -303,14 +422,14 @@ fn cut_string(mut value: impl Read) -> Result<String, NotJson> {
     }
     // The last KEPT_BYTES seen, refilled from each chunk read after the head.
     let mut tail: Vec<u8> = head[head.len() - KEPT_BYTES..].to_vec();
-    let mut total = head.len();
+    let mut escaped = escaped_len(&head);
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let n = value.read(&mut chunk).map_err(string_error)?;
         if n == 0 {
             break;
         }
-        total += n;
+        escaped += escaped_len(&chunk[..n]);
         if n >= KEPT_BYTES {
             tail.clear();
             tail.extend_from_slice(&chunk[n - KEPT_BYTES..n]);
@@ -322,8 +441,24 @@ fn cut_string(mut value: impl Read) -> Result<String, NotJson> {
     head.truncate(KEPT_BYTES);
     let head = utf8_prefix(&head);
     let tail = utf8_suffix(&tail);
-    let cut = total - head.len() - tail.len();
-    Ok(format!("{head}{CUT_OPEN}{cut}{CUT_CLOSE}{tail}"))
+    let cut = escaped - escaped_len(head.as_bytes()) - escaped_len(tail.as_bytes());
+    let key = cut_key();
+    Ok(format!(
+        "{head}{CUT_OPEN}{cut}{CUT_MIDDLE}{key}{CUT_CLOSE}{tail}"
+    ))
+}
+
+/// Bytes of `text` (UTF-8 of a string's content) as `JSON.stringify` writes them, which is how
+/// OpenCode stores them: a quote, a backslash and `\b\f\n\r\t` take two, the other control
+/// characters six (`\u0000`), every other byte one.
+fn escaped_len(text: &[u8]) -> usize {
+    text.iter()
+        .map(|&b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 2,
+            0x00..=0x1f => 6,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// A string reader's error: bad text (escapes, UTF-8), or a failed source the caller sees.
@@ -348,14 +483,15 @@ fn utf8_suffix(bytes: &[u8]) -> &str {
     std::str::from_utf8(&bytes[start..]).unwrap_or_default()
 }
 
-/// The bytes the cut markers in `text` say were cut.
+/// The bytes the cut markers of this process in `text` say were cut.
 fn cut_bytes(text: &str) -> usize {
+    let close = format!("{CUT_MIDDLE}{}{CUT_CLOSE}", cut_key());
     let mut sum = 0usize;
     let mut rest = text;
     while let Some(at) = rest.find(CUT_OPEN) {
         rest = &rest[at + CUT_OPEN.len()..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if rest[digits..].starts_with(CUT_CLOSE) {
+        if rest[digits..].starts_with(&close) {
             sum = sum.saturating_add(rest[..digits].parse::<usize>().unwrap_or(0));
         }
     }
@@ -368,6 +504,34 @@ mod tests {
 
     fn abridged(text: &str) -> Option<String> {
         abridge(text.as_bytes())
+    }
+
+    fn marker(cut: usize) -> String {
+        format!("{CUT_OPEN}{cut}{CUT_MIDDLE}{}{CUT_CLOSE}", cut_key())
+    }
+
+    #[test]
+    fn cut_bytes_are_counted_as_opencode_escapes_them_and_a_spelled_marker_counts_none() {
+        // Stored as 10,000 bytes: `a\"b` 2,500 times, a quote escaped in each.
+        let stored = "a\\\"b".repeat(2500);
+        let text = abridged(&format!("\"{stored}\"")).unwrap();
+        let content = "a\"b".repeat(2500);
+        assert_eq!(escaped_len(content.as_bytes()), stored.len());
+        let kept = escaped_len(&content.as_bytes()[..KEPT_BYTES])
+            + escaped_len(&content.as_bytes()[content.len() - KEPT_BYTES..]);
+        assert_eq!(cut_bytes(&text), stored.len() - kept);
+        let spelled = format!("{CUT_OPEN}999{CUT_MIDDLE}0123456789abcdef{CUT_CLOSE}");
+        assert_eq!(cut_bytes(&spelled), 0);
+    }
+
+    #[test]
+    fn a_lone_surrogate_escape_is_json_as_sqlite_takes_it() {
+        let long = format!("\"{}\\ud83d end\"", "x".repeat(10_000));
+        let text = abridged(&format!("{{\"type\":\"tool\",\"output\":{long}}}")).unwrap();
+        assert!(text.starts_with("{\"type\":\"tool\""), "{text}");
+        assert!(text.ends_with("\u{fffd} end\"}"), "{text}");
+        // An escaped backslash before `ud83d` is text, not an escape.
+        assert_eq!(abridged(r#""\\ud83d""#).as_deref(), Some(r#""\\ud83d""#));
     }
 
     #[test]
@@ -391,9 +555,9 @@ mod tests {
             format!(r#"{{"type":"tool","state":{{"output":"{long}","status":"completed"}}}}"#);
         let text = abridged(&json).unwrap();
         let expected = format!(
-            "{{\"type\":\"tool\",\"state\":{{\"output\":\"{}{CUT_OPEN}{}{CUT_CLOSE}{}\",\"status\":\"completed\"}}}}",
+            "{{\"type\":\"tool\",\"state\":{{\"output\":\"{}{}{}\",\"status\":\"completed\"}}}}",
             "a".repeat(KEPT_BYTES),
-            long.len() - 2 * KEPT_BYTES,
+            marker(long.len() - 2 * KEPT_BYTES),
             "c".repeat(KEPT_BYTES)
         );
         assert_eq!(text, expected);
@@ -407,9 +571,9 @@ mod tests {
         let text = abridged(&format!("\"{long}\"")).unwrap();
         let kept = 1023 / 3 * 3;
         let expected = format!(
-            "\"{}{CUT_OPEN}{}{CUT_CLOSE}{}\"",
+            "\"{}{}{}\"",
             "✓".repeat(kept / 3),
-            long.len() - 2 * kept,
+            marker(long.len() - 2 * kept),
             "✓".repeat(kept / 3)
         );
         assert_eq!(text, expected);

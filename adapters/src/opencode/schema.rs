@@ -90,7 +90,13 @@ pub struct Schema {
     /// Why a prune's own writes (event rows, the sequence row, the receipt tables) could not
     /// be made here, found from the schema alone; `None` when they can.
     write_blocker: Option<String>,
+    /// The first of OpenCode's tables with a JSON `data` column declared `WITHOUT ROWID`.
+    rowless: Option<&'static str>,
 }
+
+/// OpenCode's tables with a JSON `data` column: a read of a row over the 16 MiB budget reaches
+/// it by row number (`row_budget`).
+const DATA_TABLES: [&str; 4] = ["part", "event", "message", "session_message"];
 
 impl Schema {
     /// Reads the profile of the `main` database.
@@ -99,10 +105,19 @@ impl Schema {
     pub fn read(conn: &Connection) -> rusqlite::Result<Self> {
         let version = schema_version(conn)?;
         let mut stmt =
-            conn.prepare_cached("SELECT name FROM main.sqlite_schema WHERE type = 'table'")?;
-        let tables: HashSet<String> = stmt
-            .query_map([], |row| row.get::<_, String>(0))?
+            conn.prepare_cached("SELECT name, sql FROM main.sqlite_schema WHERE type = 'table'")?;
+        let declared: Vec<(String, Option<String>)> = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<Result<_, _>>()?;
+        let rowless = DATA_TABLES.into_iter().find(|table| {
+            declared.iter().any(|(name, sql)| {
+                name == table
+                    && sql
+                        .as_deref()
+                        .is_some_and(|sql| sql.to_ascii_uppercase().contains("WITHOUT ROWID"))
+            })
+        });
+        let tables: HashSet<String> = declared.into_iter().map(|(name, _)| name).collect();
         let mut columns = HashMap::new();
         let mut info = conn.prepare_cached("SELECT name FROM pragma_table_info(?1)")?;
         for table in PROFILED {
@@ -113,13 +128,24 @@ impl Schema {
                 columns.insert(table, names);
             }
         }
-        let write_blocker = write_blocker(conn, &tables)?;
+        let write_blocker = match rowless {
+            Some(table) => Some(rowless_words(table)),
+            None => write_blocker(conn, &tables)?,
+        };
         Ok(Self {
             tables,
             columns,
             version,
             write_blocker,
+            rowless,
         })
+    }
+
+    /// Why this layout cannot be read, when one of OpenCode's tables with a JSON `data` column
+    /// is declared `WITHOUT ROWID` (OpenCode never declares one so): a row over the 16 MiB
+    /// budget is read in pieces by its row number, which such a table does not have.
+    pub fn rowless(&self) -> Option<String> {
+        self.rowless.map(rowless_words)
     }
 
     /// SQLite's schema cookie when the profile was read (`PRAGMA schema_version`): another
@@ -265,13 +291,20 @@ fn missing_columns(schema: &Schema, required: &[(&str, &[&str])]) -> Vec<String>
     missing
 }
 
+fn rowless_words(table: &str) -> String {
+    format!(
+        "the {table} table is declared WITHOUT ROWID, which OpenCode never does: a layout this version does not know (a row over the 16 MiB budget is read in pieces by its row number)"
+    )
+}
+
 /// What in the schema would make a prune's own writes fail, in words, so that the dry run, the
 /// preview's `liveMutation` and history say so before any prune is tried:
 /// - a text encoding other than UTF-8 (OpenCode writes UTF-8; sizes would be counted in other
 ///   units);
 /// - any trigger (a prune could fire writes nobody reviewed);
-/// - `event` declared `WITHOUT ROWID` (snapshots are followed by rowid), or with a column
-///   beyond OpenCode's that must be given a value (`NOT NULL` without a default);
+/// - `event` with a column beyond OpenCode's that must be given a value (`NOT NULL` without a
+///   default) (a table with a JSON `data` column declared `WITHOUT ROWID` is refused before
+///   these, by [`Schema::rowless`]);
 /// - `event_sequence` whose `aggregate_id` is not its primary key (the sequence row is
 ///   written with `ON CONFLICT (aggregate_id)`);
 /// - the receipt or meta table name taken by something that is not such a table.
@@ -290,17 +323,6 @@ fn write_blocker(conn: &Connection, tables: &HashSet<String>) -> rusqlite::Resul
         )));
     }
     if tables.contains("event") {
-        let sql: Option<String> = crate::opencode::cached::query_row(
-            conn,
-            "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = 'event'",
-            [],
-            |row| row.get(0),
-        )?;
-        if sql.is_some_and(|sql| sql.to_ascii_uppercase().contains("WITHOUT ROWID")) {
-            return Ok(Some(
-                "the event table is declared WITHOUT ROWID, which OpenCode never does: a layout this version does not know".into(),
-            ));
-        }
         let mut stmt = conn.prepare_cached(
             "SELECT name FROM pragma_table_info('event') \
              WHERE \"notnull\" AND dflt_value IS NULL AND pk = 0 \

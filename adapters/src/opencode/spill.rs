@@ -70,21 +70,11 @@ pub fn reference_counts(conn: &Connection) -> rusqlite::Result<HashMap<String, u
         if !schema.has(table) {
             continue;
         }
-        let data = row_budget::data("", table);
-        let sql = format!(
-            "SELECT {data} FROM {table} WHERE session_prune_contains({data}, 'tool-output')"
-        );
-        let mut stmt = conn.prepare(&sql)?;
+        let mut stmt = conn.prepare(&naming_rows_sql(table, ""))?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            if let rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) =
-                row.get_ref(0)?
-            {
-                let mut names = HashSet::new();
-                collect_names(&String::from_utf8_lossy(bytes), &mut names);
-                for name in names {
-                    *counts.entry(name).or_insert(0) += 1;
-                }
+            for name in names_in(conn, table, row, 0)? {
+                *counts.entry(name).or_insert(0) += 1;
             }
         }
     }
@@ -112,11 +102,7 @@ pub fn missing(
         if !schema.has(table) {
             continue;
         }
-        let data = row_budget::data("", table);
-        let sql = format!(
-            "SELECT CAST(id AS TEXT), CAST(session_id AS TEXT), {data} FROM {table} \
-             WHERE session_prune_contains({data}, 'tool-output')"
-        );
+        let sql = naming_rows_sql(table, "CAST(id AS TEXT), CAST(session_id AS TEXT), ");
         let mut stmt = conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
@@ -124,13 +110,9 @@ pub fn missing(
             if !admits(&session) {
                 continue;
             }
-            if let rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) =
-                row.get_ref(2)?
-            {
-                let mut names = HashSet::new();
-                collect_names(&String::from_utf8_lossy(bytes), &mut names);
-                let id: String = row.get::<_, Option<String>>(0)?.unwrap_or_default();
-                for name in names.into_iter().filter(|name| !present.contains(name)) {
+            let id: String = row.get::<_, Option<String>>(0)?.unwrap_or_default();
+            for name in names_in(conn, table, row, 2)? {
+                if !present.contains(&name) {
                     found.push((id.clone(), session.clone(), name));
                 }
             }
@@ -168,9 +150,64 @@ pub fn would_remove(
     Ok(removed)
 }
 
+/// The rows of `table` that may name a spill file, selecting `columns` then (from column
+/// `at`) the row's `data` within the row budget (else NULL), its row number and its size: a
+/// row over the budget is searched in pieces by [`names_in`], never loaded.
+fn naming_rows_sql(table: &str, columns: &str) -> String {
+    let budget = row_budget::ROW_BYTES;
+    format!(
+        "SELECT {columns}CASE WHEN octet_length(data) <= {budget} THEN data END, rowid \
+         FROM {table} \
+         WHERE octet_length(data) > {budget} OR session_prune_contains(data, 'tool-output')"
+    )
+}
+
+/// The spill file names `row` of [`naming_rows_sql`] names, its `data` at column `at`.
+fn names_in(
+    conn: &Connection,
+    table: &str,
+    row: &rusqlite::Row<'_>,
+    at: usize,
+) -> rusqlite::Result<HashSet<String>> {
+    let mut names = HashSet::new();
+    match row.get_ref(at)? {
+        rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) => {
+            collect_names(&String::from_utf8_lossy(bytes), &mut names);
+        }
+        rusqlite::types::ValueRef::Null => {
+            let rowid: i64 = row.get(at + 1)?;
+            row_budget::windows(conn, table, rowid, NAMED_BYTES, |window, last| {
+                let text = String::from_utf8_lossy(window);
+                // A name cut by the window's end is found whole in the next window.
+                let whole = if last {
+                    text.len()
+                } else {
+                    text.len() - NAMED_BYTES.min(text.len())
+                };
+                collect_names_before(&text, whole, &mut names);
+            })?;
+        }
+        _ => {}
+    }
+    Ok(names)
+}
+
+/// Longest `tool-output/tool_...` reference searched for across the pieces of a row over the
+/// budget, in bytes (OpenCode's names are under 64).
+const NAMED_BYTES: usize = 1024;
+
 /// Adds every `tool-output/tool_...` name in `text` (JSON escapes `/` at most as `\/`).
 fn collect_names(text: &str, names: &mut HashSet<String>) {
-    for (at, _) in text.match_indices("tool-output") {
+    collect_names_before(text, text.len(), names);
+}
+
+/// [`collect_names`] of the references that start before byte `end` of `text` (the rest of a
+/// window of a row read in pieces is read again with the next piece).
+fn collect_names_before(text: &str, end: usize, names: &mut HashSet<String>) {
+    for (at, _) in text
+        .match_indices("tool-output")
+        .filter(|(at, _)| *at < end)
+    {
         let rest = text[at + "tool-output".len()..].trim_start_matches(['/', '\\']);
         let end = rest
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))

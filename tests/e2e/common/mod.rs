@@ -203,6 +203,21 @@ impl Fixture {
     }
 }
 
+/// The oldest user message whose diffs hold a file body: `(session, message)`.
+pub fn user_message_with_diffs(fx: &Fixture) -> (String, String) {
+    fx.sql()
+        .query_row(
+            "SELECT session_id, id FROM message \
+             WHERE json_extract(data, '$.role') = 'user' AND EXISTS ( \
+               SELECT 1 FROM json_each(data, '$.summary.diffs') d \
+               WHERE json_extract(d.value, '$.patch') <> '') \
+             ORDER BY time_created, id LIMIT 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .expect("a user message with diffs")
+}
+
 /// A connection to `db` with another database (a new file in `dir`) attached to it, as the
 /// fence must refuse.
 pub fn connection_with_attached_database(db: &Path, dir: &Path) -> Connection {

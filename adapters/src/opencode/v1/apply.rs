@@ -99,7 +99,10 @@ pub(crate) fn prepare(
                 id,
                 expect: Expect::Unchanged,
             })
-            .collect();
+            .collect::<Vec<_>>();
+        if let Some(refusal) = snapshots_over_budget(conn, schema, known, request, &doomed)? {
+            return Ok(Prepared::Refuse(refusal));
+        }
         return Ok(Prepared::Plan(V1Plan {
             doomed,
             plan: planned.plan,
@@ -124,7 +127,10 @@ pub(crate) fn prepare(
                         len: row.len,
                     },
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            if let Some(refusal) = snapshots_over_budget(conn, schema, known, request, &doomed)? {
+                return Ok(Prepared::Refuse(refusal));
+            }
             Ok(Prepared::Plan(V1Plan {
                 doomed,
                 plan,
@@ -133,6 +139,23 @@ pub(crate) fn prepare(
         }
         Err(refusal) => Ok(Prepared::Refuse(refusal)),
     }
+}
+
+/// [`events::over_budget`] of the snapshots of the parts `doomed`, as the known index has them:
+/// so that a dry run refuses what the prune will (which looks again after catching up).
+fn snapshots_over_budget(
+    conn: &Connection,
+    schema: &Schema,
+    known: &mut Known,
+    request: &PruneRequest,
+    doomed: &[Doomed],
+) -> rusqlite::Result<Option<Refusal>> {
+    if !schema.has_events() {
+        return Ok(None);
+    }
+    let ids: HashSet<&str> = doomed.iter().map(|row| row.id.as_str()).collect();
+    let snapshots = events::find_snapshots(conn, known, &request.session_id, &ids)?;
+    Ok(events::over_budget(&snapshots))
 }
 
 /// The V1 writes of a planned prune (read with [`read::Texts::Keep`], or planned by a clean):
@@ -179,9 +202,13 @@ pub(crate) fn write(
         let doomed: HashSet<&str> = part_ids.iter().map(String::as_str).collect();
         // Inside the write transaction: the rows appended since the store's last look.
         known.foreign.catch_up(conn)?;
+        let snapshots = events::find_snapshots(conn, known, &request.session_id, &doomed)?;
+        if let Some(refusal) = events::over_budget(&snapshots) {
+            return Ok(Err(refusal));
+        }
         let capture_events = capture.then_some(&mut event_rows);
         let (_, snapshot_bytes) =
-            events::delete_snapshots(conn, known, &request.session_id, &doomed, capture_events)?;
+            events::delete_snapshots(conn, known, &doomed, &snapshots, capture_events)?;
         bytes_removed += snapshot_bytes;
         events::append_removed(
             conn,

@@ -215,7 +215,17 @@ pub(crate) fn prepare(
     }
     let snapshot = if schema.has_events() {
         match newest_snapshot(conn, known, &request.session_id, message_id)? {
-            Some((id, text)) => match empty_bodies(&text, SNAPSHOT_DIFFS) {
+            // Both copies of the bodies go, or neither: a snapshot over the budget would keep what
+            // the row no longer holds.
+            NewestSnapshot::OverBudget(id) => {
+                return refuse(
+                    BlockedReason::NotDeletable,
+                    format!(
+                        "snapshot {id} of message {message_id} holds more than the 16 MiB budget"
+                    ),
+                )
+            }
+            NewestSnapshot::Text(id, text) => match empty_bodies(&text, SNAPSHOT_DIFFS) {
                 Ok(emptied) if emptied.entries > 0 => Some((id, emptied)),
                 Ok(_) => None,
                 Err(why) => {
@@ -225,7 +235,7 @@ pub(crate) fn prepare(
                     )
                 }
             },
-            None => None,
+            NewestSnapshot::None => None,
         }
     } else {
         None
@@ -328,29 +338,49 @@ fn message_data(
     })
 }
 
-/// The newest `message.updated.1` snapshot of the message, `(event id, data)`.
+/// The newest `message.updated.1` snapshot of the message.
+enum NewestSnapshot {
+    /// The message has none.
+    None,
+    /// Its event id and data.
+    Text(String, String),
+    /// Its event id; its data is over the 16 MiB budget (not loaded).
+    OverBudget(String),
+}
+
+/// The newest `message.updated.1` snapshot of the message.
 fn newest_snapshot(
     conn: &Connection,
     known: &mut Known,
     session_id: &str,
     message_id: &str,
-) -> rusqlite::Result<Option<(String, String)>> {
+) -> rusqlite::Result<NewestSnapshot> {
     let Some((id, _)) = known.newest_message_snapshot(conn, session_id, message_id)? else {
-        return Ok(None);
+        return Ok(NewestSnapshot::None);
     };
-    // A snapshot over the budget reads as none: its message is over the budget too.
-    let data: Option<Option<String>> = crate::opencode::cached::query_row(
+    let found: Option<(Option<i64>, Option<String>)> = crate::opencode::cached::query_row(
         conn,
         &format!(
-            "SELECT CASE WHEN typeof(data) = 'text' AND octet_length(data) <= {MAX_MESSAGE_BYTES} \
+            "SELECT octet_length(data), \
+                    CASE WHEN typeof(data) = 'text' AND octet_length(data) <= {MAX_MESSAGE_BYTES} \
                          THEN data END \
              FROM event WHERE id = ?1"
         ),
         [&id],
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )
     .optional()?;
-    Ok(data.flatten().map(|data| (id, data)))
+    Ok(match found {
+        None => NewestSnapshot::None,
+        Some((_, Some(text))) => NewestSnapshot::Text(id, text),
+        Some((Some(len), None))
+            if usize::try_from(len).map_or(true, |len| len > MAX_MESSAGE_BYTES) =>
+        {
+            NewestSnapshot::OverBudget(id)
+        }
+        // Data that is not text holds no bodies to empty, as before.
+        Some(_) => NewestSnapshot::None,
+    })
 }
 
 fn words(why: NotEmptied, what: &str) -> String {

@@ -15,6 +15,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 
 use pruning_archive::TableRows;
+use pruning_engine::contract::MAX_MESSAGE_BYTES;
+use pruning_engine::{BlockedReason, Refusal};
 
 use super::known::Known;
 use crate::opencode::archive::capture_rows;
@@ -29,30 +31,28 @@ pub const SESSION_UPDATED: &str = "session.updated.1";
 /// `event.type` OpenCode writes when a part is deleted.
 pub const PART_REMOVED: &str = "message.part.removed.1";
 
-/// Deletes every `message.part.updated.1` event of `session_id` whose `data.part.id` is in
-/// `part_ids`, and the snapshots of those parts filed under another aggregate (see
-/// [`super::foreign`]), telling `known` what it deleted. Returns `(rows deleted, bytes of data
-/// deleted)`. With `capture`, the deleted rows (all columns) are added to it.
+/// Deletes the snapshots `doomed` of the parts `part_ids` ([`find_snapshots`]'s answer),
+/// telling `known` what it deleted. Returns `(rows deleted, bytes of data deleted)`. With
+/// `capture`, the deleted rows (all columns) are added to it.
 pub fn delete_snapshots(
     conn: &Connection,
     known: &mut Known,
-    session_id: &str,
     part_ids: &HashSet<&str>,
+    doomed: &[(String, i64)],
     capture: Option<&mut Option<TableRows>>,
 ) -> rusqlite::Result<(u64, u64)> {
-    let doomed = find_snapshots(conn, known, session_id, part_ids)?;
     let mut bytes = 0u64;
     match capture {
         Some(rows) => {
             let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1 RETURNING *")?;
-            for (id, len) in &doomed {
+            for (id, len) in doomed {
                 capture_rows(&mut delete, "event", [id], rows)?;
                 bytes += u64::try_from(*len).unwrap_or(0);
             }
         }
         None => {
             let mut delete = conn.prepare_cached("DELETE FROM event WHERE id = ?1")?;
-            for (id, len) in &doomed {
+            for (id, len) in doomed {
                 delete.execute([id])?;
                 bytes += u64::try_from(*len).unwrap_or(0);
             }
@@ -93,6 +93,19 @@ pub fn find_snapshots(
         }
     }
     Ok(doomed)
+}
+
+/// The refusal of a prune whose snapshots (`find_snapshots`'s answer) include one over the
+/// 16 MiB row budget: it would have to be archived whole, and a prune either removes every
+/// snapshot of its parts or refuses (docs/ARCHITECTURE.md, "Rows over the budget").
+pub fn over_budget(snapshots: &[(String, i64)]) -> Option<Refusal> {
+    let (id, _) = snapshots
+        .iter()
+        .find(|(_, len)| usize::try_from(*len).map_or(true, |len| len > MAX_MESSAGE_BYTES))?;
+    Some(Refusal::new(
+        BlockedReason::NotDeletable,
+        format!("snapshot {id} of a part to prune holds more than the 16 MiB budget"),
+    ))
 }
 
 /// Appends one `message.part.removed.1` event per part id, in order, with consecutive seqs after
