@@ -8,17 +8,21 @@
 //!   `DELETE /session/{id}/message/{mid}/part/{pid}` of the same parts on a copy of the same
 //!   database, and the parts per second of each.
 //!
-//! The run ends with one line in exactly this form, which scripts read:
+//! The run ends with two lines in exactly this form, which scripts read:
 //!
 //! ```text
 //! RATIO mb=<size> clean_vs_vacuum_into=<x> batch_vs_single=<x> vs_opencode_parts=<x|na> rss_mib=<n> mb_per_s=<n>
+//! LOCK mb=<size> p50_ms=<x> p99_ms=<x> max_ms=<x>
 //! ```
+//!
+//! where `LOCK` gives how long the batch clean's write transactions held SQLite's write lock
+//! (median, 99th percentile, longest; ms), which OpenCode waits up to 5 s for.
 //!
 //! With `--in-place` (for sizes whose copies do not fit on the disk: 10 GB needs 20 GB free, not
 //! 40) the batch clean runs on the generated database itself, there is no `--batch-size 1` run
 //! and no `RATIO` line, and the run ends with `IN-PLACE mb=<size> clean_vs_vacuum_into=<x>
-//! rss_mib=<n> mb_per_s=<n>`; the cleaned database is removed, so the next run generates it
-//! again.
+//! rss_mib=<n> mb_per_s=<n>` and the `LOCK` line; the cleaned database is removed, so the
+//! next run generates it again.
 //!
 //! `clean_vs_vacuum_into` is the batch clean's time over `VACUUM INTO`'s, `batch_vs_single` the
 //! time of one durable prune per message over the batch clean's, `vs_opencode_parts` clean's
@@ -207,6 +211,20 @@ fn main() {
         batch_rss as f64 / 1024.0,
         mb(rows) / ours_elapsed.as_secs_f64()
     );
+    print_lock(options.megabytes, ours_report);
+}
+
+/// The `LOCK` line: how long the batch clean's write transactions held SQLite's write lock
+/// (its report's `writeLock`).
+fn print_lock(megabytes: u64, report: &Value) {
+    let lock = &report["writeLock"];
+    let ms = |key: &str| lock[key].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "LOCK mb={megabytes} p50_ms={:.2} p99_ms={:.2} max_ms={:.2}",
+        ms("p50Ms"),
+        ms("p99Ms"),
+        ms("maxMs")
+    );
 }
 
 /// `--in-place`: the batch clean of `source` itself (then removed), against `vacuum_into`.
@@ -232,6 +250,7 @@ fn clean_in_place(source: &Path, clean: &[&str], megabytes: u64, rows: u64, vacu
         rss as f64 / 1024.0,
         mb(rows) / elapsed.as_secs_f64()
     );
+    print_lock(megabytes, &report);
 }
 
 /// How long SQLite's `VACUUM INTO target` of `source` takes (`target` is replaced, then

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::archive::StoreArchive;
+use super::lock_times::LockTimes;
 use super::schema::Schema;
 use super::v1::apply::{PlanUse, V1Plan};
 use super::v1::compact::{CompactionPlan, Survey};
@@ -115,9 +116,12 @@ pub(crate) fn read(
 /// stays for the next transaction only when this one committed its writes (or wrote nothing);
 /// otherwise it is forgotten. With `archive`, the rows the prune removes are archived, durable
 /// before the commit (see `super::archive`). A compaction uses `survey`, the session's
-/// snapshots read before the transaction began (`super::v1::compact`).
+/// snapshots read before the transaction began (`super::v1::compact`). The write lock's hold
+/// is recorded in `held`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
     conn: &Connection,
+    held: &LockTimes,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     command: &PruneCommand<'_>,
@@ -125,7 +129,7 @@ pub(crate) fn apply(
     archive: Option<&mut StoreArchive>,
     survey: Option<&Survey>,
 ) -> Result<Applied, StoreError> {
-    let applied = write::in_transaction(conn, || {
+    let applied = write::in_transaction(conn, held, || {
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
         prune(conn, &schema, known, command, limits, archive, survey)

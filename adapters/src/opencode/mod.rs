@@ -17,6 +17,7 @@ mod generation;
 mod history;
 mod holders;
 mod ids;
+mod lock_times;
 mod media;
 mod ownership;
 mod paths;
@@ -46,6 +47,7 @@ pub use browse::{Browser, Interrupt, Lease, Overview, SessionsPage, OVERVIEW_TOP
 pub use clean::{CleanPolicy, Freed, Listing, Planned, SkipReason};
 pub use copies::PlannedCopy;
 pub use holders::process_named;
+pub use lock_times::LockSummary;
 pub use media::read_only_media;
 pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};

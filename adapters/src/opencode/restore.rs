@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::archive::{archive_error, entry_key, StoreArchive};
 use super::generation::Generation;
+use super::lock_times::LockTimes;
 use super::receipts;
 use super::row_budget;
 use super::schema::Schema;
@@ -270,9 +271,11 @@ pub(crate) fn restore(
     }))
 }
 
-/// Runs [`restore`] as one write transaction on `conn` and commits it (a dry run rolls back).
+/// Runs [`restore`] as one write transaction on `conn` and commits it (a dry run rolls back),
+/// recording the write lock's hold in `held`.
 pub(crate) fn in_transaction(
     conn: &Connection,
+    held: &LockTimes,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<std::sync::Arc<Schema>>,
     known: &mut Known,
     archive: &ArchiveSource<'_>,
@@ -280,7 +283,7 @@ pub(crate) fn in_transaction(
 ) -> Result<Result<Done, Refusal>, StoreError> {
     let mut done = None;
     let dry_run = input.command.is_none();
-    let applied = write::in_transaction(conn, || {
+    let applied = write::in_transaction(conn, held, || {
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
         match restore(conn, &schema, known, archive, input)? {

@@ -92,6 +92,8 @@ pub struct OpenCodeStore {
     /// The prune archive, when prunes are archived ([`OpenCodeStore::archive_prunes`]). Locked
     /// after the connection, never before.
     archive: Mutex<Option<StoreArchive>>,
+    /// How long each write transaction held the write lock.
+    lock_times: super::lock_times::LockTimes,
 }
 
 impl OpenCodeStore {
@@ -402,6 +404,7 @@ impl OpenCodeStore {
             integrity_checked: Mutex::new(false),
             holders_checked: Mutex::new(None),
             archive: Mutex::new(None),
+            lock_times: super::lock_times::LockTimes::default(),
         })
     }
 
@@ -660,6 +663,7 @@ impl OpenCodeStore {
         };
         restore::in_transaction(
             conn,
+            &self.lock_times,
             |conn| self.schema_of(conn),
             &mut known,
             &source,
@@ -670,6 +674,12 @@ impl OpenCodeStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How long this store's write transactions held SQLite's write lock so far (see
+    /// `super::lock_times`).
+    pub fn write_lock(&self) -> super::LockSummary {
+        self.lock_times.summary()
     }
 
     /// Locks the connection (a poisoned lock is taken over: the connection holds no Rust state).
@@ -817,6 +827,7 @@ impl OpenCodeStore {
         let mut archive = self.archive_slot();
         generation::apply(
             &conn,
+            &self.lock_times,
             |conn| self.schema_of(conn),
             &mut known,
             command,
@@ -845,7 +856,10 @@ impl OpenCodeStore {
         // report it; rolled back, nothing is written. Where a read-only store can take no lock
         // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
         // gives every check the same snapshot.
-        if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let took_lock = conn.execute_batch("BEGIN IMMEDIATE");
+        let lock = super::lock_times::Held::began();
+        let locked = took_lock.is_ok();
+        if let Err(error) = took_lock {
             let held = matches!(
                 error.sqlite_error_code(),
                 Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
@@ -878,6 +892,9 @@ impl OpenCodeStore {
             survey.as_ref(),
         );
         let _ = conn.execute_batch("ROLLBACK");
+        if locked {
+            self.lock_times.record(lock);
+        }
         Ok(match prepared {
             Ok(Prepared::Refuse(refusal)) => Err(refusal),
             Ok(Prepared::Replayed(receipt)) => Ok(DryRun::AlreadyPruned(receipt)),

@@ -12,6 +12,7 @@ use pruning_engine::{
 };
 use rusqlite::Connection;
 
+use super::lock_times::{Held, LockTimes};
 use super::receipts;
 use super::schema::Schema;
 use super::sql_errors::classify;
@@ -76,7 +77,8 @@ impl From<rusqlite::Error> for Failure {
 }
 
 /// Runs `work` inside one write transaction on `conn` and commits when it returns
-/// [`Step::Commit`]; anything else rolls back.
+/// [`Step::Commit`]; anything else rolls back. How long the write lock was held is recorded in
+/// `held`.
 ///
 /// Refusals: the connection is already in a transaction or the database is locked
 /// (`maintenance_required`); the refusals of `work`; any SQL failure inside the transaction
@@ -84,6 +86,7 @@ impl From<rusqlite::Error> for Failure {
 /// `COMMIT` fails in a way that may or may not have made the transaction durable.
 pub(crate) fn in_transaction(
     conn: &Connection,
+    held: &LockTimes,
     work: impl FnOnce() -> Result<Step, Failure>,
 ) -> Result<Applied, StoreError> {
     if !conn.is_autocommit() {
@@ -95,6 +98,18 @@ pub(crate) fn in_transaction(
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
         return classify(&error).map(Applied::Refused);
     }
+    let lock = Held::began();
+    let outcome = run_and_end(conn, work);
+    held.record(lock);
+    outcome
+}
+
+/// The rest of [`in_transaction`], from `work` to the end of its `COMMIT` or `ROLLBACK`: the
+/// span the write lock is held.
+fn run_and_end(
+    conn: &Connection,
+    work: impl FnOnce() -> Result<Step, Failure>,
+) -> Result<Applied, StoreError> {
     let outcome = work();
     if matches!(outcome, Ok(Step::Commit(_))) {
         if let Err(error) = conn.execute_batch("COMMIT") {

@@ -510,6 +510,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
+    report.write_lock = Some(store.write_lock());
     if clean.archive {
         report.archive_bytes = engine
             .as_ref()

@@ -75,6 +75,10 @@ pub(super) struct Report {
     /// The incomplete messages of those runs.
     #[serde(skip)]
     pub(super) runs: BTreeSet<String>,
+    /// How long the clean's write transactions (and the dry runs that take the lock) held
+    /// SQLite's write lock, which OpenCode waits up to 5 s for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) write_lock: Option<pruning_adapters::opencode::LockSummary>,
     /// With `--before-compaction` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) before_compaction: Option<BeforeCompaction>,
@@ -621,6 +625,15 @@ pub(super) fn print_report(
     }
     if let Some(diffs) = &report.diffs {
         print_diffs(diffs, clean.apply)?;
+    }
+    if let Some(lock) = report.write_lock.filter(|lock| lock.transactions > 0) {
+        say!(
+            "write lock: held by {} transaction(s), p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (OpenCode waits up to 5 s for it)",
+            lock.transactions,
+            lock.p50_ms,
+            lock.p99_ms,
+            lock.max_ms
+        )?;
     }
     let kinds = &report.bytes_by_kind;
     say!(

@@ -1,0 +1,84 @@
+//! A clean reports how long it held SQLite's write lock, which OpenCode waits up to 5 s for:
+//! one hold per write transaction (each prune and each session's compaction, and in a dry run
+//! each check that takes the lock), with its median, 99th percentile and longest, in ms.
+
+use crate::common;
+
+use common::cli::{assert_exit, json, run};
+use common::Fixture;
+use serde_json::Value;
+
+fn clean(fx: &Fixture, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--quiet-period",
+        "0",
+        "--json",
+        "clean",
+        "--all",
+        "--keep-last-turns",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&fx.db, &args);
+    assert_exit(&out, 0);
+    json(&out)
+}
+
+fn assert_one_hold_per_transaction(report: &Value) {
+    let lock = &report["writeLock"];
+    let pruned = report["pruned"].as_u64().unwrap();
+    let compacted = report["compaction"]["sessions"].as_u64().unwrap();
+    assert!(pruned > 0 && compacted > 0, "{report}");
+    assert_eq!(
+        lock["transactions"].as_u64(),
+        Some(pruned + compacted),
+        "{report}"
+    );
+    let (p50, p99, max) = (
+        lock["p50Ms"].as_f64().unwrap(),
+        lock["p99Ms"].as_f64().unwrap(),
+        lock["maxMs"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{lock}");
+}
+
+#[test]
+fn an_applied_clean_holds_the_lock_once_per_prune_and_per_compaction() {
+    let fx = Fixture::new();
+    assert_one_hold_per_transaction(&clean(&fx, &["--apply"]));
+}
+
+#[test]
+fn a_dry_run_holds_the_lock_once_per_check_and_says_so_in_words() {
+    let fx = Fixture::new();
+    let digest = fx.file_digest();
+    let report = clean(&fx, &[]);
+    assert_one_hold_per_transaction(&report);
+    let transactions = report["writeLock"]["transactions"].as_u64().unwrap();
+    assert_eq!(fx.file_digest(), digest, "a dry run wrote to the database");
+    let out = run(
+        &fx.db,
+        &[
+            "--quiet-period",
+            "0",
+            "clean",
+            "--all",
+            "--keep-last-turns",
+            "0",
+        ],
+    );
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| {
+            l.starts_with(&format!(
+                "write lock: held by {transactions} transaction(s), p50 "
+            ))
+        })
+        .unwrap_or_else(|| panic!("no write lock line in {text}"));
+    assert!(
+        line.ends_with("ms (OpenCode waits up to 5 s for it)"),
+        "{line}"
+    );
+}
