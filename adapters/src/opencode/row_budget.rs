@@ -39,8 +39,13 @@ pub const LONG_STRING_BYTES: usize = 4096;
 /// Bytes kept at each end of a cut string (fewer when a character would be split).
 pub const KEPT_BYTES: usize = 1024;
 
-/// Largest abridged row, in bytes: a row whose bulk is not in long strings (millions of short
-/// ones) has no small abridged form and reads as not JSON, which every rule refuses.
+/// Items of an array (members of an object) an abridged row keeps: the rest are read through
+/// and left out, so a row whose bulk is millions of short values (a listing of files in a tool's
+/// metadata) still has a small abridged form.
+pub const MAX_ITEMS: usize = 1000;
+
+/// Largest abridged row, in bytes: a row that still has no small abridged form (deep nesting of
+/// many containers) reads as not JSON, which every rule refuses.
 pub const MAX_ABRIDGED_BYTES: usize = 4 * 1024 * 1024;
 
 /// Name of the SQL function `session_prune_abridged(table, rowid)`: the abridged JSON of
@@ -324,9 +329,20 @@ fn abridge_value(source: impl Read) -> Result<String, NotJson> {
     let mut reader = JsonStreamReader::new_custom(source, settings);
     let mut out = Bounded(Vec::new());
     let mut writer = JsonStreamWriter::new(&mut out);
-    let mut open: Vec<Open> = Vec::new();
+    // Each open container with the items (members) of it taken so far.
+    let mut open: Vec<(Open, usize)> = Vec::new();
     loop {
-        if let Some(&container) = open.last() {
+        if let Some((container, taken)) = open.last_mut() {
+            let container = *container;
+            if reader.has_next()? && *taken == MAX_ITEMS {
+                // The rest is read through (checked, not kept).
+                while reader.has_next()? {
+                    if container == Open::Object {
+                        reader.skip_name()?;
+                    }
+                    reader.skip_value()?;
+                }
+            }
             if !reader.has_next()? {
                 match container {
                     Open::Object => {
@@ -344,6 +360,7 @@ fn abridge_value(source: impl Read) -> Result<String, NotJson> {
                 }
                 continue;
             }
+            *taken += 1;
             if container == Open::Object {
                 writer.name(reader.next_name()?).map_err(write_error)?;
             }
@@ -352,13 +369,13 @@ fn abridge_value(source: impl Read) -> Result<String, NotJson> {
             ValueType::Object => {
                 reader.begin_object()?;
                 writer.begin_object().map_err(write_error)?;
-                open.push(Open::Object);
+                open.push((Open::Object, 0));
                 continue;
             }
             ValueType::Array => {
                 reader.begin_array()?;
                 writer.begin_array().map_err(write_error)?;
-                open.push(Open::Array);
+                open.push((Open::Array, 0));
                 continue;
             }
             ValueType::String => {
@@ -597,9 +614,24 @@ mod tests {
     }
 
     #[test]
-    fn a_row_of_many_short_strings_has_no_small_form() {
-        let many = format!("[{}\"x\"]", "\"x\",".repeat(MAX_ABRIDGED_BYTES / 4 + 1));
-        assert_eq!(abridge(many.as_bytes()), None);
+    fn a_container_keeps_its_first_items_and_is_still_checked_to_its_end() {
+        let many = format!(
+            "{{\"type\":\"tool\",\"files\":[{}\"x\"]}}",
+            "\"x\",".repeat(2_000_000)
+        );
+        let expected = format!(
+            "{{\"type\":\"tool\",\"files\":[{}]}}",
+            vec!["\"x\""; MAX_ITEMS].join(",")
+        );
+        assert_eq!(abridge(many.as_bytes()), Some(expected));
+        let members: String = (0..MAX_ITEMS + 5)
+            .map(|i| format!("\"k{i}\":{i},"))
+            .collect();
+        let text = abridge(format!("{{{members}\"last\":0}}").as_bytes()).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value.as_object().unwrap().len(), MAX_ITEMS);
+        let broken_late = format!("[{}\"x\",]", "\"x\",".repeat(5000));
+        assert_eq!(abridge(broken_late.as_bytes()), None);
     }
 
     #[test]
