@@ -144,7 +144,10 @@ pub fn windows(
 /// Registers [`ABRIDGED`] and [`UNCUT_BYTES`] on `conn`.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     // Not deterministic: the same row reads differently once OpenCode rewrites it.
-    conn.create_scalar_function(ABRIDGED, 2, FunctionFlags::SQLITE_UTF8, abridged_sql)?;
+    let recent: Arc<Recent> = Arc::default();
+    conn.create_scalar_function(ABRIDGED, 2, FunctionFlags::SQLITE_UTF8, move |ctx| {
+        abridged_sql(ctx, &recent)
+    })?;
     conn.create_scalar_function(
         UNCUT_BYTES,
         1,
@@ -158,11 +161,27 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     )
 }
 
-/// The last row abridged by one run of one statement: a statement reads `data` several times
-/// per row, and a row is streamed once.
-type LastRow = Mutex<Option<(i64, u64, Arc<str>)>>;
+/// The rows this connection abridged last, newest last, each under the key it was read at: a
+/// listing reads `data` in several places of several statements, and a row is streamed once
+/// while it stays the same.
+type Recent = Mutex<Vec<(RowKey, Arc<str>)>>;
 
-fn abridged_sql(ctx: &mut Context<'_>) -> rusqlite::Result<Arc<str>> {
+/// Rows [`Recent`] keeps.
+const RECENT_ROWS: usize = 4;
+
+/// A row as read: its table, row number and length, and the connection's `PRAGMA
+/// data_version` (which changes when another connection commits) and `total_changes()` (which
+/// changes with its own writes). The same key is the same bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct RowKey {
+    table: &'static str,
+    rowid: i64,
+    len: u64,
+    data_version: i64,
+    own_changes: u64,
+}
+
+fn abridged_sql(ctx: &mut Context<'_>, recent: &Recent) -> rusqlite::Result<Arc<str>> {
     let table = ctx.get::<String>(0)?;
     let Some(table) = TABLES.into_iter().find(|t| *t == table) else {
         return Err(rusqlite::Error::UserFunctionError(
@@ -171,22 +190,22 @@ fn abridged_sql(ctx: &mut Context<'_>) -> rusqlite::Result<Arc<str>> {
     };
     let rowid = ctx.get::<i64>(1)?;
     // SAFETY: SQLite calls this function on the thread that steps the statement, with the
-    // connection that prepared it; the reference is used for one blob read and dropped before
+    // connection that prepared it; the reference is used for the reads below and dropped before
     // the function returns, so no other reference to the connection is used meanwhile.
     let conn = unsafe { ctx.get_connection()? };
     let blob = conn.blob_open(MAIN_DB, table, "data", rowid, true)?;
-    let len = blob.len() as u64;
-    // The table name is a constant of the statement, so SQLite keeps data attached to it for
-    // the statement's run and drops it when the statement is reset.
-    let last: Arc<LastRow> = match ctx.get_aux::<LastRow>(0)? {
-        Some(last) => last,
-        None => ctx.set_aux(0, Mutex::new(None))?,
+    let key = RowKey {
+        table,
+        rowid,
+        len: blob.len() as u64,
+        data_version: conn.query_row("PRAGMA data_version", [], |row| row.get(0))?,
+        own_changes: conn.total_changes(),
     };
-    let mut last = last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((row, row_len, text)) = last.as_ref() {
-        if *row == rowid && *row_len == len {
-            return Ok(text.clone());
-        }
+    let mut recent = recent
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, text)) = recent.iter().find(|(seen, _)| *seen == key) {
+        return Ok(text.clone());
     }
     let mut source = BlobReader { blob, failed: None };
     let abridged = abridge(&mut source);
@@ -199,7 +218,10 @@ fn abridged_sql(ctx: &mut Context<'_>) -> rusqlite::Result<Arc<str>> {
         (Some(text), None) => text.into(),
         (None, None) => "".into(),
     };
-    *last = Some((rowid, len, text.clone()));
+    if recent.len() == RECENT_ROWS {
+        recent.remove(0);
+    }
+    recent.push((key, text.clone()));
     Ok(text)
 }
 
@@ -679,6 +701,20 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("no JSON data column"), "{err}");
+        // The same row rewritten to the same length reads anew.
+        conn.execute(
+            "UPDATE part SET data = replace(data, '\"tool\"', '\"tooL\"') WHERE id = 'p1'",
+            [],
+        )
+        .unwrap();
+        let kind: String = conn
+            .query_row(
+                &format!("SELECT json_extract({bounded}, '$.type') FROM part p WHERE id = 'p1'"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kind, "tooL");
         // A statement that deletes the row it reads: the read ends before the row goes.
         let deleted = conn
             .execute(
