@@ -112,6 +112,17 @@ fn a_prune_whose_part_has_a_snapshot_over_the_budget_is_refused_and_changes_noth
     let out = run(&fx.db, &["--json", "archive", "stats"]);
     assert_exit(&out, 0);
     assert_eq!(json(&out)["entries"], 0, "an entry was archived");
+    let journal = Journal::open(&fx.journal).unwrap();
+    let intents = journal.intents().unwrap();
+    assert_eq!(intents.len(), 1);
+    assert_eq!(
+        intents[0].state,
+        IntentState::Refused {
+            reason: "not_deletable".into()
+        }
+    );
+    assert_eq!(journal.last_seq().unwrap(), 0);
+    drop(journal);
 
     // The dry run of a clean says the same of that message.
     let out = run(
@@ -204,4 +215,5 @@ fn a_table_read_by_row_number_declared_without_rowid_is_refused_in_words() {
         assert!(!stderr.contains("no such column"), "{args:?}: {stderr}");
     }
     assert_eq!(fx.file_digest(), digest, "database file changed");
+    assert!(!fx.journal.exists(), "a journal was created");
 }
