@@ -150,7 +150,14 @@ fn main() {
         mb(std::fs::metadata(&source).expect("size").len()),
         mb(rows)
     );
-    let clean = ["clean", "--all", "--keep-last-turns", "0", "--apply"];
+    let clean = [
+        "clean",
+        "--all",
+        "--keep-last-turns",
+        "0",
+        "--apply",
+        "--timings",
+    ];
     let vacuum_into = time_vacuum_into(&source, &options.dir.join("vacuum-into.db"));
     println!(
         "VACUUM INTO of the same database: {:.2} s",

@@ -1,6 +1,7 @@
-//! A clean reports how long it held SQLite's write lock, which OpenCode waits up to 5 s for:
-//! one hold per write transaction (each prune and each session's compaction, and in a dry run
-//! each check that takes the lock), with its median, 99th percentile and longest, in ms.
+//! With `--timings`, a clean reports how long it held SQLite's write lock, which OpenCode waits
+//! up to 5 s for: one hold per write transaction (each prune and each session's compaction, and
+//! in a dry run each check that takes the lock), with its median, 99th percentile and longest,
+//! in ms. Without it the report holds no measurement, so the same database gives the same one.
 
 use crate::common;
 
@@ -17,6 +18,7 @@ fn clean(fx: &Fixture, extra: &[&str]) -> Value {
         "--all",
         "--keep-last-turns",
         "0",
+        "--timings",
     ];
     args.extend_from_slice(extra);
     let out = run(&fx.db, &args);
@@ -65,6 +67,7 @@ fn a_dry_run_holds_the_lock_once_per_check_and_says_so_in_words() {
             "--all",
             "--keep-last-turns",
             "0",
+            "--timings",
         ],
     );
     assert_exit(&out, 0);
@@ -81,4 +84,36 @@ fn a_dry_run_holds_the_lock_once_per_check_and_says_so_in_words() {
         line.ends_with("ms (OpenCode waits up to 5 s for it)"),
         "{line}"
     );
+}
+
+#[test]
+fn without_timings_the_report_holds_no_measurement() {
+    let fx = Fixture::new();
+    let out = run(
+        &fx.db,
+        &[
+            "--quiet-period",
+            "0",
+            "--json",
+            "clean",
+            "--all",
+            "--keep-last-turns",
+            "0",
+        ],
+    );
+    assert_exit(&out, 0);
+    let report = json(&out);
+    assert_eq!(report.get("writeLock"), None, "{report}");
+    let out = run(
+        &fx.db,
+        &[
+            "--quiet-period",
+            "0",
+            "clean",
+            "--all",
+            "--keep-last-turns",
+            "0",
+        ],
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("write lock:"));
 }

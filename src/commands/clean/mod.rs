@@ -41,6 +41,11 @@ pub struct Args {
     /// symmetry with `prune --dry-run`).
     #[arg(long, conflicts_with = "apply")]
     dry_run: bool,
+    /// Also report how long the clean held SQLite's write lock, which OpenCode waits up to 5 s
+    /// for (`writeLock`: transactions, p50, p99 and longest in ms). Measured, so it differs
+    /// from run to run; without it the report is the same for the same database.
+    #[arg(long)]
+    timings: bool,
     /// Only messages completed at least this long ago: seconds (604800) or a duration (7d,
     /// 12h, 30m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
@@ -157,6 +162,8 @@ pub struct CleanConfig {
     pub until_live_size: Option<u64>,
     /// Archive what each prune removes (`--archive`).
     pub archive: bool,
+    /// Report the write lock's holds (`--timings`).
+    pub timings: bool,
     /// Messages per batch (1 or more).
     pub batch_size: usize,
     /// Wait after each batch (a test seam for interruption).
@@ -192,6 +199,7 @@ fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
     Ok(CleanConfig {
         sessions: (!args.all).then_some(sessions),
         apply: args.apply,
+        timings: args.timings,
         policy: CleanPolicy {
             older_than,
             keep_last_turns: args.keep_last_turns,
@@ -510,7 +518,9 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         }
     }
     progress.finish();
-    report.write_lock = Some(store.write_lock());
+    if clean.timings {
+        report.write_lock = Some(store.write_lock());
+    }
     if clean.archive {
         report.archive_bytes = engine
             .as_ref()

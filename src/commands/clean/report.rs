@@ -75,8 +75,8 @@ pub(super) struct Report {
     /// The incomplete messages of those runs.
     #[serde(skip)]
     pub(super) runs: BTreeSet<String>,
-    /// How long the clean's write transactions (and the dry runs that take the lock) held
-    /// SQLite's write lock, which OpenCode waits up to 5 s for.
+    /// With `--timings`: how long the clean's write transactions (and the dry runs that take
+    /// the lock) held SQLite's write lock, which OpenCode waits up to 5 s for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) write_lock: Option<pruning_adapters::opencode::LockSummary>,
     /// With `--before-compaction` only.
