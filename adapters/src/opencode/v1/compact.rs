@@ -401,9 +401,16 @@ pub(crate) fn prepare(
         .cloned()
         .collect();
     if doomed.is_empty() {
+        let kept = survey.superseded.iter().filter(|s| over_budget(s)).count();
         return refuse(
             BlockedReason::NotDeletable,
-            "the session's event log holds no superseded snapshot".into(),
+            if kept > 0 {
+                format!(
+                    "the session's event log holds no superseded snapshot but {kept} over the 16 MiB budget, which stay"
+                )
+            } else {
+                "the session's event log holds no superseded snapshot".into()
+            },
         );
     }
     let entities: HashSet<(SnapshotKind, &str)> =
