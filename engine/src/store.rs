@@ -154,6 +154,24 @@ pub trait SessionStore: Send + Sync {
     /// unchanged. A receipt already stored under the same request key is returned unchanged.
     fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError>;
 
+    /// Applies the first commands of `commands` (all [`Durability::Deferred`], of one batch) in
+    /// one store transaction, each as [`SessionStore::apply`] would apply it alone: its content
+    /// change and its receipt together, a refusal or an error of one rolling back that prune
+    /// alone (docs/ARCHITECTURE.md, "Group transactions"). The store decides how many fit (a
+    /// store that bounds how long it holds its write lock stops adding prunes when that budget
+    /// is spent) and returns one result per command it took, in order: at least one when
+    /// `commands` is not empty, none when it is. The engine calls it again with the rest.
+    ///
+    /// A failure of the transaction's commit is every taken prune's: [`StoreError::OutcomeUnknown`]
+    /// for each one that wrote, or the refusal of a commit that was rolled back. The default takes
+    /// one command and applies it alone.
+    fn apply_group(&self, commands: &[PruneCommand<'_>]) -> Vec<Result<Applied, StoreError>> {
+        commands
+            .first()
+            .map(|command| vec![self.apply(command)])
+            .unwrap_or_default()
+    }
+
     /// Runs everything a prune runs before it writes (write lock, fence, receipt lookup, read,
     /// planner), then rolls back: nothing is written. `now_ms` is ms since the Unix epoch.
     fn dry_run(

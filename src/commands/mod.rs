@@ -66,12 +66,13 @@ pub enum Command {
     /// Page through history (read-only): find text, count tool and reasoning parts, or list the
     /// messages of a session a batch prune could take (--purpose prune).
     History(history::Args),
-    /// Prune every tool and reasoning part of several messages of one session, each message in
-    /// its own transaction with its own receipt. Exit 0 all pruned, 3 any blocked.
+    /// Prune every tool and reasoning part of several messages of one session, each message
+    /// with its own receipt, whole or not at all. Exit 0 all pruned, 3 any blocked.
     PruneBatch(prune_batch::Args),
     /// Prune the technical parts of every completed message of some sessions, or all: a dry
-    /// run unless --apply. Each message is its own transaction with its own receipt; batches
-    /// share their fsyncs. Exit 0 when it ran (skipped messages are reported), 130 when stopped
+    /// run unless --apply. Each message gets its own receipt, whole or not at all; transactions
+    /// of several messages hold SQLite's write lock at most 50 ms, and batches share their
+    /// fsyncs. Exit 0 when it ran (skipped messages are reported), 130 when stopped
     /// by Ctrl-C (what committed stays committed).
     Clean(clean::Args),
     /// List the receipts of committed prunes (the audit trail).

@@ -1,6 +1,6 @@
 //! `session-prune prune-batch SESSION --candidates FILE`: CodeNomad's `pruneBatch`. Every
-//! technical part of each candidate is pruned in its own transaction, with its own receipt and
-//! event; one candidate's refusal does not stop the others. `--json` prints
+//! technical part of each candidate is pruned whole or not at all (under its own savepoint of a
+//! group transaction), with its own receipt and event; one candidate's refusal does not stop the others. `--json` prints
 //! `{results:[{messageID, result}]}` with each result in the `prune` shape. `--dry-run` checks
 //! each candidate as a prune would and writes nothing; its results are in the
 //! `prune --dry-run` shape (`{status:"dry-run", ...}`), blocked, or pruned when an identical

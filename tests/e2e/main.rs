@@ -7,6 +7,7 @@ mod common;
 #[path = "support/opencode_real.rs"]
 mod opencode_real;
 
+mod a_kill_inside_a_group_transaction_leaves_each_message_whole;
 mod abandoned_runs_fail_closed_on_odd_times_and_tables;
 mod abandoned_runs_see_every_write_of_their_session;
 mod abandoned_runs_unblock_their_sessions;
@@ -36,6 +37,7 @@ mod clean_before_compaction_leaves_the_next_request_unchanged;
 mod clean_blocked_by_what_passes_exits_3;
 mod clean_compacts_superseded_snapshots_first;
 mod clean_diffs_skips_what_it_cannot_empty_exactly;
+mod clean_in_a_loop_beside_a_prompted_opencode_loses_nothing;
 mod clean_interrupted_then_finished_by_a_rerun;
 mod clean_keeps_its_promises_on_damaged_databases;
 mod clean_of_coding_work_keeps_every_text_and_every_other_event;

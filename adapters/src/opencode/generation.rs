@@ -140,6 +140,57 @@ pub(crate) fn apply(
     applied
 }
 
+/// Runs the first prunes of `commands` in one group transaction on `conn`
+/// ([`super::group::in_group`]: each under its own savepoint, as many as the write lock's
+/// budget admits), each as [`apply`] runs one alone; one answer per prune taken. A compaction
+/// uses its survey from `surveys` (keyed by intent id), read before the transaction began.
+/// What `known` learnt stays past a prune unless the prune wrote rows and was rolled back to
+/// its savepoint (then it is forgotten before the next prune of the transaction runs), and it is
+/// forgotten after a failed commit or any failure.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn apply_group(
+    conn: &Connection,
+    held: &LockTimes,
+    schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
+    known: &mut Known,
+    commands: &[PruneCommand<'_>],
+    limits: FenceLimits,
+    mut archive: Option<&mut StoreArchive>,
+    surveys: &std::collections::HashMap<uuid::Uuid, Survey>,
+) -> Vec<Result<Applied, StoreError>> {
+    // The prunes whose writes were kept in the transaction: a failed commit undoes them.
+    let mut kept: Vec<usize> = Vec::new();
+    let answers = super::group::in_group(conn, held, commands.len(), |index| {
+        let command = &commands[index];
+        let schema = schema_of(conn)?;
+        known.refresh(conn)?;
+        let changes = conn.total_changes();
+        let step = prune(
+            conn,
+            &schema,
+            known,
+            command,
+            limits,
+            archive.as_deref_mut(),
+            surveys.get(&command.intent_id),
+        );
+        if matches!(step, Ok(Step::Commit(_))) {
+            kept.push(index);
+        } else if conn.total_changes() != changes {
+            // Rolled back after writing: what was learnt of those rows may be untrue.
+            known.forget();
+        }
+        step
+    });
+    let undone = kept
+        .iter()
+        .any(|&index| !matches!(answers.get(index), Some(Ok(Applied::Pruned { .. }))));
+    if undone || answers.iter().any(Result::is_err) {
+        known.forget();
+    }
+    answers
+}
+
 /// What a prune of `request` would do (nothing is written): the checks before any write, inside
 /// the caller's transaction, with the abandoned run the receipt would record. `now_ms` is the
 /// time the fence compares with. A compaction uses `survey`.

@@ -1,10 +1,12 @@
 //! How long this store held SQLite's write lock: one duration per write transaction, from its
-//! `BEGIN IMMEDIATE` to the end of its `COMMIT` or `ROLLBACK` (a prune, a compaction, a diffs
-//! prune, a restore, and the dry runs that take the lock to report a busy database as a prune
-//! would). OpenCode waits up to 5 s for the lock (`busy_timeout = 5000`), so these are what a
+//! `BEGIN IMMEDIATE` to the end of its `COMMIT` or `ROLLBACK` (a group transaction of prunes, a
+//! prune, a compaction, a diffs prune, a restore, and the dry runs that take the lock to report
+//! a busy database as a prune would). In WAL mode a `COMMIT` ends when SQLite calls the
+//! connection's WAL hook ([`Released`]): the lock is released then, and the checkpoint that may
+//! follow does not hold it. OpenCode waits up to 5 s for the lock (`busy_timeout = 5000`), so these are what a
 //! clean costs the OpenCode beside it (docs/ARCHITECTURE.md, "Bulk work").
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -13,6 +15,30 @@ use serde::Serialize;
 #[derive(Debug, Default)]
 pub struct LockTimes {
     held_us: Mutex<Vec<u64>>,
+    released: Released,
+}
+
+/// When the connection's last `COMMIT` in WAL mode released the write lock: set by its WAL hook,
+/// which SQLite calls once the commit's frames are in the WAL and the lock is released.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Released(Arc<Mutex<Option<Instant>>>);
+
+impl Released {
+    /// The lock was released now.
+    pub(crate) fn now(&self) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Instant::now());
+    }
+
+    /// The last release, forgotten.
+    fn take(&self) -> Option<Instant> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
 }
 
 /// A summary of [`LockTimes`]: `--json` of a clean writes it as `writeLock`.
@@ -45,9 +71,20 @@ impl Held {
 }
 
 impl LockTimes {
-    /// Records a hold that ends now.
+    /// What the connection's WAL hook marks ([`Released`]).
+    pub(crate) fn released(&self) -> Released {
+        self.released.clone()
+    }
+
+    /// Records a hold that ends now, or when the WAL hook marked the lock released since it
+    /// began.
     pub(crate) fn record(&self, held: Held) {
-        let us = u64::try_from(held.began.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let end = self
+            .released
+            .take()
+            .filter(|released| *released >= held.began)
+            .unwrap_or_else(Instant::now);
+        let us = u64::try_from(end.duration_since(held.began).as_micros()).unwrap_or(u64::MAX);
         self.held_us
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -14,6 +14,7 @@ mod cached;
 mod clean;
 mod copies;
 mod generation;
+mod group;
 mod history;
 mod holders;
 mod ids;

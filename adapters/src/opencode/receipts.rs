@@ -9,6 +9,8 @@ use pruning_engine::{BlockedReason, Receipt, Refusal};
 use rusqlite::{Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
+use super::receipt_chain::OptionalColumns;
+
 /// Receipt table name.
 pub const RECEIPT_TABLE: &str = "session_prune_receipt";
 /// Meta table name (key/value; key `database_id`).
@@ -101,11 +103,6 @@ pub fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(CREATE)
 }
 
-/// Whether the receipt table has [`ABANDONED_COLUMN`].
-pub(crate) fn has_abandoned_column(conn: &Connection) -> rusqlite::Result<bool> {
-    has_column(conn, ABANDONED_COLUMN)
-}
-
 /// Whether the receipt table has [`ARCHIVE_COLUMN`].
 pub(crate) fn has_archive_column(conn: &Connection) -> rusqlite::Result<bool> {
     has_column(conn, ARCHIVE_COLUMN)
@@ -132,16 +129,41 @@ fn has_column(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     .map(|n| n > 0)
 }
 
+/// Which optional columns the receipt table has ([`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`],
+/// [`RESTORES_COLUMN`], [`OPERATION_COLUMN`]), in one read of its columns (none when it has
+/// none, or there is no such table).
+pub(crate) fn optional_columns(conn: &Connection) -> rusqlite::Result<OptionalColumns> {
+    let mut stmt =
+        conn.prepare_cached("SELECT name FROM pragma_table_info('session_prune_receipt')")?;
+    let mut found = OptionalColumns {
+        abandoned: false,
+        archive: false,
+        restores: false,
+        operation: false,
+    };
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let name: String = row.get(0)?;
+        let is = |column: &str| name.eq_ignore_ascii_case(column);
+        found.abandoned |= is(ABANDONED_COLUMN);
+        found.archive |= is(ARCHIVE_COLUMN);
+        found.restores |= is(RESTORES_COLUMN);
+        found.operation |= is(OPERATION_COLUMN);
+    }
+    Ok(found)
+}
+
 /// The SELECT list of a receipt: [`COLUMNS`], [`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`],
 /// [`RESTORES_COLUMN`] and [`OPERATION_COLUMN`] (NULL where the table lacks one).
 pub(crate) fn select_list(conn: &Connection) -> rusqlite::Result<String> {
     let or_null = |present: bool, name: &'static str| if present { name } else { "NULL" };
+    let has = optional_columns(conn)?;
     Ok(format!(
         "{COLUMNS}, {}, {}, {}, {}",
-        or_null(has_abandoned_column(conn)?, ABANDONED_COLUMN),
-        or_null(has_archive_column(conn)?, ARCHIVE_COLUMN),
-        or_null(has_restores_column(conn)?, RESTORES_COLUMN),
-        or_null(has_operation_column(conn)?, OPERATION_COLUMN),
+        or_null(has.abandoned, ABANDONED_COLUMN),
+        or_null(has.archive, ARCHIVE_COLUMN),
+        or_null(has.restores, RESTORES_COLUMN),
+        or_null(has.operation, OPERATION_COLUMN),
     ))
 }
 
@@ -191,9 +213,12 @@ pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String
 pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
     let indexes = serde_json::to_string(&receipt.indexes).unwrap_or_else(|_| "[]".into());
     let part_ids = serde_json::to_string(&receipt.part_ids).unwrap_or_else(|_| "[]".into());
+    // The columns a receipt needs are added as it needs them: afterwards the table has them.
+    let mut has = optional_columns(conn)?;
     let abandoned = match &receipt.abandoned_run {
         Some(run) => {
-            if !has_abandoned_column(conn)? {
+            if !has.abandoned {
+                has.abandoned = true;
                 conn.execute_batch(
                     "ALTER TABLE session_prune_receipt ADD COLUMN abandoned_run TEXT",
                 )?;
@@ -202,10 +227,12 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
         }
         None => None,
     };
-    if receipt.archive_hash.is_some() && !has_archive_column(conn)? {
+    if receipt.archive_hash.is_some() && !has.archive {
+        has.archive = true;
         conn.execute_batch("ALTER TABLE session_prune_receipt ADD COLUMN archive_hash TEXT")?;
     }
-    if receipt.restores.is_some() && !has_restores_column(conn)? {
+    if receipt.restores.is_some() && !has.restores {
+        has.restores = true;
         conn.execute_batch("ALTER TABLE session_prune_receipt ADD COLUMN restores TEXT")?;
     }
     if receipt.restores.is_some() {
@@ -213,7 +240,8 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
     }
     let operation = match &receipt.operation {
         Some(operation) => {
-            if !has_operation_column(conn)? {
+            if !has.operation {
+                has.operation = true;
                 conn.execute_batch("ALTER TABLE session_prune_receipt ADD COLUMN operation TEXT")?;
             }
             serde_json::to_string(operation).ok()
@@ -272,13 +300,7 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
     conn.prepare_cached(&sql)?
         .execute(rusqlite::params_from_iter(values))?;
     let rowid = conn.last_insert_rowid();
-    let optional = super::receipt_chain::OptionalColumns {
-        abandoned: abandoned.is_some() || has_abandoned_column(conn)?,
-        archive: receipt.archive_hash.is_some() || has_archive_column(conn)?,
-        restores: restores.is_some() || has_restores_column(conn)?,
-        operation: operation.is_some() || has_operation_column(conn)?,
-    };
-    super::receipt_chain::extend(conn, optional, rowid)
+    super::receipt_chain::extend(conn, has, rowid)
 }
 
 /// The receipt stored under a request key (lowercase hex), if any.

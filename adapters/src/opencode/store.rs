@@ -2,6 +2,7 @@
 //! [`SessionStore`] for both storage generations. Which generation holds a message, and what
 //! each does with it, is [`super::generation`]'s to decide.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -65,11 +66,17 @@ impl Default for StoreOptions {
     }
 }
 
+/// Pages of WAL after which a commit of the store checkpoints (passively): 10,000 (40 MB of 4 KiB
+/// pages) rather than SQLite's 1,000, since a clean rewrites many pages, and fewer checkpoints
+/// write each of them to the database fewer times.
+const CHECKPOINT_PAGES: std::ffi::c_int = 10_000;
+
 /// An OpenCode database opened for pruning ([`OpenCodeStore::open`]) or for reading only
 /// ([`OpenCodeStore::open_read_only`]).
 ///
 /// One connection, guarded by a mutex, with `busy_timeout = 0` (5 s for a read-only one), `synchronous = FULL`,
-/// `foreign_keys = ON`, `cache_size = -8000`, `wal_autocheckpoint = 10000` and the query
+/// `foreign_keys = ON`, `cache_size = -8000`, a WAL hook that times the end of each commit and
+/// checkpoints every [`CHECKPOINT_PAGES`] pages of WAL (in place of `wal_autocheckpoint`), and the query
 /// planner's stability guarantee (`SQLITE_DBCONFIG_ENABLE_QPSG`); the file's
 /// `journal_mode` is never changed. The schema profile ([`Schema`]) is read once and read
 /// again only when SQLite's schema cookie changes (OpenCode migrated the file meanwhile).
@@ -94,6 +101,18 @@ pub struct OpenCodeStore {
     archive: Mutex<Option<StoreArchive>>,
     /// How long each write transaction held the write lock.
     lock_times: super::lock_times::LockTimes,
+    /// Group transactions (`super::group`): how many prunes the last one took, and the
+    /// surveys of compactions read ahead of one that it did not reach, by intent id.
+    groups: Mutex<GroupsAhead>,
+}
+
+/// What a store's group transactions keep between them ([`SessionStore::apply_group`]).
+#[derive(Debug, Default)]
+struct GroupsAhead {
+    /// Prunes the last group transaction took.
+    last_taken: usize,
+    /// Surveys read before a group transaction for compactions it did not reach, by intent id.
+    surveys: HashMap<Uuid, Survey>,
 }
 
 impl OpenCodeStore {
@@ -360,7 +379,10 @@ impl OpenCodeStore {
 
     /// Wraps a connection the caller opened (for embedding, and for tests that attach a
     /// database to it). Applies the connection settings; checks that the file is SQLite.
-    pub fn from_connection(conn: Connection, options: StoreOptions) -> Result<Self, StoreError> {
+    pub fn from_connection(
+        mut conn: Connection,
+        options: StoreOptions,
+    ) -> Result<Self, StoreError> {
         // Opening waits, briefly, on another process opening or recovering the WAL index; the
         // write path never waits (set below).
         conn.busy_timeout(READ_BUSY_TIMEOUT).map_err(storage)?;
@@ -372,12 +394,27 @@ impl OpenCodeStore {
         conn.set_prepared_statement_cache_capacity(super::cached::STATEMENT_CACHE);
         let read_only = conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
         // An 8 MB page cache keeps a clean of any database well under 64 MiB of memory (a 16 MiB
-        // message read twice comes back from the OS cache). Checkpoints every 10,000 pages (40 MB
-        // of WAL) rather than 1,000: a clean rewrites many pages, and fewer checkpoints write
-        // each of them to the database fewer times. Both are this connection's own settings.
+        // message read twice comes back from the OS cache): this connection's own setting.
         conn.execute_batch(
-            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -8000; PRAGMA wal_autocheckpoint = 10000;",
+            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -8000;",
         )
+        .map_err(storage)?;
+        let lock_times = super::lock_times::LockTimes::default();
+        let released = lock_times.released();
+        // SQLite calls the hook after each commit in WAL mode, the write lock released: the
+        // lock's hold ends there, and the checkpoint that SQLite's own hook would run every
+        // 1,000 pages runs here, every CHECKPOINT_PAGES.
+        conn.wal_hook(Some(
+            move |wal: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+                released.now();
+                if pages >= CHECKPOINT_PAGES {
+                    // A passive checkpoint gives way to any reader or writer; what it leaves, the
+                    // next one moves.
+                    let _ = wal.checkpoint();
+                }
+                Ok(())
+            },
+        ))
         .map_err(storage)?;
         super::sql_functions::register(&conn).map_err(storage)?;
         let profile = Schema::read(&conn).map_err(storage)?;
@@ -404,7 +441,8 @@ impl OpenCodeStore {
             integrity_checked: Mutex::new(false),
             holders_checked: Mutex::new(None),
             archive: Mutex::new(None),
-            lock_times: super::lock_times::LockTimes::default(),
+            lock_times,
+            groups: Mutex::new(GroupsAhead::default()),
         })
     }
 
@@ -837,6 +875,69 @@ impl OpenCodeStore {
         )
     }
 
+    /// [`SessionStore::apply_group`] past its opening checks. The compactions the transaction
+    /// may reach (up to twice as many prunes as the last group took) have their session's
+    /// snapshots read first, each in a read transaction of its own, so that no survey runs
+    /// under the write lock; those it does not reach are kept for the next group.
+    fn apply_group_sound(&self, commands: &[PruneCommand<'_>]) -> Vec<Result<Applied, StoreError>> {
+        let conn = self.connection();
+        let schema = match self.schema_of(&conn) {
+            Ok(schema) => schema,
+            Err(error) => return vec![Err(storage(error))],
+        };
+        let relaxed = is_wal(&conn);
+        if let Err(error) = set_synchronous(&conn, if relaxed { NORMAL } else { FULL }) {
+            return vec![Err(storage(error))];
+        }
+        let mut known = match self.known(&conn, &schema) {
+            Ok(known) => known,
+            Err(error) => return vec![Err(error)],
+        };
+        let mut groups = self
+            .groups
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let given: HashSet<Uuid> = commands.iter().map(|command| command.intent_id).collect();
+        groups
+            .surveys
+            .retain(|intent_id, _| given.contains(intent_id));
+        let reach = (groups.last_taken.max(4) * 2).min(commands.len());
+        let mut take = reach;
+        for (index, command) in commands[..reach].iter().enumerate() {
+            if groups.surveys.contains_key(&command.intent_id) {
+                continue;
+            }
+            match survey_for(&conn, &schema, command.request) {
+                Ok(Some(survey)) => {
+                    groups.surveys.insert(command.intent_id, survey);
+                }
+                Ok(None) => {}
+                // The failure is this prune's answer, alone: the group ends before it.
+                Err(error) if index == 0 => return vec![classify(&error).map(Applied::Refused)],
+                Err(_) => {
+                    take = index;
+                    break;
+                }
+            }
+        }
+        let mut archive = self.archive_slot();
+        let answers = generation::apply_group(
+            &conn,
+            &self.lock_times,
+            |conn| self.schema_of(conn),
+            &mut known,
+            &commands[..take],
+            self.fence_limits(),
+            archive.as_mut(),
+            &groups.surveys,
+        );
+        for command in &commands[..answers.len()] {
+            groups.surveys.remove(&command.intent_id);
+        }
+        groups.last_taken = answers.len();
+        answers
+    }
+
     /// [`SessionStore::dry_run`] past its opening checks.
     fn dry_run_sound(
         &self,
@@ -960,6 +1061,33 @@ impl SessionStore for OpenCodeStore {
             return Ok(Applied::Refused(refusal));
         }
         self.noting_damage(self.apply_sound(command))
+    }
+
+    /// Takes as many of `commands` as fit in one group transaction (see `super::group`: its
+    /// write lock held at most 50 ms) on a WAL database, with `synchronous = NORMAL`
+    /// ([`Self::make_durable`] syncs the WAL); a command that must be durable at once, or one
+    /// given alone, is applied alone ([`Self::apply`]).
+    fn apply_group(&self, commands: &[PruneCommand<'_>]) -> Vec<Result<Applied, StoreError>> {
+        let Some(first) = commands.first() else {
+            return Vec::new();
+        };
+        if commands.len() == 1 || first.durability == Durability::Immediate {
+            return vec![self.apply(first)];
+        }
+        let deferred = commands
+            .iter()
+            .take_while(|command| command.durability == Durability::Deferred)
+            .count();
+        if self.read_only {
+            return vec![self.apply(first)];
+        }
+        if let Some(refusal) = self.write_gate() {
+            return vec![Ok(Applied::Refused(refusal))];
+        }
+        self.apply_group_sound(&commands[..deferred])
+            .into_iter()
+            .map(|answer| self.noting_damage(answer))
+            .collect()
     }
 
     fn dry_run(

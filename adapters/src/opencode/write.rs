@@ -89,19 +89,29 @@ pub(crate) fn in_transaction(
     held: &LockTimes,
     work: impl FnOnce() -> Result<Step, Failure>,
 ) -> Result<Applied, StoreError> {
-    if !conn.is_autocommit() {
-        return Ok(Applied::Refused(Refusal::new(
-            BlockedReason::MaintenanceRequired,
-            "the connection is already inside a transaction",
-        )));
-    }
-    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
-        return classify(&error).map(Applied::Refused);
-    }
-    let lock = Held::began();
+    let lock = match begin(conn) {
+        Ok(lock) => lock,
+        Err(refused) => return refused,
+    };
     let outcome = run_and_end(conn, work);
     held.record(lock);
     outcome
+}
+
+/// Takes the write lock (`BEGIN IMMEDIATE`) and the time it was taken; the answer of a prune
+/// that could not take it (`maintenance_required` for a connection already inside a
+/// transaction or a locked database, else as [`classify`] maps the failure).
+pub(crate) fn begin(conn: &Connection) -> Result<Held, Result<Applied, StoreError>> {
+    if !conn.is_autocommit() {
+        return Err(Ok(Applied::Refused(Refusal::new(
+            BlockedReason::MaintenanceRequired,
+            "the connection is already inside a transaction",
+        ))));
+    }
+    match super::cached::execute(conn, "BEGIN IMMEDIATE", []) {
+        Ok(_) => Ok(Held::began()),
+        Err(error) => Err(classify(&error).map(Applied::Refused)),
+    }
 }
 
 /// The rest of [`in_transaction`], from `work` to the end of its `COMMIT` or `ROLLBACK`: the
@@ -112,26 +122,57 @@ fn run_and_end(
 ) -> Result<Applied, StoreError> {
     let outcome = work();
     if matches!(outcome, Ok(Step::Commit(_))) {
-        if let Err(error) = conn.execute_batch("COMMIT") {
-            let still_open = !conn.is_autocommit();
-            if still_open {
-                let _ = conn.execute_batch("ROLLBACK");
-            }
-            // BUSY leaves the transaction open (a reader holds the file): rolled back, nothing
-            // was written. Any other failure of COMMIT (an fsync error, say) may or may not have
-            // made the transaction durable: only the database, read again, can tell.
-            return match classify(&error) {
-                Ok(refusal)
-                    if refusal.reason == BlockedReason::MaintenanceRequired && still_open =>
-                {
-                    Ok(Applied::Refused(refusal))
-                }
-                _ => Err(StoreError::OutcomeUnknown(error.to_string())),
-            };
+        if let Err(failed) = commit(conn) {
+            return failed.answer();
         }
     } else if !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
+    answer(outcome)
+}
+
+/// A `COMMIT` that failed, as every prune of its transaction that wrote answers it.
+#[derive(Debug, Clone)]
+pub(crate) enum CommitFailed {
+    /// Rolled back, nothing written (BUSY leaves the transaction open: a reader holds the
+    /// file).
+    RolledBack(Refusal),
+    /// Any other failure (an fsync error, say): the transaction may or may not be durable, and
+    /// only the database, read again, can tell.
+    Unknown(String),
+}
+
+impl CommitFailed {
+    /// The answer of a prune that wrote in the transaction.
+    pub(crate) fn answer(&self) -> Result<Applied, StoreError> {
+        match self {
+            Self::RolledBack(refusal) => Ok(Applied::Refused(refusal.clone())),
+            Self::Unknown(detail) => Err(StoreError::OutcomeUnknown(detail.clone())),
+        }
+    }
+}
+
+/// Commits the transaction open on `conn`; on failure it is rolled back where SQLite left it
+/// open.
+pub(crate) fn commit(conn: &Connection) -> Result<(), CommitFailed> {
+    let Err(error) = super::cached::execute(conn, "COMMIT", []) else {
+        return Ok(());
+    };
+    let still_open = !conn.is_autocommit();
+    if still_open {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    Err(match classify(&error) {
+        Ok(refusal) if refusal.reason == BlockedReason::MaintenanceRequired && still_open => {
+            CommitFailed::RolledBack(refusal)
+        }
+        _ => CommitFailed::Unknown(error.to_string()),
+    })
+}
+
+/// The answer of a prune whose work ended in `outcome` and whose commit, if it had one,
+/// succeeded: pruned, replayed, refused, or the failure (SQL failures mapped by [`classify`]).
+pub(crate) fn answer(outcome: Result<Step, Failure>) -> Result<Applied, StoreError> {
     match outcome {
         Ok(Step::Commit(receipt)) => Ok(Applied::Pruned {
             receipt,

@@ -1,5 +1,6 @@
 //! The write path: one prune, and a batch of them with group commit (one journal write for
-//! the intents, one store sync, one journal write for the commit marks).
+//! the intents, group transactions in the store, one store sync, one journal write for the
+//! commit marks).
 
 use pruning_journal::{Commit, Intent, IntentState, Resolution};
 use uuid::Uuid;
@@ -40,9 +41,9 @@ impl<S: SessionStore> Engine<S> {
     }
 
     /// Prunes many messages with group commit (docs/ARCHITECTURE.md, "Bulk work"): the intents of
-    /// the
-    /// batch are journaled in one durable write, each message is applied in its own store
-    /// transaction without waiting for durability, the store makes them durable once
+    /// the batch are journaled in one durable write, the messages are applied in group
+    /// transactions ([`SessionStore::apply_group`]: each message whole or not at all) without
+    /// waiting for durability, the store makes them durable once
     /// ([`SessionStore::make_durable`]), then the commits go into the journal in one write and
     /// the refusals in another. One result per request, in order, each as [`Engine::prune`]
     /// would give it; a refusal or an error of one request does not stop the others.
@@ -53,10 +54,11 @@ impl<S: SessionStore> Engine<S> {
         self.prune_many_until(requests, &|| false)
     }
 
-    /// [`Engine::prune_many`] that checks `stop` before applying each request: once it
+    /// [`Engine::prune_many`] that checks `stop` before each group transaction: once it
     /// returns true, the requests not yet applied answer [`EngineError::Interrupted`] (their
     /// intents are journaled as abandoned, nothing of them is written) and the ones applied
-    /// are committed and journaled as usual (Ctrl-C stops after the current message).
+    /// are committed and journaled as usual (Ctrl-C stops after the current transaction, which
+    /// a store bounds: 50 ms of the write lock for OpenCode's).
     pub fn prune_many_until(
         &self,
         requests: &[PruneRequest],
@@ -165,100 +167,135 @@ impl<S: SessionStore> Engine<S> {
         true
     }
 
+    /// The store command of a journaled slot at `now` (ms since the Unix epoch); `None` for a
+    /// slot in any other state.
+    fn command_of<'a>(
+        &'a self,
+        slot: &Slot<'a>,
+        now: i64,
+        durability: Durability,
+    ) -> Option<PruneCommand<'a>> {
+        match *slot {
+            Slot::Journaled {
+                request,
+                key,
+                intent_id,
+                receipt_id,
+            } => Some(PruneCommand {
+                request,
+                intent_id,
+                request_key: key,
+                receipt_id,
+                database_id: &self.database_id,
+                now_ms: now,
+                durability,
+            }),
+            _ => None,
+        }
+    }
+
     /// Phase 3a (deferred durability): the store may archive what the batch's prunes will
     /// remove ahead of them, in one sync ([`SessionStore::archive_ahead`]).
     fn archive_ahead(&self, batch: &Batch<'_>) {
+        let now = now_ms();
         let commands: Vec<PruneCommand<'_>> = batch
             .slots
             .iter()
-            .filter_map(|slot| match *slot {
-                Slot::Journaled {
-                    request,
-                    key,
-                    intent_id,
-                    receipt_id,
-                } => Some(PruneCommand {
-                    request,
-                    intent_id,
-                    request_key: key,
-                    receipt_id,
-                    database_id: &self.database_id,
-                    now_ms: now_ms(),
-                    durability: Durability::Deferred,
-                }),
-                _ => None,
-            })
+            .filter_map(|slot| self.command_of(slot, now, Durability::Deferred))
             .collect();
         if !commands.is_empty() {
             self.store.archive_ahead(&commands);
         }
     }
 
-    /// Phase 3: each journaled request in its own store transaction, in order, until `stop`
-    /// says to stop (the rest are abandoned, nothing of them written).
+    /// Phase 3: the journaled requests, in order, until `stop` says to stop (the rest are
+    /// abandoned, nothing of them written). One prune ([`Durability::Immediate`]) is applied
+    /// alone; a batch's prunes go to the store in group transactions
+    /// ([`SessionStore::apply_group`]), `stop` checked before each.
     fn apply_each(&self, batch: &mut Batch<'_>, durability: Durability, stop: &dyn Fn() -> bool) {
-        let mut stopped = false;
-        for (index, slot) in batch.slots.iter_mut().enumerate() {
-            let Slot::Journaled {
-                request,
-                key,
-                intent_id,
-                receipt_id,
-            } = *slot
-            else {
-                continue;
+        let journaled: Vec<usize> = (0..batch.slots.len())
+            .filter(|&index| matches!(batch.slots[index], Slot::Journaled { .. }))
+            .collect();
+        let mut next = 0;
+        while next < journaled.len() {
+            if stop() {
+                for &index in &journaled[next..] {
+                    if let Slot::Journaled { intent_id, .. } = batch.slots[index] {
+                        batch.resolutions.push((
+                            intent_id,
+                            Resolution::Abandoned("interrupted before it was applied".into()),
+                        ));
+                        batch.slots[index] = Slot::answered(Err(EngineError::Interrupted));
+                    }
+                }
+                return;
+            }
+            let now = now_ms();
+            let commands: Vec<PruneCommand<'_>> = journaled[next..]
+                .iter()
+                .filter_map(|&index| self.command_of(&batch.slots[index], now, durability))
+                .collect();
+            let mut results = match durability {
+                Durability::Immediate => vec![self.store.apply(&commands[0])],
+                Durability::Deferred => self.store.apply_group(&commands),
             };
-            stopped = stopped || stop();
-            if stopped {
+            results.truncate(commands.len());
+            if results.is_empty() {
+                // A store that took none would be asked again forever: the first is answered.
+                results.push(Err(StoreError::Storage(
+                    "the store applied none of the prunes it was given".into(),
+                )));
+            }
+            for (command, applied) in commands.iter().zip(results) {
+                let index = journaled[next];
+                next += 1;
+                batch.slots[index] = self.settle(batch, index, command.intent_id, applied);
+            }
+        }
+    }
+
+    /// The slot of a request after the store applied it: committed, refused (journaled as
+    /// refused in phase 6), or failed (abandoned, except an outcome the store cannot tell,
+    /// which stays pending for recovery).
+    fn settle(
+        &self,
+        batch: &mut Batch<'_>,
+        index: usize,
+        intent_id: Uuid,
+        applied: Result<Applied, StoreError>,
+    ) -> Slot<'static> {
+        match applied {
+            Ok(Applied::Pruned { receipt, replayed }) => Slot::Committed {
+                intent_id,
+                receipt,
+                replayed,
+            },
+            Ok(Applied::Refused(refusal)) => {
                 batch.resolutions.push((
                     intent_id,
-                    Resolution::Abandoned("interrupted before it was applied".into()),
+                    Resolution::Refused(refusal.reason.as_str().to_string()),
                 ));
-                *slot = Slot::answered(Err(EngineError::Interrupted));
-                continue;
+                batch.refused.push(index);
+                Slot::answered(Ok(PruneOutcome {
+                    result: PruneResult::Blocked {
+                        reason: refusal.reason,
+                    },
+                    receipt: None,
+                    event: None,
+                    refusal: Some(refusal),
+                    intent_id: Some(intent_id),
+                    retried: false,
+                }))
             }
-            let command = PruneCommand {
-                request,
-                intent_id,
-                request_key: key,
-                receipt_id,
-                database_id: &self.database_id,
-                now_ms: now_ms(),
-                durability,
-            };
-            *slot = match self.store.apply(&command) {
-                Ok(Applied::Pruned { receipt, replayed }) => Slot::Committed {
-                    intent_id,
-                    receipt,
-                    replayed,
-                },
-                Ok(Applied::Refused(refusal)) => {
-                    batch.resolutions.push((
-                        intent_id,
-                        Resolution::Refused(refusal.reason.as_str().to_string()),
-                    ));
-                    batch.refused.push(index);
-                    Slot::answered(Ok(PruneOutcome {
-                        result: PruneResult::Blocked {
-                            reason: refusal.reason,
-                        },
-                        receipt: None,
-                        event: None,
-                        refusal: Some(refusal),
-                        intent_id: Some(intent_id),
-                        retried: false,
-                    }))
-                }
-                // The intent stays pending: recovery resolves it from the receipt, if any.
-                Err(error @ StoreError::OutcomeUnknown(_)) => Slot::answered(Err(error.into())),
-                Err(error) => {
-                    // The transaction rolled back: nothing was written.
-                    batch
-                        .resolutions
-                        .push((intent_id, Resolution::Abandoned(error.to_string())));
-                    Slot::answered(Err(error.into()))
-                }
-            };
+            // The intent stays pending: recovery resolves it from the receipt, if any.
+            Err(error @ StoreError::OutcomeUnknown(_)) => Slot::answered(Err(error.into())),
+            Err(error) => {
+                // The prune rolled back: nothing of it was written.
+                batch
+                    .resolutions
+                    .push((intent_id, Resolution::Abandoned(error.to_string())));
+                Slot::answered(Err(error.into()))
+            }
         }
     }
 

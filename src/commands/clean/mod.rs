@@ -3,7 +3,7 @@
 //! journal writes and WAL sync (docs/ARCHITECTURE.md, "Bulk work"), through the engine's one write
 //! path.
 //! A dry run (the default) reads only. Progress goes to stderr: a bar on a terminal, a line
-//! every few seconds otherwise, nothing with `--json`. Ctrl-C stops after the current message.
+//! every few seconds otherwise, nothing with `--json`. Ctrl-C stops after the current transaction.
 
 mod copies;
 mod progress;
