@@ -4,6 +4,8 @@
 //!   it hashed with SHA-256: the least work a preview can do (it parses, serializes the content
 //!   canonically and hashes it for the revision).
 //!
+//! The preview runs on a writable store (`preview`, as the server's engine reads) and on a
+//! read-only one (`preview_read_only`, as `session-prune preview` reads: through a memory map).
 //! docs/ARCHITECTURE.md, "Performance targets": preview within 2x of the parse today; the goal
 //! is within 1.3x of `parse_serialize_hash`.
 
@@ -64,6 +66,14 @@ fn preview_16mib(c: &mut Criterion) {
     });
     group.bench_function("preview", |b| {
         b.iter(|| std::hint::black_box(pruning_engine::preview(&store, &request).expect("preview")))
+    });
+    // As `session-prune preview` reads it: a read-only store, which reads the file through a
+    // memory map.
+    let reader = OpenCodeStore::open_read_only(&db, StoreOptions::default()).expect("reader");
+    group.bench_function("preview_read_only", |b| {
+        b.iter(|| {
+            std::hint::black_box(pruning_engine::preview(&reader, &request).expect("preview"))
+        })
     });
     group.finish();
 }

@@ -24,7 +24,7 @@ pub(crate) const LOCK_BUDGET: Duration = Duration::from_millis(50);
 
 /// The part of [`LOCK_BUDGET`] left to the transaction's `COMMIT` (writing its pages to the
 /// WAL).
-pub(crate) const COMMIT_RESERVE: Duration = Duration::from_millis(10);
+pub(crate) const COMMIT_RESERVE: Duration = Duration::from_millis(15);
 
 /// Runs `work(i)` for `i` in `0..count`, in order, in one write transaction on `conn`, each under
 /// its own savepoint, until [`LOCK_BUDGET`] says no more fit, then commits. Returns one answer
@@ -301,9 +301,9 @@ mod tests {
             write_row(&conn, n, false)
         });
         // At the pace of the slowest prune, a prune joins only if it ends within the budget
-        // less the commit's reserve: 40 ms of 12.5 ms prunes is 3 at most (sleeps only
+        // less the commit's reserve: 35 ms of 12.5 ms prunes is 2 at most (sleeps only
         // overrun).
-        assert!((1..=3).contains(&answers.len()), "{} prunes", answers.len());
+        assert!((1..=2).contains(&answers.len()), "{} prunes", answers.len());
         assert!(answers.iter().all(pruned));
         assert_eq!(rows(&conn).len(), answers.len());
         // The first prune always joins, however slow.

@@ -66,6 +66,11 @@ impl Default for StoreOptions {
     }
 }
 
+/// Bytes of the database file a read-only connection reads through a memory map
+/// (`PRAGMA mmap_size`): SQLite's own ceiling (`SQLITE_MAX_MMAP_SIZE`, 0x7fff0000); a larger
+/// file is read beyond it as usual.
+const READ_MMAP_BYTES: i64 = 0x7fff_0000;
+
 /// Pages of WAL after which a commit of the store checkpoints (passively): 10,000 (40 MB of 4 KiB
 /// pages) rather than SQLite's 1,000, since a clean rewrites many pages, and fewer checkpoints
 /// write each of them to the database fewer times.
@@ -74,7 +79,8 @@ const CHECKPOINT_PAGES: std::ffi::c_int = 10_000;
 /// An OpenCode database opened for pruning ([`OpenCodeStore::open`]) or for reading only
 /// ([`OpenCodeStore::open_read_only`]).
 ///
-/// One connection, guarded by a mutex, with `busy_timeout = 0` (5 s for a read-only one), `synchronous = FULL`,
+/// One connection, guarded by a mutex, with `busy_timeout = 0` (5 s and a memory map of up to
+/// [`READ_MMAP_BYTES`] of the file for a read-only one), `synchronous = FULL`,
 /// `foreign_keys = ON`, `cache_size = -8000`, a WAL hook that times the end of each commit and
 /// checkpoints every [`CHECKPOINT_PAGES`] pages of WAL (in place of `wal_autocheckpoint`), and the query
 /// planner's stability guarantee (`SQLITE_DBCONFIG_ENABLE_QPSG`); the file's
@@ -418,12 +424,25 @@ impl OpenCodeStore {
         .map_err(storage)?;
         super::sql_functions::register(&conn).map_err(storage)?;
         let profile = Schema::read(&conn).map_err(storage)?;
+        if read_only {
+            // Reads through a memory map of the file, without a copy into the page cache: only
+            // where nothing is written, so that a writing connection's memory stays bounded by
+            // its page cache (docs/ARCHITECTURE.md, "Bulk work"). The map's pages are the OS's
+            // file cache, shared and given back under pressure.
+            conn.execute_batch(&format!("PRAGMA mmap_size = {READ_MMAP_BYTES}"))
+                .map_err(storage)?;
+        }
         if !read_only {
             // A reader never waits for a writer in WAL mode, but it may meet another process
             // opening or recovering the WAL index (SQLITE_BUSY): a read-only connection waits
             // for that, briefly, rather than failing a read command. A connection that prunes
             // never waits: a busy database is `maintenance_required` at once.
             conn.busy_timeout(Duration::ZERO).map_err(storage)?;
+            // A group transaction's savepoints keep the pages each message changes in a
+            // statement journal, which SQLite otherwise writes to a temporary file past 64 KiB:
+            // in memory, bounded by the pages one message changes (`super::group`).
+            conn.execute_batch("PRAGMA temp_store = MEMORY")
+                .map_err(storage)?;
         }
         let path = conn
             .path()

@@ -3,7 +3,7 @@
 //! A child's `ru_maxrss` counts the address space it started from: a process spawned by this
 //! test binary (hundreds of MB while its tests run) reports at least this binary's own peak. So
 //! the command is started by a small Python process that forks it from its own few MB and
-//! reports `os.wait4`'s `ru_maxrss`. Without `python3` a measurement is skipped (saying so),
+//! reports `os.wait4`'s `ru_maxrss`, and the peak of its anonymous memory, sampled. Without `python3` a measurement is skipped (saying so),
 //! except under CI, where it fails.
 #![allow(dead_code)]
 
@@ -11,23 +11,41 @@ use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// What a run printed, its exit code and its peak resident memory in bytes.
+/// What a run printed, its exit code and its peak memory in bytes.
 pub struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+    /// Peak resident set (`ru_maxrss`): with the pages of files the process maps, such as the
+    /// database a read-only connection reads through a memory map.
     pub peak: u64,
+    /// Peak anonymous resident memory (`RssAnon` of /proc/PID/status, sampled every
+    /// millisecond): what the process allocated, without any mapped file.
+    pub anon_peak: u64,
 }
 
-/// Forks argv[2:] and writes "EXIT_CODE MAXRSS_KIB" to the file argv[1].
+/// Forks argv[2:], samples its `RssAnon` every millisecond until it exits, and writes
+/// "EXIT_CODE MAXRSS_KIB MAX_RSS_ANON_KIB" to the file argv[1].
 const SPAWNER: &str = "\
-import os, sys
+import os, sys, time
 pid = os.fork()
 if pid == 0:
     os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
+anon = 0
+while True:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if done:
+        break
+    try:
+        with open('/proc/%d/status' % pid) as status_file:
+            for line in status_file:
+                if line.startswith('RssAnon:'):
+                    anon = max(anon, int(line.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.001)
 with open(sys.argv[1], 'w') as out:
-    out.write('%d %d' % (os.waitstatus_to_exitcode(status), usage.ru_maxrss))
+    out.write('%d %d %d' % (os.waitstatus_to_exitcode(status), usage.ru_maxrss, anon))
 ";
 
 /// Runs the binary with `--db db` and `args`, and measures it; `None` (after saying why) when
@@ -67,11 +85,18 @@ pub fn measured(db: &Path, args: &[&str]) -> Option<Run> {
     let stderr = std::fs::read_to_string(err).unwrap();
     assert!(status.success(), "the spawner failed: {stderr}");
     let report = std::fs::read_to_string(report).unwrap();
-    let (code, kib) = report.split_once(' ').expect("two numbers");
+    let numbers: Vec<i64> = report
+        .split(' ')
+        .map(|n| n.parse().expect("a number"))
+        .collect();
+    let [code, kib, anon_kib] = numbers[..] else {
+        panic!("three numbers: {report}");
+    };
     Some(Run {
-        code: code.parse().unwrap(),
+        code: i32::try_from(code).expect("an exit code"),
         stdout: std::fs::read_to_string(out).unwrap(),
         stderr,
-        peak: kib.parse::<u64>().unwrap() * 1024,
+        peak: kib as u64 * 1024,
+        anon_peak: anon_kib as u64 * 1024,
     })
 }

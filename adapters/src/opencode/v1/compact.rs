@@ -486,8 +486,8 @@ fn is_there(conn: &Connection, session_id: &str, snapshot: &Snapshot) -> rusqlit
     Ok(found == 1)
 }
 
-/// The writes of a planned compaction: each doomed row deleted, matching what the survey read
-/// (`conflict` when one is not there exactly once). With `capture`, the deleted rows (every
+/// The writes of a planned compaction: every doomed row deleted in one statement, each matching
+/// what the survey read (`conflict` when not every one is there as read). With `capture`, the deleted rows (every
 /// column) are returned for the archive, by id.
 pub(crate) fn write(
     conn: &Connection,
@@ -498,31 +498,37 @@ pub(crate) fn write(
 ) -> rusqlite::Result<Result<Written, Refusal>> {
     let session_id = &command.request.session_id;
     let mut rows: Option<TableRows> = None;
-    let sql = "DELETE FROM event WHERE id = ?1 AND aggregate_id = ?2 AND seq = ?3 AND type = ?4 \
-               AND octet_length(data) = ?5";
-    for snapshot in &planned.doomed {
-        let values = params![
-            snapshot.id,
-            session_id,
-            snapshot.seq,
-            snapshot.kind.event_type(),
-            snapshot.len
-        ];
-        let deleted = if capture {
-            let mut delete = conn.prepare_cached(&format!("{sql} RETURNING *"))?;
-            capture_rows(&mut delete, "event", values, &mut rows)?
-        } else {
-            conn.prepare_cached(sql)?.execute(values)?
-        };
-        if deleted != 1 {
-            return Ok(Err(Refusal::new(
-                BlockedReason::Conflict,
-                format!(
-                    "snapshot {} changed or went away since the session's snapshots were read",
-                    snapshot.id
-                ),
-            )));
-        }
+    // One statement for every doomed row: SQLite keeps the pages a statement changes for its
+    // own rollback, once per statement (and past 64 KiB in a file), so one delete per row
+    // would copy the same index pages again for each row.
+    let doomed: Vec<(&str, i64, &str, i64)> = planned
+        .doomed
+        .iter()
+        .map(|s| (s.id.as_str(), s.seq, s.kind.event_type(), s.len))
+        .collect();
+    let doomed = serde_json::to_string(&doomed).unwrap_or_else(|_| "[]".into());
+    // CROSS JOIN keeps the list as the outer loop: each row is then found by its id.
+    let sql = "DELETE FROM event WHERE rowid IN (SELECT e.rowid FROM json_each(?2) AS j \
+               CROSS JOIN event AS e ON e.id = j.value ->> 0 AND e.aggregate_id = ?1 \
+               AND e.seq = j.value ->> 1 AND e.type = j.value ->> 2 \
+               AND octet_length(e.data) = j.value ->> 3)";
+    let values = params![session_id, doomed];
+    let deleted = if capture {
+        let mut delete = conn.prepare_cached(&format!("{sql} RETURNING *"))?;
+        capture_rows(&mut delete, "event", values, &mut rows)?
+    } else {
+        conn.prepare_cached(sql)?.execute(values)?
+    };
+    if deleted != planned.doomed.len() {
+        return Ok(Err(Refusal::new(
+            BlockedReason::Conflict,
+            format!(
+                "{} of the {} snapshots to delete changed or went away since the session's \
+                 snapshots were read",
+                planned.doomed.len().abs_diff(deleted),
+                planned.doomed.len()
+            ),
+        )));
     }
     known.events_deleted(session_id);
     known.foreign.after_own_writes(conn)?;
