@@ -438,11 +438,6 @@ impl OpenCodeStore {
             // for that, briefly, rather than failing a read command. A connection that prunes
             // never waits: a busy database is `maintenance_required` at once.
             conn.busy_timeout(Duration::ZERO).map_err(storage)?;
-            // A group transaction's savepoints keep the pages each message changes in a
-            // statement journal, which SQLite otherwise writes to a temporary file past 64 KiB:
-            // in memory, bounded by the pages one message changes (`super::group`).
-            conn.execute_batch("PRAGMA temp_store = MEMORY")
-                .map_err(storage)?;
         }
         let path = conn
             .path()
@@ -940,6 +935,13 @@ impl OpenCodeStore {
             }
         }
         let mut archive = self.archive_slot();
+        // A group's savepoints keep the pages each message changes in a statement journal,
+        // which SQLite otherwise writes to a temporary file past 64 KiB: in memory, bounded by
+        // the pages one message changes. Only for the group: elsewhere (a `VACUUM`, which
+        // builds the whole file in temporary storage) temporary data stays on disk.
+        if let Err(error) = conn.execute_batch("PRAGMA temp_store = MEMORY") {
+            return vec![Err(storage(error))];
+        }
         let answers = generation::apply_group(
             &conn,
             &self.lock_times,
@@ -950,6 +952,7 @@ impl OpenCodeStore {
             archive.as_mut(),
             &groups.surveys,
         );
+        let _ = conn.execute_batch("PRAGMA temp_store = DEFAULT");
         for command in &commands[..answers.len()] {
             groups.surveys.remove(&command.intent_id);
         }

@@ -50,7 +50,9 @@ pub(super) struct Report {
     /// with `--apply`, the clean then exits 3.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub(super) retry_later: BTreeMap<&'static str, u64>,
-    /// Messages whose prune failed (storage or journal errors): nothing of them was written.
+    /// Messages whose prune failed (storage or journal errors): each whole or not at all; nothing
+    /// of them was written unless the failure was a commit whose outcome is unknown, which the
+    /// next run's recovery settles from the receipts.
     pub(super) failed: u64,
     /// Of `pruned`, messages committed in the database (with their receipts) whose commit
     /// marks could not be journaled: the next run's recovery journals them and announces their
@@ -719,7 +721,7 @@ pub(super) fn print_report(
     }
     if report.failed > 0 || report.unjournaled > 0 {
         say!(
-            "failed: {} message(s) (nothing of them was written); first failure: {}",
+            "failed: {} message(s) (each whole or not at all: where a commit may have taken effect, the next run's recovery tells from the receipts); first failure: {}",
             report.failed,
             report.first_failure.as_deref().unwrap_or("")
         )?;
