@@ -1,5 +1,6 @@
 //! `pruneBatch`: up to 16 history candidates of one session, each pruned of all its technical
-//! parts in its own transaction, with one result per candidate.
+//! parts whole or not at all (its own savepoint of a group transaction), with one result per
+//! candidate.
 //!
 //! Source: docs/ARCHITECTURE.md, "Contract" (`pruneBatch`): in `{sessionID, candidates:[1..16]}`
 //! with
@@ -155,10 +156,10 @@ impl BatchOutcome {
 }
 
 impl<S: SessionStore> Engine<S> {
-    /// Prunes every technical part of each candidate, in order, each in its own transaction
-    /// with its own receipt and event, sharing the durable writes of the batch (the group
-    /// commit of [`Engine::prune_many`]: one journal write for the intents, one WAL sync, one
-    /// journal write for the commit marks). A refusal or an error of one candidate does not
+    /// Prunes every technical part of each candidate, in order, each whole or not at all with
+    /// its own receipt and event, sharing the durable writes of the batch (the group commit of
+    /// [`Engine::prune_many`]: one journal write for the intents, group transactions, one WAL
+    /// sync, one journal write for the commit marks). A refusal or an error of one candidate does not
     /// stop the others.
     pub fn prune_batch(&self, batch: &PruneBatchRequest) -> BatchOutcome {
         let mut requests = Vec::with_capacity(batch.candidates.len());

@@ -99,7 +99,7 @@ pub async fn history(
 }
 
 /// `pruneBatch {sessionID, candidates}` -> `{results:[{messageID, result}]}`: each candidate
-/// in its own transaction, one event per pruned message.
+/// whole or not at all with its own receipt, one event per pruned message.
 #[utoipa::path(
     post,
     path = "/api/workspaces/{id}/session-pruning/prune-batch",
