@@ -84,10 +84,11 @@ pub(crate) fn in_group(
                 if !conn.is_autocommit() {
                     let _ = conn.execute_batch("ROLLBACK");
                 }
-                let detail = format!("the transaction could not be kept: {error}");
-                answers.push(Err(StoreError::Storage(detail.clone().into())));
+                // Worded as any SQL failure of a prune is (`super::sql_errors::classify`).
+                let answer = write::answer(Err(Failure::Sql(error)));
+                whole_rolled_back = Some(rolled_back_with(&answer));
+                answers.push(answer);
                 wrote.push(false);
-                whole_rolled_back = Some(detail);
                 break;
             }
         }
@@ -288,6 +289,37 @@ mod tests {
         assert!(answers
             .iter()
             .all(|a| matches!(a, Err(StoreError::Storage(_)))));
+        assert!(rows(&conn).is_empty());
+    }
+
+    #[test]
+    fn a_savepoint_that_cannot_be_released_undoes_the_whole_transaction_in_words() {
+        let (_dir, conn) = database();
+        let held = LockTimes::default();
+        let answers = in_group(&conn, &held, 4, |n| {
+            if n == 1 {
+                // The savepoint gone under the group: its RELEASE fails.
+                conn.execute_batch("RELEASE prune")?;
+            }
+            write_row(&conn, n, false)
+        });
+        assert_eq!(answers.len(), 2);
+        assert!(
+            matches!(&answers[0], Err(StoreError::Storage(e)) if e.to_string().starts_with("rolled back with the prune after it"))
+        );
+        match &answers[1] {
+            Ok(Applied::Refused(r)) => {
+                assert_eq!(r.reason, BlockedReason::UnsupportedStorage);
+                assert!(
+                    r.detail
+                        .starts_with("the storage is not as this version expects"),
+                    "{}",
+                    r.detail
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(conn.is_autocommit());
         assert!(rows(&conn).is_empty());
     }
 
