@@ -158,7 +158,7 @@ fn main() {
         "--apply",
         "--timings",
     ];
-    let vacuum_into = time_vacuum_into(&source, &options.dir.join("vacuum-into.db"));
+    let vacuum_into = common::time_vacuum_into(&source, &options.dir.join("vacuum-into.db"));
     println!(
         "VACUUM INTO of the same database: {:.2} s",
         vacuum_into.as_secs_f64()
@@ -262,18 +262,6 @@ fn clean_in_place(source: &Path, clean: &[&str], megabytes: u64, rows: u64, vacu
 
 /// How long SQLite's `VACUUM INTO target` of `source` takes (`target` is replaced, then
 /// removed).
-fn time_vacuum_into(source: &Path, target: &Path) -> Duration {
-    let _ = std::fs::remove_file(target);
-    let conn = Connection::open(source).expect("open");
-    let started = Instant::now();
-    conn.execute("VACUUM INTO ?1", [target.to_str().expect("UTF-8 path")])
-        .expect("VACUUM INTO");
-    let elapsed = started.elapsed();
-    drop(conn);
-    let _ = std::fs::remove_file(target);
-    elapsed
-}
-
 /// Deletes the parts `clean` removed through OpenCode's own API on a copy, then vacuums it.
 /// Returns clean's parts per second over OpenCode's, or `None` without an OpenCode binary.
 fn compare_with_opencode(

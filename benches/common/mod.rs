@@ -17,6 +17,20 @@ pub fn release_binary() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/session-prune")
 }
 
+/// How long SQLite's `VACUUM INTO` of `source` takes, into `target` (removed before and after):
+/// a copy of every live page, the reference the benchmarks state their ratios against.
+pub fn time_vacuum_into(source: &Path, target: &Path) -> std::time::Duration {
+    let _ = std::fs::remove_file(target);
+    let conn = Connection::open(source).expect("open");
+    let started = std::time::Instant::now();
+    conn.execute("VACUUM INTO ?1", [target.to_str().expect("UTF-8 path")])
+        .expect("VACUUM INTO");
+    let elapsed = started.elapsed();
+    drop(conn);
+    let _ = std::fs::remove_file(target);
+    elapsed
+}
+
 /// Copies the fixture into `dir` and returns the database path.
 pub fn fixture_copy(dir: &Path) -> PathBuf {
     let db = dir.join("opencode.db");

@@ -84,7 +84,7 @@ export function workspacePaths(id) {
   const base = `/api/workspaces/${encodeURIComponent(id)}`;
   return {
     sessions: (cursor) => `${base}/sessions${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`,
-    stats: (top) => `${base}/stats?top=${top}`,
+    stats: (top, exact = false) => `${base}/stats?top=${top}${exact ? "&exact=true" : ""}`,
     history: (name) => `${base}/session-history/${name}`,
     pruning: (name) => `${base}/session-pruning/${name}`,
     receipts: (sessionID) => `${base}/session-pruning/receipts?sessionID=${encodeURIComponent(sessionID)}`,

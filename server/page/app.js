@@ -352,15 +352,26 @@ $("overview-refresh").addEventListener("click", (event) => {
   loadOverview();
 });
 
-async function loadOverview() {
+$("overview-exact").addEventListener("click", (event) => {
+  event.preventDefault();
+  loadOverview(true);
+});
+
+/**
+ * Reads the overview and draws it: by default the server's estimate (technical content and
+ * copies from a sample of rows, marked "about"); with `exact`, every row read (on a large file,
+ * seconds).
+ */
+async function loadOverview(exact = false) {
   const workspace = state.workspace;
   if (state.overviewLoading === workspace) return;
   const started = performance.now();
   state.overviewLoading = workspace;
   $("overview-refresh").hidden = true;
+  $("overview-exact").hidden = true;
   let overview;
   try {
-    overview = await api.get(state.paths.stats(10));
+    overview = await api.get(state.paths.stats(10, exact));
   } catch (error) {
     // Charts read before stay (the server may be restarting); the link reads them again.
     if ($("overview-body").childElementCount === 0) {
@@ -372,17 +383,22 @@ async function loadOverview() {
   } finally {
     if (state.overviewLoading === workspace) state.overviewLoading = null;
   }
-  state.overviewMs = performance.now() - started;
+  // Only the estimate's time decides whether prunes read the overview again by themselves.
+  if (!exact) state.overviewMs = performance.now() - started;
   $("overview-refresh").textContent = "prunes changed these: read them again";
   if (workspace !== state.workspace) return;
   const t = overview.technical;
   const technical = t.toolParts.bytes + t.reasoningParts.bytes + t.snapshotEvents.bytes + t.v2Entries.bytes;
+  // An estimated figure says so; the estimate gives its margin (95 %).
+  const about = overview.estimate ? "about " : "";
+  const margin = overview.estimate && overview.estimate.marginBytes > 0 ? ` (± ${bytes(overview.estimate.marginBytes)})` : "";
   $("overview-summary").textContent =
-    `file ${bytes(overview.databaseBytes)} · WAL ${bytes(overview.walBytes)} · free ${bytes(overview.freeBytes)} · up to ${bytes(technical)} technical content and copies of it`;
+    `file ${bytes(overview.databaseBytes)} · WAL ${bytes(overview.walBytes)} · free ${bytes(overview.freeBytes)} · up to ${about}${bytes(technical)}${margin} technical content and copies of it`;
+  $("overview-exact").hidden = !(overview.estimate && overview.estimate.marginBytes > 0);
   $("overview-body").replaceChildren(
     chart("Tables", overview.tables.map((x) => [x.table, x.bytes, `${x.count} rows`])),
     chart(
-      "Technical content",
+      overview.estimate && overview.estimate.marginBytes > 0 ? "Technical content (estimated)" : "Technical content",
       [
         ["tool parts", t.toolParts.bytes, `${t.toolParts.count}`],
         ["reasoning parts", t.reasoningParts.bytes, `${t.reasoningParts.count}`],

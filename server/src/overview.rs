@@ -1,10 +1,12 @@
-//! `GET /api/workspaces/{id}/stats[?top=N]`: where the bytes of the database are (its tables,
-//! event types, technical content, spill files, file sizes) and the workspace's largest
-//! sessions, the page's overview. Read-only, on a browsing connection, in one snapshot.
+//! `GET /api/workspaces/{id}/stats[?top=N][&exact=true]`: where the bytes of the database are
+//! (its tables, event types, technical content, copies, spill files, file sizes) and the
+//! workspace's largest sessions, the page's overview. Read-only, on a browsing connection, in
+//! one snapshot. The technical content and the copies are estimated from a sample unless
+//! `exact=true` (which reads every row: on 1 GB, seconds).
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use pruning_adapters::opencode::{Overview, OVERVIEW_TOP_MAX};
+use pruning_adapters::opencode::{Exactness, Overview, OVERVIEW_TOP_MAX};
 
 use super::error::ApiError;
 use super::responses::{BadRequest, Internal, NotFound, Unauthorized};
@@ -14,9 +16,10 @@ use super::{document, query};
 /// Sessions listed when `top` is not given (as `session-prune stats`).
 const DEFAULT_TOP: usize = 10;
 
-/// `GET .../stats[?top=N]` -> `{databaseBytes, walBytes, freeBytes, tables, events, technical,
-/// spill, sessions}`: the `stats --json` document, with the largest `N` (1 to 100, default 10)
-/// of the workspace's sessions. The volumes describe the whole database file.
+/// `GET .../stats[?top=N][&exact=true]` -> `{databaseBytes, walBytes, freeBytes, tables,
+/// events, technical, copies, spill, estimate, sessions}`: the `stats --json` document, with
+/// the largest `N` (1 to 100, default 10) of the workspace's sessions. The volumes describe the
+/// whole database file; `estimate` is `null` when every figure is exact (`exact=true`).
 #[utoipa::path(
     get,
     path = "/api/workspaces/{id}/stats",
@@ -24,6 +27,7 @@ const DEFAULT_TOP: usize = 10;
     params(
         ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
         ("top" = Option<usize>, Query, description = "How many of the largest sessions to list, 1 to 100 (default 10)"),
+        ("exact" = Option<bool>, Query, description = "`true`: read every row for exact technical and copy figures (slow on a large file); `false` (the default): estimate them from a sample"),
     ),
     responses(
         (status = 200, description = "The volumes and the largest sessions", body = Overview),
@@ -39,14 +43,27 @@ pub async fn stats(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let workspace = state.workspace(workspace).await?;
-    let top = match query::parse(raw.as_deref(), &["top"])?.remove("top") {
+    let mut query = query::parse(raw.as_deref(), &["top", "exact"])?;
+    let top = match query.remove("top") {
         None => DEFAULT_TOP,
         Some(text) => parse_top(&text)?,
+    };
+    let exactness = match query.remove("exact").as_deref() {
+        None | Some("false") => Exactness::Estimated,
+        Some("true") => Exactness::Exact,
+        Some(other) => {
+            return Err(ApiError::BadParameter {
+                field: "exact".into(),
+                detail: format!("`exact` must be `true` or `false`, not `{other}`"),
+            })
+        }
     };
     let scope = workspace.scope();
     let overview = state
         .browse(move |lease| {
-            lease.overview(top, &|owner| scope.admits(&owner.as_ownership()).is_ok())
+            lease.overview(top, exactness, &|owner| {
+                scope.admits(&owner.as_ownership()).is_ok()
+            })
         })
         .await?
         .map_err(|error| {

@@ -1,20 +1,12 @@
-//! `session-prune stats [--top N]`: where the bytes of the database are (read-only).
+//! `session-prune stats [--top N] [--exact]`: where the bytes of the database are (read-only).
+//! The technical content and the copies are estimated from a sample of rows unless `--exact`.
 
-use pruning_adapters::opencode::{SessionSummary, Stats, Volume};
-use serde::Serialize;
+use pruning_adapters::opencode::{Exactness, Volume};
 
 use super::{open_store, Outcome};
 use crate::cli::config::Config;
 use crate::output;
 use crate::output::say;
-
-#[derive(Debug, Serialize)]
-struct Document {
-    #[serde(flatten)]
-    stats: Stats,
-    /// The largest sessions.
-    sessions: Vec<SessionSummary>,
-}
 
 /// `stats` flags.
 #[derive(Debug, clap::Args)]
@@ -22,23 +14,37 @@ pub struct Args {
     /// How many of the largest sessions to list.
     #[arg(long, default_value_t = 10, value_name = "N")]
     top: usize,
+    /// Read every row, for exact technical and copy figures (on a large file, about as long as
+    /// copying it); without it they are estimated from a sample of rows, and marked so.
+    #[arg(long)]
+    exact: bool,
 }
 
 /// Prints the statistics.
-pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
+pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome> {
     let store = open_store(config)?;
     super::require_opencode(&store, &config.db)?;
-    let stats = store.stats()?;
-    let mut list = store.sessions()?;
-    list.truncate(top);
+    let exactness = if exact {
+        Exactness::Exact
+    } else {
+        Exactness::Estimated
+    };
+    let overview = store.overview(top, exactness)?;
     if config.json {
-        output::json_document(&Document {
-            stats,
-            sessions: list,
-        })?;
+        output::json_document(&overview)?;
         return Ok(Outcome::Done);
     }
+    let (stats, list) = (&overview.stats, &overview.sessions);
     let size = |v: &Volume| format!("{:>10} {:>11}", v.count, output::bytes(v.bytes));
+    // An estimated figure is marked `~`.
+    let about = if stats.estimate.is_some() { "~" } else { "" };
+    let guess = |v: &Volume| {
+        format!(
+            "{:>10} {:>11}",
+            format!("{about}{}", v.count),
+            format!("{about}{}", output::bytes(v.bytes))
+        )
+    };
     say!(
         "file {}  wal {}  free pages {} (given back by vacuum)",
         output::bytes(stats.database_bytes),
@@ -66,21 +72,21 @@ pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
         "count",
         "bytes"
     )?;
-    say!("{:<34} {}", "tool parts (V1)", size(&t.tool_parts))?;
+    say!("{:<34} {}", "tool parts (V1)", guess(&t.tool_parts))?;
     say!(
         "{:<34} {}",
         "reasoning parts (V1)",
-        size(&t.reasoning_parts)
+        guess(&t.reasoning_parts)
     )?;
     say!(
         "{:<34} {}",
         "snapshot events of them",
-        size(&t.snapshot_events)
+        guess(&t.snapshot_events)
     )?;
     say!(
         "{:<34} {}",
         "tool/reasoning entries (V2)",
-        size(&t.v2_entries)
+        guess(&t.v2_entries)
     )?;
     say!(
         "{:<34} {}",
@@ -103,25 +109,25 @@ pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
         say!(
             "{:<34} {}",
             format!("superseded {}", output::printable(&superseded.event_type)),
-            size(&superseded.volume)
+            guess(&superseded.volume)
         )?;
     }
     say!(
         "{:<34} {}",
         "diff file bodies in messages",
-        size(&c.diffs_in_messages)
+        guess(&c.diffs_in_messages)
     )?;
     say!(
         "{:<34} {}",
         "  and in message.updated.1 events",
-        size(&c.diffs_in_snapshots)
+        guess(&c.diffs_in_snapshots)
     )?;
     let superseded: u64 = c.superseded_snapshots.iter().map(|s| s.volume.bytes).sum();
     let technical =
         t.tool_parts.bytes + t.reasoning_parts.bytes + t.snapshot_events.bytes + t.v2_entries.bytes;
     say!(
-        "\n{} is technical content and its snapshots, {} superseded snapshots (partly the same \
-         rows: a part's older snapshots), {} file bodies of diffs; `{} clean --all` shows what a \
+        "\n{about}{} is technical content and its snapshots, {about}{} superseded snapshots (partly the same \
+         rows: a part's older snapshots), {about}{} file bodies of diffs; `{} clean --all` shows what a \
          clean would take (it compacts first; completed messages, last 2 turns kept; --diffs \
          for the bodies)",
         output::bytes(technical),
@@ -129,6 +135,15 @@ pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
         output::bytes(c.diffs_in_messages.bytes + c.diffs_in_snapshots.bytes),
         config.invocation
     )?;
+    if let Some(estimate) = &stats.estimate {
+        say!(
+            "\n~ estimated from {} rows read whole, within about {} (95 %); `{} stats --exact` \
+             reads every row",
+            estimate.sampled_rows,
+            output::bytes(estimate.margin_bytes),
+            config.invocation
+        )?;
+    }
     say!(
         "\n{:<32} {:>8} {:>11} {:>11}  title",
         "largest sessions",
@@ -136,13 +151,17 @@ pub fn run(Args { top }: Args, config: &Config) -> anyhow::Result<Outcome> {
         "total",
         "prunable"
     )?;
-    for s in &list {
+    for s in list {
         say!(
             "{:<32} {:>8} {:>11} {:>11}  {}",
             output::printable(&s.session_id),
             s.messages,
             output::bytes(s.total_bytes),
-            output::bytes(s.prunable_bytes),
+            format!(
+                "{}{}",
+                if s.prunable_estimated { "~" } else { "" },
+                output::bytes(s.prunable_bytes)
+            ),
             output::printable(&s.title)
         )?;
     }

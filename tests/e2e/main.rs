@@ -116,6 +116,7 @@ mod sessions_of_both_generations_are_listed_once;
 mod sse_lagging_subscriber_is_caught_up;
 mod sse_resumes_across_server_restarts;
 mod sse_subscribers_replay_what_they_missed;
+mod stats_are_estimated_within_their_margin;
 mod subscribers_replay_missed_then_live;
 mod v2_messages_preview_read_only;
 mod v2_prunes_keep_everything_else;

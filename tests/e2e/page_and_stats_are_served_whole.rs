@@ -148,3 +148,51 @@ fn a_database_that_cannot_be_measured_is_a_500_without_sqlites_words() {
     );
     assert_eq!(fx.file_digest(), digest);
 }
+
+#[test]
+fn stats_are_estimated_unless_asked_exact_and_a_word_that_is_no_answer_is_a_400() {
+    let fx = Fixture::work();
+    let printed = |extra: &[&str]| {
+        let mut args = vec!["--json", "stats"];
+        args.extend_from_slice(extra);
+        let out = common::cli::run(&fx.db, &args);
+        common::cli::assert_exit(&out, 0);
+        common::cli::json(&out)
+    };
+    // The work fixture's sessions lie outside the test workspace: the server lists none of
+    // them, the CLI every one; the rest is the same document.
+    let without_sessions = |mut doc: Value| {
+        doc.as_object_mut().expect("a document").remove("sessions");
+        doc
+    };
+    let estimated = without_sessions(printed(&[]));
+    let exact = without_sessions(printed(&["--exact"]));
+    assert_ne!(estimated["estimate"], Value::Null);
+    assert_eq!(exact["estimate"], Value::Null);
+    let app = App::with(&fx, test_workspaces(), None);
+    let route = format!("/api/workspaces/{WORKSPACE}/stats");
+    for (query, expected) in [
+        ("", &estimated),
+        ("?exact=false", &estimated),
+        ("?exact=true", &exact),
+        ("?top=10&exact=true", &exact),
+    ] {
+        let (status, body) = app.get(&format!("{route}{query}"));
+        assert_eq!(status, 200, "{query}: {body}");
+        let answer = parse(&body);
+        assert_eq!(answer["sessions"], Value::Array(vec![]), "{query}");
+        assert_eq!(&without_sessions(answer), expected, "{query}");
+    }
+    let digest = fx.file_digest();
+    for bad in [
+        "?exact=yes",
+        "?exact=",
+        "?exact=TRUE",
+        "?exact=true&exact=false",
+    ] {
+        let (status, body) = app.get(&format!("{route}{bad}"));
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(parse(&body)["field"], "exact", "{bad}");
+    }
+    assert_eq!(fx.file_digest(), digest);
+}

@@ -41,7 +41,7 @@ impl Released {
     }
 }
 
-/// A summary of [`LockTimes`]: `--json` of a clean writes it as `writeLock`.
+/// A summary of `LockTimes`: `--json` of a clean writes it as `writeLock`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LockSummary {

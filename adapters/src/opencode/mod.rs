@@ -44,7 +44,7 @@ mod workspaces;
 mod write;
 
 pub use archive_retention::{ArchiveStats, PurgeReport};
-pub use browse::{Browser, Interrupt, Lease, Overview, SessionsPage, OVERVIEW_TOP_MAX};
+pub use browse::{Browser, Exactness, Interrupt, Lease, Overview, SessionsPage, OVERVIEW_TOP_MAX};
 pub use clean::{CleanPolicy, Freed, Listing, Planned, SkipReason};
 pub use copies::PlannedCopy;
 pub use holders::process_named;
@@ -55,7 +55,7 @@ pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use schema::{EventLog, Schema};
 pub use sessions::{MessageSummary, SessionSummary};
 pub use spill::folder as spill_folder;
-pub use stats::{Copies, EventVolume, Spill, Stats, TableVolume, Technical, Volume};
+pub use stats::{Copies, Estimate, EventVolume, Spill, Stats, TableVolume, Technical, Volume};
 pub use store::{
     empty_database, refuse_detached, OpenCodeStore, StoreOptions, DEFAULT_ABANDONED_AFTER,
     DEFAULT_QUIET_PERIOD,

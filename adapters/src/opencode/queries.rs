@@ -6,6 +6,7 @@ use std::path::Path;
 
 use pruning_engine::StoreError;
 
+use super::browse::overview::{self, Exactness, Overview};
 use super::clean::{CleanPolicy, Freed, Listing, Planned};
 use super::copies::PlannedCopy;
 use super::sessions::{MessageSummary, SessionSummary};
@@ -90,11 +91,39 @@ impl OpenCodeStore {
         sessions::candidates(&self.connection(), session_id).map_err(storage)
     }
 
-    /// Where the bytes of the database are (see `stats::measure`).
+    /// Where the bytes of the database are, every figure exact (see `stats::measure`): it
+    /// reads every row.
     ///
     /// Errors: [`StoreError::Storage`].
     pub fn stats(&self) -> Result<Stats, StoreError> {
         stats::measure(&self.connection(), self.path()).map_err(storage)
+    }
+
+    /// Where the bytes of the database are and its `top` largest sessions, in one snapshot:
+    /// the document `session-prune stats --json` prints (see `browse::overview`). `Estimated`
+    /// reads a sample of the rows, `Exact` every row.
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn overview(&self, top: usize, exactness: Exactness) -> Result<Overview, StoreError> {
+        let conn = self.connection();
+        // An estimate reads each page about once: through the page cache it takes about half
+        // the time it takes through a memory map, whose pages fault in one by one and are
+        // unmapped at close (docs/ARCHITECTURE.md, "The overview").
+        let mapped: i64 = conn
+            .query_row("PRAGMA mmap_size", [], |row| row.get(0))
+            .map_err(storage)?;
+        if exactness == Exactness::Estimated && mapped > 0 {
+            conn.execute_batch("PRAGMA mmap_size = 0")
+                .map_err(storage)?;
+        }
+        conn.execute_batch("BEGIN").map_err(storage)?;
+        let result = overview::read(&conn, self.path(), top, exactness, &|_| true);
+        let _ = conn.execute_batch("ROLLBACK");
+        if exactness == Exactness::Estimated && mapped > 0 {
+            conn.execute_batch(&format!("PRAGMA mmap_size = {mapped}"))
+                .map_err(storage)?;
+        }
+        result.map_err(storage)
     }
 
     /// Every session id, oldest first: what `clean --all` walks (see `clean::all_sessions`).

@@ -7,6 +7,9 @@
 //! `part` rows and their `message.part.updated.1` snapshots, and the tool and reasoning entries
 //! of V2 `content` arrays (measured as SQLite's minified JSON of each entry).
 
+use std::collections::HashMap;
+
+use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde::Serialize;
 
@@ -55,6 +58,10 @@ pub struct SessionSummary {
     /// Of `totalBytes`, the V2 `session_message` data.
     #[serde(rename = "v2Bytes")]
     pub v2_bytes: u64,
+    /// Whether `prunableBytes` is estimated from a sample of the session's rows (an estimated
+    /// overview's largest sessions beyond its read budget), not read from every row.
+    #[serde(rename = "prunableEstimated")]
+    pub prunable_estimated: bool,
 }
 
 /// `data` of V2 row `sm` (bounded by the row budget) when it is valid JSON, else `{}`:
@@ -70,15 +77,181 @@ fn technical_part() -> String {
     format!("CASE WHEN json_valid({data}) THEN json_extract({data}, '$.type') END IN ('tool', 'reasoning')")
 }
 
-/// Every session of both tables, largest total first (ties: most recently updated first).
+/// Every session of both tables, largest total first (ties: most recently updated first, then
+/// by id).
 pub fn list(conn: &Connection) -> rusqlite::Result<Vec<SessionSummary>> {
     let mut sessions = list_of(conn, None)?;
-    sessions.sort_by(|a, b| {
-        b.total_bytes
-            .cmp(&a.total_bytes)
-            .then(b.time_updated.cmp(&a.time_updated))
-    });
+    sessions.sort_by(largest_first);
     Ok(sessions)
+}
+
+/// The order of [`list`].
+fn largest_first(a: &SessionSummary, b: &SessionSummary) -> std::cmp::Ordering {
+    b.total_bytes
+        .cmp(&a.total_bytes)
+        .then(b.time_updated.cmp(&a.time_updated))
+        .then_with(|| a.session_id.cmp(&b.session_id))
+}
+
+/// The first `top` sessions of [`list`] that `admit` takes, the same as `list` would give, but
+/// read without the prunable bytes of the others: every session is ranked by `totals` (read
+/// in the same snapshot), and only the chosen sessions' rows are read for their figures.
+///
+/// Where `totals` holds estimates of the prunable bytes (an estimated overview), the chosen
+/// sessions are read for them smallest first while their bytes add up to at most
+/// `read_budget`; the larger ones take the estimate (`prunable_estimated`). Without estimates,
+/// every chosen session is read.
+///
+/// Errors: SQLite's.
+pub fn largest(
+    conn: &Connection,
+    top: usize,
+    admit: &dyn Fn(&SessionSummary) -> bool,
+    totals: &SessionTotals,
+    read_budget: u64,
+) -> rusqlite::Result<Vec<SessionSummary>> {
+    let mut sized = list_with(conn, None, Figures::Owners)?;
+    for session in &mut sized {
+        session.total_bytes = totals.total(&session.session_id);
+    }
+    sized.sort_by(largest_first);
+    let mut chosen: Vec<SessionSummary> =
+        sized.into_iter().filter(|s| admit(s)).take(top).collect();
+    let (mut read, mut estimated) = (Vec::new(), Vec::new());
+    let mut spent = 0u64;
+    chosen.sort_by_key(|s| s.total_bytes);
+    for session in chosen {
+        let within = spent.saturating_add(session.total_bytes) <= read_budget;
+        if within || !totals.prunable.contains_key(&session.session_id) {
+            spent = spent.saturating_add(session.total_bytes);
+            read.push(session.session_id);
+        } else {
+            estimated.push(session.session_id);
+        }
+    }
+    let mut sessions = list_of(conn, Some(&read))?;
+    if !estimated.is_empty() {
+        // Their sizes are the totals' (the same sums); only their counts are read.
+        for mut session in list_with(conn, Some(&estimated), Figures::Counts)? {
+            let [message, part, session_message, _] = totals
+                .bytes
+                .get(&session.session_id)
+                .copied()
+                .unwrap_or_default();
+            session.total_bytes = totals.total(&session.session_id);
+            session.v1_bytes = message + part;
+            session.v2_bytes = session_message;
+            session.prunable_bytes = totals.prunable[&session.session_id];
+            session.prunable_estimated = true;
+            sessions.push(session);
+        }
+    }
+    sessions.sort_by(largest_first);
+    Ok(sessions)
+}
+
+/// Each session's total bytes as [`SessionSummary::total_bytes`] counts them, by session id:
+/// its `message`, `part` and `session_message` rows by `session_id`, its `event` rows by
+/// `aggregate_id`, summed from the rows' sizes handed to [`Self::add`]; and, from an estimated
+/// overview, each session's prunable bytes estimated from its sampled rows.
+#[derive(Debug, Default)]
+pub struct SessionTotals {
+    /// Per session, its bytes in each of [`TOTALLED`].
+    bytes: HashMap<String, [u64; 4]>,
+    prunable: HashMap<String, u64>,
+}
+
+/// The tables whose rows count in a session's total, in the order of `SessionTotals::bytes`.
+const TOTALLED: [&str; 4] = ["message", "part", "session_message", "event"];
+
+impl SessionTotals {
+    /// The column of `table` that names the session its rows count for, when they count in a
+    /// session's total in a database of `schema` (as [`list`] sums them).
+    pub(crate) fn session_column(schema: &Schema, table: &str) -> Option<&'static str> {
+        let v1 = schema.has("message") && schema.has("part");
+        match table {
+            "message" | "part" if v1 => Some("session_id"),
+            "session_message" if schema.has_v2() => Some("session_id"),
+            "event" if schema.has_events() => Some("aggregate_id"),
+            _ => None,
+        }
+    }
+
+    /// The session id a row's session column names, as SQL's `= s.id` matches it against the
+    /// session tables' text ids: text as it reads ([`lenient_text`]), a whole number as its
+    /// digits (the text affinity of `s.id` applies to it); `None` for anything else (NULL, a
+    /// blob, a real), which matches no session.
+    pub(crate) fn key(session: ValueRef<'_>) -> Option<String> {
+        match session {
+            ValueRef::Text(_) => Some(lenient_text(session)),
+            ValueRef::Integer(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Adds `bytes` of a row of `table` to the total of the session `session` names.
+    pub(crate) fn add(&mut self, table: &str, session: ValueRef<'_>, bytes: u64) {
+        let Some(at) = TOTALLED.iter().position(|t| *t == table) else {
+            return;
+        };
+        let known = match session {
+            ValueRef::Text(text) => std::str::from_utf8(text)
+                .ok()
+                .and_then(|id| self.bytes.get_mut(id)),
+            _ => None,
+        };
+        let totals = match known {
+            Some(totals) => totals,
+            None => match Self::key(session) {
+                Some(id) => self.bytes.entry(id).or_default(),
+                None => return,
+            },
+        };
+        totals[at] += bytes;
+    }
+
+    /// The total bytes of session `id`.
+    fn total(&self, id: &str) -> u64 {
+        self.bytes.get(id).map_or(0, |t| t.iter().sum())
+    }
+
+    /// Sets the estimate of session `session`'s prunable bytes.
+    pub(crate) fn estimate_prunable(&mut self, session: String, bytes: u64) {
+        self.prunable.insert(session, bytes);
+    }
+
+    /// Reads them: one pass over each table's record headers (`octet_length` reads no value).
+    ///
+    /// Errors: SQLite's.
+    pub fn read(conn: &Connection) -> rusqlite::Result<Self> {
+        let schema = Schema::read(conn)?;
+        let mut totals = Self::default();
+        for table in TOTALLED {
+            let Some(column) = Self::session_column(&schema, table) else {
+                continue;
+            };
+            let mut stmt =
+                conn.prepare(&format!("SELECT {column}, octet_length(data) FROM {table}"))?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let bytes = match row.get_ref(1)? {
+                    ValueRef::Integer(n) => n.max(0) as u64,
+                    _ => 0,
+                };
+                totals.add(table, row.get_ref(0)?, bytes);
+            }
+        }
+        Ok(totals)
+    }
+}
+
+/// What a listing reads of each session: every figure, its counts (its sizes 0), or only what
+/// names it and its owner (its counts and sizes 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Figures {
+    All,
+    Counts,
+    Owners,
 }
 
 /// The sessions of both tables with the ids in `only` (every session for `None`), in no
@@ -87,11 +260,33 @@ pub fn list_of(
     conn: &Connection,
     only: Option<&[String]>,
 ) -> rusqlite::Result<Vec<SessionSummary>> {
+    list_with(conn, only, Figures::All)
+}
+
+/// [`list_of`], with every figure or only the owners.
+fn list_with(
+    conn: &Connection,
+    only: Option<&[String]>,
+    figures: Figures,
+) -> rusqlite::Result<Vec<SessionSummary>> {
     let schema = Schema::read(conn)?;
     let zero = "0".to_string();
     let v1 = schema.has("message") && schema.has("part");
-    let pick = |present: bool, sql: String| if present { sql } else { zero.clone() };
-    let v1_messages = pick(
+    let count = |present: bool, sql: String| {
+        if present && figures != Figures::Owners {
+            sql
+        } else {
+            zero.clone()
+        }
+    };
+    let pick = |present: bool, sql: String| {
+        if present && figures == Figures::All {
+            sql
+        } else {
+            zero.clone()
+        }
+    };
+    let v1_messages = count(
         v1,
         "(SELECT count(*) FROM message m WHERE m.session_id = s.id)".into(),
     );
@@ -126,7 +321,7 @@ pub fn list_of(
         ),
     );
     let v2 = schema.has_v2();
-    let v2_messages = pick(
+    let v2_messages = count(
         v2,
         "(SELECT count(*) FROM session_message sm WHERE sm.session_id = s.id)".into(),
     );
@@ -209,6 +404,7 @@ pub fn list_of(
                 },
                 v1_bytes: n(11)?,
                 v2_bytes: n(12)?,
+                prunable_estimated: false,
             })
         })?;
         for row in rows {

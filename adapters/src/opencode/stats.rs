@@ -5,6 +5,10 @@
 //!
 //! Bytes are the stored `data` text (`octet_length(data)`) unless named otherwise; file
 //! sizes are from the file system. Malformed rows count in totals and never as technical.
+//!
+//! [`measure`] reads every row; [`estimate`] (`stats/estimate.rs`) reads each table's sizes
+//! once and a sample of rows whole, by the same SQL for each figure (docs/ARCHITECTURE.md,
+//! "The overview").
 
 use std::path::Path;
 
@@ -15,6 +19,17 @@ use super::row_budget;
 use super::schema::Schema;
 use super::spill;
 use super::v1::compact::event_entity_sql;
+
+mod estimate;
+mod sample;
+
+pub use estimate::estimate;
+
+/// Bytes an estimated overview reads whole of one table of `bytes` (its drawn rows), and of
+/// its largest sessions (for their prunable bytes): 5 % of them, at least 8 MiB.
+pub fn read_budget(bytes: u64) -> u64 {
+    sample::budget(bytes as f64) as u64
+}
 
 /// Rows and their bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -111,9 +126,36 @@ pub struct Stats {
     pub copies: Copies,
     /// Spill files.
     pub spill: Spill,
+    /// `null` when every figure is exact (`measure`, or an `estimate` that read every table
+    /// whole); else how `technical` and `copies` were estimated. The files, tables, event types
+    /// and spill files are exact in both.
+    pub estimate: Option<Estimate>,
 }
 
-/// Measures the database at `path` through `conn`.
+/// How an overview's `technical` and `copies` were estimated: from a sample of rows drawn with
+/// a chance proportional to their size (docs/ARCHITECTURE.md, "The overview").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Estimate {
+    /// Rows read whole: the drawn ones.
+    pub sampled_rows: u64,
+    /// Snapshot events whose entity was read to tell whether a drawn snapshot is superseded
+    /// (from the first bytes of each, or whole where those do not name it).
+    pub entities_read: u64,
+    /// Bytes: each estimated byte figure is within this of the exact one with 95 %
+    /// confidence (twice the largest standard deviation the sampling allows for a figure of
+    /// the largest table). Where a snapshot's JSON breaks after its id, the estimate counts it
+    /// by that id and the exact figure does not (OpenCode writes whole JSON). Counts come from
+    /// a sample of 256 rows per table, each with the same chance: within about 6 % of the
+    /// table's rows.
+    pub margin_bytes: u64,
+}
+
+/// Measures the database at `path` through `conn`, every figure exact: it reads every row
+/// (on 1 GB, about as long as `VACUUM INTO` of the file). [`estimate`] reads a sample.
+///
+/// Errors: SQLite's.
 pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     let schema = Schema::read(conn)?;
     let volume = |sql: &str| -> rusqlite::Result<Volume> {
@@ -146,76 +188,97 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
             // sums name, `data` included, whole.
             "WITH sized AS MATERIALIZED (SELECT type, octet_length(data) AS len FROM event) \
              SELECT CAST(type AS TEXT), count(*), coalesce(sum(len), 0) \
-             FROM sized GROUP BY type ORDER BY 3 DESC",
+             FROM sized GROUP BY type ORDER BY 3 DESC, 1, type",
         )?;
     }
 
-    // The substring test skips most rows before their JSON is parsed. Every read of `data` but
-    // its size is bounded by the row budget.
-    let part = row_budget::data("", "part");
-    let part_type = format!("CASE WHEN json_valid({part}) THEN json_extract({part}, '$.type') END");
     let mut technical = Technical::default();
     if measured("part") {
         technical.tool_parts = volume(&format!(
-            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part \
-             WHERE session_prune_contains({part}, '\"tool\"') AND {part_type} = 'tool'"
+            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part WHERE {}",
+            part_is("tool")
         ))?;
         technical.reasoning_parts = volume(&format!(
-            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part \
-             WHERE session_prune_contains({part}, '\"reasoning\"') AND {part_type} = 'reasoning'"
+            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part WHERE {}",
+            part_is("reasoning")
         ))?;
     }
     if measured("event") && schema.has_column("event", "type") {
-        let event = row_budget::data("", "event");
         technical.snapshot_events = volume(&format!(
-            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM event \
-             WHERE type = 'message.part.updated.1' \
-               AND (session_prune_contains({event}, '\"tool\"') OR session_prune_contains({event}, '\"reasoning\"')) \
-               AND CASE WHEN json_valid({event}) THEN json_extract({event}, '$.part.type') END IN ('tool', 'reasoning')"
+            "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM event WHERE {}",
+            technical_snapshot()
         ))?;
     }
     if schema.has_v2() {
-        let v2 = row_budget::data("sm", "session_message");
-        technical.v2_entries = volume(&format!(
-            "SELECT count(*), coalesce(sum({}), 0) \
-             FROM session_message sm, \
-                  json_each(CASE WHEN json_valid({v2}) THEN {v2} ELSE '{{}}' END, '$.content') j \
-             WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')",
-            row_budget::uncut_bytes("sm", "j.value")
-        ))?;
+        technical.v2_entries = volume(&v2_entries_sql(Rows::All))?;
     }
 
     let copies = copies(conn, &schema, &volume)?;
 
-    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0))?;
-    let free_pages: i64 = conn.query_row("PRAGMA freelist_count", [], |row| row.get(0))?;
-    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
+    let files = Files::read(conn, path)?;
+    Ok(files.into_stats(tables, events, technical, copies, None))
+}
 
-    let mut spill = Spill::default();
-    let files = spill::list(&spill::folder(path)).unwrap_or_default();
-    if !files.is_empty() {
-        let referenced = spill::referenced(conn)?;
-        for (name, bytes) in files {
-            spill.files.count += 1;
-            spill.files.bytes += bytes;
-            if !referenced.contains(&name) {
-                spill.unreferenced.count += 1;
-                spill.unreferenced.bytes += bytes;
-            }
+/// What the file system and SQLite's header say, and the spill files: exact in every overview.
+struct Files {
+    database_bytes: u64,
+    wal_bytes: u64,
+    free_bytes: u64,
+    spill: Spill,
+}
+
+impl Files {
+    /// The overview of these files and the figures read of the rows.
+    fn into_stats(
+        self,
+        tables: Vec<TableVolume>,
+        events: Vec<EventVolume>,
+        technical: Technical,
+        copies: Copies,
+        estimate: Option<Estimate>,
+    ) -> Stats {
+        Stats {
+            database_bytes: self.database_bytes,
+            wal_bytes: self.wal_bytes,
+            free_bytes: self.free_bytes,
+            tables,
+            events,
+            technical,
+            copies,
+            spill: self.spill,
+            estimate,
         }
     }
-    Ok(Stats {
-        database_bytes: size(path),
-        wal_bytes: size(Path::new(&wal)),
-        free_bytes: (page_size.max(0) as u64).saturating_mul(free_pages.max(0) as u64),
-        tables,
-        events,
-        technical,
-        copies,
-        spill,
-    })
+
+    /// Reads them for the database at `path`. Which spill files no row names is read from the
+    /// rows that name spill files (`spill::referenced`), only when there are any.
+    fn read(conn: &Connection, path: &Path) -> rusqlite::Result<Self> {
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0))?;
+        let free_pages: i64 = conn.query_row("PRAGMA freelist_count", [], |row| row.get(0))?;
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+
+        let mut spill = Spill::default();
+        let files = spill::list(&spill::folder(path)).unwrap_or_default();
+        if !files.is_empty() {
+            let referenced = spill::referenced(conn)?;
+            for (name, bytes) in files {
+                spill.files.count += 1;
+                spill.files.bytes += bytes;
+                if !referenced.contains(&name) {
+                    spill.unreferenced.count += 1;
+                    spill.unreferenced.bytes += bytes;
+                }
+            }
+        }
+        Ok(Self {
+            database_bytes: size(path),
+            wal_bytes: size(Path::new(&wal)),
+            free_bytes: (page_size.max(0) as u64).saturating_mul(free_pages.max(0) as u64),
+            spill,
+        })
+    }
 }
 
 /// The copies OpenCode keeps: superseded snapshots (of the three snapshot types, in their
@@ -243,18 +306,14 @@ fn copies(
                      FROM event WHERE type IN ('message.part.updated.1', 'message.updated.1', \
                                                'session.updated.1')) \
                    WHERE typeof(entity) = 'text' AND typeof(seq) = 'integer') \
-                 WHERE seq < top GROUP BY type ORDER BY 3 DESC",
+                 WHERE seq < top GROUP BY type ORDER BY 3 DESC, 1",
                 event_entity_sql()
             ),
         )?;
-        copies.diffs_in_snapshots = volume(&diffs_sql(
-            "event",
-            "r.type = 'message.updated.1' AND",
-            "$.info.summary.diffs",
-        ))?;
+        copies.diffs_in_snapshots = volume(&diffs_sql(DiffsIn::Snapshots, Rows::All))?;
     }
     if schema.has("message") && schema.has_column("message", "data") {
-        copies.diffs_in_messages = volume(&diffs_sql("message", "", "$.summary.diffs"))?;
+        copies.diffs_in_messages = volume(&diffs_sql(DiffsIn::Messages, Rows::All))?;
     }
     Ok(copies)
 }
@@ -274,20 +333,95 @@ fn event_volumes(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<EventVolu
     rows.collect()
 }
 
+/// Which rows a figure's SQL reads: every row (one row of sums), or the drawn rows whose
+/// `rowid`s are bound as a JSON array to `?1` (one row of `rowid` and sums per row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    All,
+    Drawn,
+}
+
+impl Rows {
+    /// The SELECT's first columns, the condition that goes with `WHERE` and the grouping, for
+    /// a table aliased `alias`.
+    fn clauses(self, alias: &str) -> (String, String, String) {
+        match self {
+            Rows::All => (String::new(), "1".into(), String::new()),
+            Rows::Drawn => (
+                format!("{alias}.rowid, "),
+                format!("{alias}.rowid IN (SELECT value FROM json_each(?1))"),
+                format!(" GROUP BY {alias}.rowid"),
+            ),
+        }
+    }
+}
+
+/// The condition on a `part` row (unaliased) that it is a part of type `kind` (`tool`,
+/// `reasoning`). The substring test skips most rows before their JSON is parsed; every read of
+/// `data` but its size is bounded by the row budget.
+fn part_is(kind: &str) -> String {
+    let part = row_budget::data("", "part");
+    format!(
+        "session_prune_contains({part}, '\"{kind}\"') \
+         AND CASE WHEN json_valid({part}) THEN json_extract({part}, '$.type') END = '{kind}'"
+    )
+}
+
+/// The condition on an `event` row (unaliased) that it is a snapshot of a tool or reasoning
+/// part.
+fn technical_snapshot() -> String {
+    let event = row_budget::data("", "event");
+    format!(
+        "type = 'message.part.updated.1' \
+         AND (session_prune_contains({event}, '\"tool\"') OR session_prune_contains({event}, '\"reasoning\"')) \
+         AND CASE WHEN json_valid({event}) THEN json_extract({event}, '$.part.type') END IN ('tool', 'reasoning')"
+    )
+}
+
+/// The count and bytes (SQLite's minified JSON of each) of the tool and reasoning entries of V2
+/// `content` arrays in `rows` of `session_message`.
+fn v2_entries_sql(rows: Rows) -> String {
+    let v2 = row_budget::data("sm", "session_message");
+    let (rowid, which, group) = rows.clauses("sm");
+    format!(
+        "SELECT {rowid}count(*), coalesce(sum({}), 0) \
+         FROM session_message sm, \
+              json_each(CASE WHEN json_valid({v2}) THEN {v2} ELSE '{{}}' END, '$.content') j \
+         WHERE {which} AND j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'){group}",
+        row_budget::uncut_bytes("sm", "j.value")
+    )
+}
+
+/// Where summary diffs are: the `message` rows, or the `message.updated.1` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DiffsIn {
+    Messages,
+    Snapshots,
+}
+
 /// The count of diff entries holding a file body, and the bytes of those bodies as JSON text,
-/// in the `data` of `table`'s rows where `filter` holds, the diffs at `path`.
-fn diffs_sql(table: &str, filter: &str, path: &str) -> String {
+/// in `rows` of the table `place` names.
+fn diffs_sql(place: DiffsIn, rows: Rows) -> String {
+    let (table, filter, path) = match place {
+        DiffsIn::Messages => ("message", "", "$.summary.diffs"),
+        DiffsIn::Snapshots => (
+            "event",
+            "r.type = 'message.updated.1' AND",
+            "$.info.summary.diffs",
+        ),
+    };
     let data = row_budget::data("r", table);
     let body = |key: &str| {
         let quoted = format!("json_quote(json_extract(d.value, '$.{key}'))");
         format!("coalesce({} - 2, 0)", row_budget::uncut_bytes("r", &quoted))
     };
+    let (rowid, which, group) = rows.clauses("r");
     format!(
-        "SELECT count(*), coalesce(sum({} + {} + {}), 0) FROM {table} r, \
+        "SELECT {rowid}count(*), coalesce(sum({} + {} + {}), 0) FROM {table} r, \
            json_each(CASE WHEN json_valid({data}) THEN {data} ELSE '{{}}' END, '{path}') d \
-         WHERE {filter} session_prune_contains({data}, '\"diffs\"') AND d.type = 'object' \
+         WHERE {which} AND {filter} session_prune_contains({data}, '\"diffs\"') AND d.type = 'object' \
            AND (json_extract(d.value, '$.patch') <> '' OR json_extract(d.value, '$.before') <> '' \
-                OR json_extract(d.value, '$.after') <> '')",
+                OR json_extract(d.value, '$.after') <> ''){group}",
         body("patch"),
         body("before"),
         body("after")

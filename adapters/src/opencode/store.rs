@@ -80,9 +80,9 @@ const CHECKPOINT_PAGES: std::ffi::c_int = 10_000;
 /// ([`OpenCodeStore::open_read_only`]).
 ///
 /// One connection, guarded by a mutex, with `busy_timeout = 0` (5 s and a memory map of up to
-/// [`READ_MMAP_BYTES`] of the file for a read-only one), `synchronous = FULL`,
+/// `READ_MMAP_BYTES` of the file for a read-only one), `synchronous = FULL`,
 /// `foreign_keys = ON`, `cache_size = -8000`, a WAL hook that times the end of each commit and
-/// checkpoints every [`CHECKPOINT_PAGES`] pages of WAL (in place of `wal_autocheckpoint`), and the query
+/// checkpoints every `CHECKPOINT_PAGES` pages of WAL (in place of `wal_autocheckpoint`), and the query
 /// planner's stability guarantee (`SQLITE_DBCONFIG_ENABLE_QPSG`); the file's
 /// `journal_mode` is never changed. The schema profile ([`Schema`]) is read once and read
 /// again only when SQLite's schema cookie changes (OpenCode migrated the file meanwhile).

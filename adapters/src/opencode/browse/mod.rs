@@ -11,7 +11,7 @@ mod assets;
 mod excerpt;
 mod message;
 mod outline;
-mod overview;
+pub(crate) mod overview;
 mod sessions_page;
 mod visible;
 mod window;
@@ -27,7 +27,7 @@ use pruning_engine::browse::{
 use pruning_engine::StoreError;
 use rusqlite::Connection;
 
-pub use overview::{Overview, OVERVIEW_TOP_MAX};
+pub use overview::{Exactness, Overview, OVERVIEW_TOP_MAX};
 pub use sessions_page::SessionsPage;
 
 use super::store::{storage, OpenCodeStore, StoreOptions};
@@ -208,19 +208,21 @@ impl Lease {
     }
 
     /// Where the bytes of the database are and its `top` largest sessions that `admit` lets
-    /// through, in one snapshot (see [`Overview`]). It reads every row's size: on a database
-    /// of 1 GB, about 5 s (`benches/page.rs`).
+    /// through, in one snapshot (see [`Overview`]). It reads every row's size; `Exact` also
+    /// reads every row (on a database of 1 GB, about as long as `VACUUM INTO` of it), while
+    /// `Estimated` reads a sample (`benches/overview.rs`).
     ///
     /// Errors: as [`Self::window`].
     pub fn overview(
         &self,
         top: usize,
+        exactness: Exactness,
         admit: &dyn Fn(&super::Owner) -> bool,
     ) -> Result<Overview, StoreError> {
         let store = self.store();
         let conn = store.connection();
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let result = overview::read(&conn, store.path(), top, admit);
+        let result = overview::read(&conn, store.path(), top, exactness, admit);
         let _ = conn.execute_batch("ROLLBACK");
         result.map_err(storage)
     }

@@ -1,11 +1,12 @@
-//! `GET .../stats`: where the bytes of the database are (`stats::measure`, the whole file) and
-//! the largest sessions a workspace admits, read in one snapshot: what the page's overview
-//! draws and `session-prune stats --json` prints.
+//! `GET .../stats`: where the bytes of the database are (the whole file: `stats::estimate`, or
+//! `stats::measure` when asked for exact figures) and the largest sessions a workspace admits,
+//! read in one snapshot: what the page's overview draws and `session-prune stats --json`
+//! prints.
 
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::opencode::sessions::{self, SessionSummary};
+use crate::opencode::sessions::{self, SessionSummary, SessionTotals};
 use crate::opencode::stats::{self, Stats};
 use crate::opencode::Owner;
 
@@ -25,23 +26,43 @@ pub struct Overview {
     pub sessions: Vec<SessionSummary>,
 }
 
+/// How exact an overview's figures are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exactness {
+    /// The technical content and the copies estimated from a sample (`stats::estimate`).
+    Estimated,
+    /// Every figure exact: every row read (`stats::measure`).
+    Exact,
+}
+
 /// Measures the database at `path` and lists the `top` largest sessions `admit` lets through,
 /// inside the caller's read transaction.
-pub(super) fn read(
+pub(crate) fn read(
     conn: &Connection,
     path: &std::path::Path,
     top: usize,
+    exactness: Exactness,
     admit: &dyn Fn(&Owner) -> bool,
 ) -> rusqlite::Result<Overview> {
-    let stats = stats::measure(conn, path)?;
-    let mut sessions = sessions::list(conn)?;
-    sessions.retain(|s| {
+    let (stats, totals) = match exactness {
+        Exactness::Estimated => stats::estimate(conn, path)?,
+        Exactness::Exact => (stats::measure(conn, path)?, SessionTotals::read(conn)?),
+    };
+    // The largest sessions whose rows are read for their prunable bytes: as many bytes as the
+    // estimate reads of a table (the rest take the estimate). Exact: every one.
+    let read_budget = match exactness {
+        Exactness::Estimated => {
+            stats::read_budget(stats.database_bytes.saturating_add(stats.wal_bytes))
+        }
+        Exactness::Exact => u64::MAX,
+    };
+    let admit_summary = |s: &SessionSummary| {
         admit(&Owner {
             directory: s.directory.clone(),
             project_id: s.project_id.clone(),
             workspace_id: s.workspace_id.clone(),
         })
-    });
-    sessions.truncate(top);
+    };
+    let sessions = sessions::largest(conn, top, &admit_summary, &totals, read_budget)?;
     Ok(Overview { stats, sessions })
 }

@@ -14,3 +14,4 @@ pub mod known;
 pub mod read;
 pub mod runs;
 pub mod snapshot;
+pub(crate) mod snapshot_entity;
