@@ -36,9 +36,16 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
     }
     let (stats, list) = (&overview.stats, &overview.sessions);
     let size = |v: &Volume| format!("{:>10} {:>11}", v.count, output::bytes(v.bytes));
-    // An estimated figure is marked `~`.
+    // An estimated figure is marked `~`: a figure of a table that was not read whole.
+    let estimated = |table: &str| {
+        stats
+            .estimate
+            .as_ref()
+            .is_some_and(|e| e.estimated_tables.contains(&table))
+    };
     let about = if stats.estimate.is_some() { "~" } else { "" };
-    let guess = |v: &Volume| {
+    let guess = |table: &str, v: &Volume| {
+        let about = if estimated(table) { "~" } else { "" };
         format!(
             "{:>10} {:>11}",
             format!("{about}{}", v.count),
@@ -72,21 +79,21 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         "count",
         "bytes"
     )?;
-    say!("{:<34} {}", "tool parts (V1)", guess(&t.tool_parts))?;
+    say!("{:<34} {}", "tool parts (V1)", guess("part", &t.tool_parts))?;
     say!(
         "{:<34} {}",
         "reasoning parts (V1)",
-        guess(&t.reasoning_parts)
+        guess("part", &t.reasoning_parts)
     )?;
     say!(
         "{:<34} {}",
         "snapshot events of them",
-        guess(&t.snapshot_events)
+        guess("event", &t.snapshot_events)
     )?;
     say!(
         "{:<34} {}",
         "tool/reasoning entries (V2)",
-        guess(&t.v2_entries)
+        guess("session_message", &t.v2_entries)
     )?;
     say!(
         "{:<34} {}",
@@ -109,18 +116,18 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         say!(
             "{:<34} {}",
             format!("superseded {}", output::printable(&superseded.event_type)),
-            guess(&superseded.volume)
+            guess("event", &superseded.volume)
         )?;
     }
     say!(
         "{:<34} {}",
         "diff file bodies in messages",
-        guess(&c.diffs_in_messages)
+        guess("message", &c.diffs_in_messages)
     )?;
     say!(
         "{:<34} {}",
         "  and in message.updated.1 events",
-        guess(&c.diffs_in_snapshots)
+        guess("event", &c.diffs_in_snapshots)
     )?;
     let superseded: u64 = c.superseded_snapshots.iter().map(|s| s.volume.bytes).sum();
     let technical =
@@ -136,10 +143,13 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         config.invocation
     )?;
     if let Some(estimate) = &stats.estimate {
+        let rows: u64 = stats.tables.iter().map(|t| t.volume.count).sum();
         say!(
-            "\n~ estimated from {} rows read whole, within about {} (95 %); `{} stats --exact` \
-             reads every row",
+            "\n~ estimated from {} rows read whole of {rows} (the rest by size) in {}: each ~ \
+             byte figure is within {} of the exact one 19 times in 20, each ~ count within \
+             about 6 % of its table's rows; `{} stats --exact` reads every row",
             estimate.sampled_rows,
+            estimate.estimated_tables.join(", "),
             output::bytes(estimate.margin_bytes),
             config.invocation
         )?;

@@ -134,11 +134,16 @@ pub struct Stats {
 
 /// How an overview's `technical` and `copies` were estimated: from a sample of rows drawn with
 /// a chance proportional to their size (docs/ARCHITECTURE.md, "The overview").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Estimate {
-    /// Rows read whole: the drawn ones.
+    /// The tables whose figures are estimated (`part`: tool and reasoning parts; `message`:
+    /// diff bodies in messages; `session_message`: V2 entries; `event`: snapshot events of
+    /// technical parts, superseded snapshots, diff bodies in snapshots). Every other table was
+    /// read whole, and its figures are exact.
+    pub estimated_tables: Vec<&'static str>,
+    /// Rows read whole: the drawn ones and the counted ones.
     pub sampled_rows: u64,
     /// Snapshot events whose entity was read to tell whether a drawn snapshot is superseded
     /// (from the first bytes of each, or whole where those do not name it).

@@ -124,13 +124,15 @@ pub fn estimate(conn: &Connection, path: &Path) -> rusqlite::Result<(Stats, Sess
     read.tables
         .sort_by_key(|t| std::cmp::Reverse(t.volume.bytes));
 
-    let whole = read.whole;
-    let estimate = (!whole).then_some(Estimate {
+    let whole = read.estimated.is_empty();
+    let tables = std::mem::take(&mut read.tables);
+    let estimate = (!whole).then(|| Estimate {
+        estimated_tables: std::mem::take(&mut read.estimated),
         sampled_rows: read.sampled_rows,
         entities_read,
         margin_bytes: read.margin,
     });
-    let stats = files.into_stats(read.tables, events, technical, copies, estimate);
+    let stats = files.into_stats(tables, events, technical, copies, estimate);
     let mut totals = pass.totals;
     if !whole {
         for (session, bytes) in prunable {
@@ -178,33 +180,25 @@ impl Key {
 }
 
 /// What the samples of the tables read.
+#[derive(Default)]
 struct Reading {
     /// Each table's rows and bytes (exact).
     tables: Vec<TableVolume>,
     sampled_rows: u64,
     /// The largest table's margin.
     margin: u64,
-    /// Whether every table was read whole: then every figure is exact.
-    whole: bool,
-}
-
-impl Default for Reading {
-    fn default() -> Self {
-        Self {
-            tables: Vec::new(),
-            sampled_rows: 0,
-            margin: 0,
-            whole: true,
-        }
-    }
+    /// The tables whose figures are estimated (not read whole); none: every figure is exact.
+    estimated: Vec<&'static str>,
 }
 
 impl Reading {
     /// Records `table`, whose figures were estimated from `sample`.
     fn sampled(&mut self, table: &'static str, sample: &Sample) {
-        self.sampled_rows += sample.drawn.len() as u64;
+        self.sampled_rows += sample.read_whole();
         self.margin = self.margin.max(sample.margin());
-        self.whole &= sample.design.reads_whole();
+        if !sample.design.reads_whole() {
+            self.estimated.push(table);
+        }
         self.unsampled(table, sample);
     }
 
@@ -344,6 +338,16 @@ impl Sample {
         ids.sort_unstable();
         ids.dedup();
         serde_json::Value::from(ids).to_string()
+    }
+
+    /// Rows read whole: drawn or counted.
+    fn read_whole(&self) -> u64 {
+        let both = self
+            .drawn
+            .iter()
+            .filter(|d| self.counted.contains(&d.rowid))
+            .count();
+        (self.drawn.len() + self.counted.len() - both) as u64
     }
 
     /// About twice the standard deviation of a byte figure of this table, at most.
