@@ -247,9 +247,10 @@ impl Design {
         (u < chance).then_some(chance)
     }
 
-    /// Whether every row of the table is drawn: its figures are exact.
+    /// Whether every row of the table is drawn (it is within the floor, or it has no row but
+    /// its largest): its figures are exact.
     pub(super) fn reads_whole(&self) -> bool {
-        self.bytes_per_draw <= 0.0
+        self.bytes_per_draw <= 0.0 || self.sampled_bytes == 0
     }
 
     /// About twice the largest standard deviation of a byte figure of the table:
@@ -420,6 +421,25 @@ mod tests {
             "{estimate:?} (margin {})",
             design.margin()
         );
+    }
+
+    #[test]
+    fn a_table_of_no_more_rows_than_are_always_drawn_is_read_whole() {
+        // 4 rows of 5 MiB: over the floor, but every row is among the largest.
+        let mut drawer = Drawer::new(1 << 30, 4);
+        for rowid in 0..4 {
+            drawer.offer(rowid, 5 << 20);
+        }
+        let Drawing {
+            design,
+            drawn,
+            counted,
+            ..
+        } = drawer.finish();
+        assert!(design.reads_whole());
+        assert_eq!(design.margin(), 0);
+        assert_eq!((drawn.len(), counted.len()), (4, 4));
+        assert!(drawn.iter().all(|d| d.2 == 1.0));
     }
 
     #[test]
