@@ -10,9 +10,8 @@ use super::browse::overview::{self, Exactness, Overview};
 use super::clean::{CleanPolicy, Freed, Listing, Planned};
 use super::copies::PlannedCopy;
 use super::sessions::{MessageSummary, SessionSummary};
-use super::stats::Stats;
 use super::vacuum::{Needs, VacuumError};
-use super::{clean, copies, sessions, spill, stats, vacuum, OpenCodeStore};
+use super::{clean, copies, sessions, spill, vacuum, OpenCodeStore};
 
 fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(Box::new(error))
@@ -89,14 +88,6 @@ impl OpenCodeStore {
     /// Errors: [`StoreError::Storage`].
     pub fn prunable_messages(&self, session_id: &str) -> Result<Vec<MessageSummary>, StoreError> {
         sessions::candidates(&self.connection(), session_id).map_err(storage)
-    }
-
-    /// Where the bytes of the database are, every figure exact (see `stats::measure`): it
-    /// reads every row.
-    ///
-    /// Errors: [`StoreError::Storage`].
-    pub fn stats(&self) -> Result<Stats, StoreError> {
-        stats::measure(&self.connection(), self.path()).map_err(storage)
     }
 
     /// Where the bytes of the database are and its `top` largest sessions, in one snapshot:
