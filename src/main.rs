@@ -11,24 +11,14 @@ mod output;
 use std::process::ExitCode;
 
 use clap::Parser;
-use cli::args::GlobalArgs;
+use cli::args::Cli;
 use cli::config::{Config, ConfigError};
-use commands::{Command, Outcome};
+use commands::Outcome;
 
 const EXIT_FAILURE: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_BLOCKED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
-
-/// Prune tool output and reasoning from OpenCode session databases, safely and with receipts.
-#[derive(Debug, Parser)]
-#[command(name = "session-prune", version, about, long_about = None)]
-struct Cli {
-    #[command(flatten)]
-    global: GlobalArgs,
-    #[command(subcommand)]
-    command: Command,
-}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

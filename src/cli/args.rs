@@ -1,10 +1,24 @@
-//! The raw flags every command takes (global) and those the contract commands share (scope), as
+//! The command line as clap parses it ([`Cli`]): the raw flags every command takes (global) and those the contract commands share (scope), as
 //! clap parses them. Validation into a [`super::config::Config`] is a separate step, so that
 //! every bad input gets one clear error before anything is opened.
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, Parser};
+
+use crate::commands::Command;
+
+// The whole command line: `main` parses it, `completions` and `man` generate from it. Its doc
+// comment is the `about` of `--help`.
+/// Prune tool output and reasoning from OpenCode session databases, safely and with receipts.
+#[derive(Debug, Parser)]
+#[command(name = "session-prune", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
 
 /// Flags every command takes.
 #[derive(Debug, Args)]

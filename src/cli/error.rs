@@ -121,6 +121,13 @@ pub enum ConfigError {
         /// What it said, and what to do.
         detail: String,
     },
+    /// `--json` given to a command whose output is not JSON (`completions`, `man` without
+    /// `--dir`): what it prints instead.
+    #[error("--json does not apply here: {0}. Run it without --json")]
+    NotJson(&'static str),
+    /// `man --dir` names no existing folder.
+    #[error("--dir {0} is not an existing folder: create it first (e.g. mkdir -p ~/.local/share/man/man1)")]
+    ManFolder(String),
     /// The candidates file cannot be read or holds no candidates.
     #[error("--candidates {path}: {detail}")]
     Candidates {

@@ -8,10 +8,12 @@
 mod archive;
 mod audit;
 mod clean;
+mod completions;
 mod demo;
 pub mod diagnose;
 mod events;
 mod history;
+mod man;
 mod messages;
 mod open;
 mod outline;
@@ -98,14 +100,24 @@ pub enum Command {
     /// Run the whole flow on a copy of a small database made by real OpenCode (ignores --db and
     /// --journal: it makes its own in a temporary folder).
     Demo(demo::Args),
+    /// Print a shell's completion script for every command and flag (bash, elvish, fish,
+    /// powershell, zsh).
+    ///
+    /// E.g. `session-prune completions bash > ~/.local/share/bash-completion/completions/session-prune`.
+    Completions(completions::Args),
+    /// Print the manual page (roff), or with --dir write it and a page per command into a folder.
+    ///
+    /// E.g. `session-prune man | man -l -`, or `session-prune man --dir ~/.local/share/man/man1`.
+    Man(man::Args),
 }
 
 impl Command {
     /// Whether the command works on the database `--db` names (or OpenCode's, found): every
-    /// command but `demo`, which makes its own, and `events --url`, which follows a server.
+    /// command but `demo`, which makes its own, `events --url`, which follows a server, and
+    /// `completions` and `man`, which print what the command line is.
     pub fn uses_database(&self) -> bool {
         match self {
-            Command::Demo(_) => false,
+            Command::Demo(_) | Command::Completions(_) | Command::Man(_) => false,
             Command::Events(args) => args.uses_database(),
             _ => true,
         }
@@ -156,6 +168,8 @@ impl Command {
             Command::Events(args) => events::run(args, config),
             Command::Serve(args) => serve::run(args, config),
             Command::Demo(args) => demo::run(args, config),
+            Command::Completions(args) => completions::run(args, config),
+            Command::Man(args) => man::run(args, config),
         }
     }
 }

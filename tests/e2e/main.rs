@@ -53,6 +53,7 @@ mod cli_reports_the_journal_busy_while_serving;
 mod compaction_and_diffs_are_restored_byte_for_byte;
 mod compaction_keeps_the_newest_snapshot_of_each_entity;
 mod compaction_refusals_change_nothing;
+mod completions_and_man_are_generated_from_the_command_line;
 mod content_put_back_is_pruned_again;
 mod contract_bounds_are_enforced_before_journaling;
 mod damaged_rows_never_stop_a_scan_or_a_prune;
