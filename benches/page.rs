@@ -17,6 +17,8 @@
 #[path = "../tests/e2e/common/browser.rs"]
 mod browser;
 mod common;
+#[path = "../tests/e2e/support/skip.rs"]
+mod skip;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

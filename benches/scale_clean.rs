@@ -41,6 +41,8 @@
 mod common;
 #[path = "../tests/e2e/support/opencode_real.rs"]
 mod opencode_real;
+#[path = "../tests/e2e/support/skip.rs"]
+mod skip;
 
 use common::scale::generate;
 

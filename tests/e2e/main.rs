@@ -6,6 +6,8 @@
 mod common;
 #[path = "support/opencode_real.rs"]
 mod opencode_real;
+#[path = "support/skip.rs"]
+mod skip;
 
 mod a_kill_inside_a_group_transaction_leaves_each_message_whole;
 mod abandoned_runs_fail_closed_on_odd_times_and_tables;

@@ -417,12 +417,20 @@ fn a_dry_run_then_an_apply_in_the_same_process_prunes_as_without_plans() {
                     )
                 })
                 .collect();
+            // Every request was planned as a prune, so every dry run found a plan.
+            assert!(
+                !answers.is_empty() && answers.iter().all(|a| a.starts_with("Ok(")),
+                "{answers:?}"
+            );
             let requests = if plan_again {
                 plan_all(planner, &every_turn())
             } else {
                 requests
             };
-            answers.extend(self::answers(engine.prune_many(&requests)));
+            let pruned = self::answers(engine.prune_many(&requests));
+            assert_eq!(pruned.len(), requests.len());
+            assert!(pruned.iter().all(|a| a.starts_with("Pruned")), "{pruned:?}");
+            answers.extend(pruned);
             answers
         });
     }
@@ -488,7 +496,12 @@ fn a_vacuum_between_the_plans_and_their_batch_prunes_as_without_plans() {
             } else {
                 fx.exec("VACUUM");
             }
-            answers(engine.prune_many(&requests))
+            let pruned = answers(engine.prune_many(&requests));
+            assert!(
+                !pruned.is_empty() && pruned.iter().all(|a| a.starts_with("Pruned")),
+                "{pruned:?}"
+            );
+            pruned
         });
     }
 }

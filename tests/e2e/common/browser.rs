@@ -32,12 +32,10 @@ impl Browser {
     /// is a failure (`.ci/run` installs them).
     pub async fn start() -> Option<Self> {
         if !Path::new(CHROMIUM).exists() || !Path::new(CHROMEDRIVER).exists() {
-            let why = format!(
-                "{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
+            crate::skip::cannot_run(
+                &format!("{CHROMIUM} or {CHROMEDRIVER} is missing"),
+                "Install them: apt-get install chromium chromium-driver (.ci/run does).",
             );
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-            assert!(!ci, "the browser test cannot run under CI: {why}");
-            eprintln!("SKIPPED: {why}");
             return None;
         }
         let port = free_port();
