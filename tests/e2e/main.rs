@@ -68,6 +68,7 @@ mod every_release_continues_after_clean;
 mod every_release_is_pruned_or_refused_plainly;
 mod every_release_reverts_a_turn_whose_diffs_were_emptied;
 mod fence_refusals_leave_database_unchanged;
+mod formats_of_an_earlier_build_are_read_back;
 mod history_pages_without_skip_or_repeat;
 mod history_search_and_scope;
 mod history_walks_session_by_session;
