@@ -27,6 +27,49 @@ fn named_files(text: &str) -> BTreeSet<String> {
     names
 }
 
+/// `serve` says where the page is, and the page is there.
+#[test]
+fn serve_prints_the_page_url_and_the_page_answers_there() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let fx = Fixture::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("SESSION_PRUNE_PASSWORD")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let listening = lines.next().unwrap().unwrap();
+    let address = listening
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{listening}"))
+        .to_string();
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        format!("the page: open http://{address}/ in a browser")
+    );
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        stream,
+        "GET / HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(
+        answer.contains("content-type: text/html; charset=utf-8\r\n"),
+        "{answer}"
+    );
+}
+
 #[test]
 fn the_page_and_every_file_it_loads_are_served_without_the_password() {
     let fx = Fixture::new();

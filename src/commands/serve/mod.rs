@@ -195,11 +195,13 @@ fn announce(
             "status": "listening",
             "address": address.to_string(),
             "url": url,
+            "page": format!("{url}/"),
             "workspaces": listed,
             "password": password,
         }));
     }
     say!("listening on {url} (GET {url}/openapi.json describes the API)")?;
+    say!("the page: open {url}/ in a browser")?;
     match workspaces {
         Workspaces::Discovered => say!(
             "workspaces: OpenCode's projects and workspaces (GET {url}/api/workspaces lists them)"

@@ -73,6 +73,11 @@ impl Server {
         let doc: Value = serde_json::from_str(&line)
             .unwrap_or_else(|_| panic!("serve did not start; it printed {line:?}"));
         assert_eq!(doc["status"], "listening", "{doc}");
+        assert_eq!(
+            doc["page"].as_str(),
+            Some(format!("{}/", doc["url"].as_str().expect("url")).as_str()),
+            "{doc}"
+        );
         Self {
             address: doc["address"].as_str().expect("address").to_string(),
             child: Some(child),
