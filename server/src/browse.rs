@@ -202,10 +202,11 @@ async fn handle<R: BrowseRoute>(
     let request = R::parse(&body::read(headers, body).await?)?;
     let session_id = request.session().to_string();
     let refuse = |reason: BrowseReason, why: &str| {
-        eprintln!(
-            "blocked: {}: {reason}: session {}: {why}",
-            R::NAME,
-            session_id.escape_debug()
+        tracing::warn!(
+            route = R::NAME,
+            %reason,
+            session = %session_id.escape_debug(),
+            "blocked: {why}"
         );
         Ok(document::compact(&R::blocked(reason)))
     };
@@ -218,10 +219,12 @@ async fn handle<R: BrowseRoute>(
     let answer = match state.browse(move |lease| request.run(lease)).await? {
         Ok(answer) => answer,
         Err(error) => {
-            eprintln!(
-                "blocked: {}: unavailable: reading session {} failed: {error}",
-                R::NAME,
-                session_id.escape_debug()
+            tracing::error!(
+                route = R::NAME,
+                reason = "unavailable",
+                session = %session_id.escape_debug(),
+                %error,
+                "blocked: reading the session failed"
             );
             return Ok(document::compact(&R::blocked(BrowseReason::Unavailable)));
         }
@@ -229,10 +232,11 @@ async fn handle<R: BrowseRoute>(
     match state.admit(&workspace, &session_id).await {
         Ok(Admission::Inside) => {
             if let Some(reason) = R::refused(&answer) {
-                eprintln!(
-                    "blocked: {}: {reason}: session {}",
-                    R::NAME,
-                    session_id.escape_debug()
+                tracing::warn!(
+                    route = R::NAME,
+                    %reason,
+                    session = %session_id.escape_debug(),
+                    "blocked"
                 );
             }
             Ok(document::compact(&answer))

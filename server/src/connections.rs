@@ -118,8 +118,9 @@ pub(super) async fn serve(
     let mut full = false;
     loop {
         if permits.available_permits() == 0 && !full {
-            eprintln!(
-                "connection limit reached ({most} connections): new ones wait until one closes"
+            tracing::warn!(
+                connections = most,
+                "connection limit reached: new connections wait until one closes"
             );
         }
         full = permits.available_permits() == 0;
@@ -148,9 +149,10 @@ pub(super) async fn serve(
             }
             Err(error) if about_one_connection(&error) => {}
             Err(error) => {
-                eprintln!(
-                    "accepting connections: {error}; trying again in {} s",
-                    ACCEPT_RETRY.as_secs()
+                tracing::error!(
+                    %error,
+                    retry_s = ACCEPT_RETRY.as_secs(),
+                    "accepting connections failed; trying again"
                 );
                 tokio::select! {
                     () = &mut signal => break,

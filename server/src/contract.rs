@@ -262,11 +262,13 @@ impl Route for PruneRequest {
             // Committed with its receipt: the answer is `pruned`, and the operator is told
             // that the event waits for the journal.
             Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
-                eprintln!(
-                    "error: prune {}: committed (receipt {}) but not journaled: {cause}; \
-                     restart the server once the journal can be written: recovery announces it",
-                    receipt.message_id.escape_debug(),
-                    receipt.receipt_id
+                tracing::error!(
+                    route = "prune",
+                    message_id = %receipt.message_id.escape_debug(),
+                    receipt = %receipt.receipt_id,
+                    %cause,
+                    "committed but not journaled: restart the server once the journal can be \
+                     written; recovery announces it"
                 );
                 Ok((
                     PruneResult::Pruned {
@@ -416,9 +418,11 @@ impl Route for RestoreRequest {
 }
 
 fn log_missing(route: &str, session_id: &str) {
-    eprintln!(
-        "blocked: {route}: not_deletable: there is no session {} in this database",
-        session_id.escape_debug()
+    tracing::warn!(
+        route,
+        reason = "not_deletable",
+        session = %session_id.escape_debug(),
+        "blocked: there is no such session in this database"
     );
 }
 
@@ -447,21 +451,13 @@ fn answer<T>(
 /// `blocked: ROUTE[ MESSAGE]: REASON: DETAIL` on stderr, for the operator.
 fn log_refusal(route: &str, message_id: &str, refusal: Option<&Refusal>) {
     if let Some(refusal) = refusal {
-        eprintln!(
-            "blocked: {}: {}: {}",
-            subject(route, message_id),
-            refusal.reason,
+        tracing::warn!(
+            route,
+            message_id = %printable(message_id),
+            reason = %refusal.reason,
+            "blocked: {}",
             printable(&refusal.detail)
         );
-    }
-}
-
-/// `ROUTE MESSAGE`, or the route alone when the request names no message (history).
-fn subject(route: &str, message_id: &str) -> String {
-    if message_id.is_empty() {
-        route.to_string()
-    } else {
-        format!("{route} {}", printable(message_id))
     }
 }
 
@@ -481,9 +477,10 @@ fn printable(text: &str) -> String {
 
 /// `error: ROUTE[ MESSAGE]: ...; answered blocked/unavailable` on stderr.
 fn log_failure(route: &str, message_id: &str, error: &EngineError) {
-    eprintln!(
-        "error: {}: {}; answered blocked/unavailable",
-        subject(route, message_id),
-        printable(&error.to_string())
+    tracing::error!(
+        route,
+        message_id = %printable(message_id),
+        error = %printable(&error.to_string()),
+        "failed; answered blocked/unavailable"
     );
 }

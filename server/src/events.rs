@@ -230,7 +230,7 @@ impl Feed {
                     }
                     Err(RecvError::Closed) => return None,
                     Err(error) => {
-                        eprintln!("error: event stream: {error}; retrying");
+                        tracing::error!(%error, "event stream: reading the journal failed; retrying");
                         tokio::select! {
                             () = shutdown.cancelled() => return None,
                             () = tokio::time::sleep(RETRY_AFTER_READ_ERROR) => {}
@@ -271,10 +271,11 @@ impl Feed {
                 let admitted = match self.admits(&event).await {
                     Ok(admitted) => admitted,
                     Err(error) => {
-                        eprintln!(
-                            "error: event stream: the session of event {} cannot be read ({error}); \
-                             the stream ends so that its client resumes from its last id",
-                            event.seq
+                        tracing::error!(
+                            seq = event.seq,
+                            %error,
+                            "event stream: the session of an event cannot be read; the stream \
+                             ends so that its client resumes from its last id"
                         );
                         return false;
                     }

@@ -68,7 +68,7 @@ pub async fn stats(
         .await?
         .map_err(|error| {
             // SQLite's words go to the log; the answer says where they are.
-            eprintln!("failed: stats: measuring the database failed: {error}");
+            tracing::error!(route = "stats", %error, "failed: measuring the database failed");
             ApiError::Internal(
                 "measuring the database failed: the server's log says why".to_string(),
             )

@@ -32,10 +32,29 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .merge(public)
         .with_state(state);
-    if origins.is_empty() {
-        return router;
+    let router = if origins.is_empty() {
+        router
+    } else {
+        router.layer(super::cors::layer(&origins))
+    };
+    router.layer(middleware::from_fn(log_refused))
+}
+
+/// Logs one line per request answered with an HTTP error: `warn` for a refusal (4xx: a bad
+/// request, a missing password, an unknown route), `error` for a failure (5xx), with the
+/// method, the path (no query: it may hold ids only, but a log needs none) and the status.
+/// A refusal the contract answers `200 {blocked}` is logged where it is decided.
+async fn log_refused(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let response = next.run(request).await;
+    let status = response.status();
+    if status.is_server_error() {
+        tracing::error!(%method, path, status = status.as_u16(), "failed");
+    } else if status.is_client_error() {
+        tracing::warn!(%method, path, status = status.as_u16(), "refused");
     }
-    router.layer(super::cors::layer(&origins))
+    response
 }
 
 /// How long connections may stay open after the stop signal: a client that stopped reading
@@ -98,9 +117,9 @@ pub async fn serve_with(
     tokio::select! {
         () = server => Ok(()),
         () = deadline => {
-            eprintln!(
-                "stopping: connections still open {} s after the signal were closed",
-                SHUTDOWN_GRACE.as_secs()
+            tracing::warn!(
+                grace_s = SHUTDOWN_GRACE.as_secs(),
+                "stopping: connections still open after the grace period were closed"
             );
             Ok(())
         }

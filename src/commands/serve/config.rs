@@ -50,6 +50,20 @@ pub struct Args {
     /// the same origin only. The password is still required.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// How the log lines on stderr are written (one per request refused or failed, and the
+    /// server's own warnings and errors): `text` for people, `json` for one JSON object a line
+    /// (`timestamp`, `level`, `message` and the line's fields: `route`, `reason`, `status`, ...).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// `serve --log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `TIMESTAMP LEVEL message field=value ...`.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// A validated `serve` command line.
@@ -67,6 +81,8 @@ pub struct ServeConfig {
     pub archive: bool,
     /// Origins allowed to call the API from a browser (`--allow-origin`).
     pub allowed_origins: Vec<Origin>,
+    /// How log lines are written (`--log-format`).
+    pub log_format: LogFormat,
 }
 
 /// Validates `serve`'s flags, reading the password from `SESSION_PRUNE_PASSWORD` when
@@ -118,6 +134,7 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
             .iter()
             .map(|text| Origin::parse(text).ok_or_else(|| ConfigError::Origin(text.clone())))
             .collect::<Result<_, _>>()?,
+        log_format: args.log_format,
     })
 }
 

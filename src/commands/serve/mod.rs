@@ -14,8 +14,8 @@ use serde_json::json;
 
 mod config;
 
-use config::validate;
 pub use config::Args;
+use config::{validate, LogFormat};
 
 use super::{open_engine_unless_busy, Outcome};
 use crate::cli::config::Config;
@@ -26,6 +26,7 @@ use crate::output::say;
 /// Serves until stopped.
 pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let serve = &validate(args)?;
+    start_log(serve.log_format);
     let limits = connection_limits()?;
     let engine =
         match open_engine_unless_busy(config, serve.archive.into(), super::Soundness::Reported) {
@@ -92,6 +93,21 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         say!("stopped: every request answered, the journal closed")?;
     }
     Ok(Outcome::Done)
+}
+
+/// Sends the server's log lines (`tracing` events of level `info` and above) to stderr, as
+/// `format` says. Called once, before the server starts; a second call in the same process
+/// keeps the first.
+fn start_log(format: LogFormat) {
+    let lines = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .with_target(false)
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => lines.try_init(),
+        LogFormat::Json => lines.json().flatten_event(true).try_init(),
+    };
 }
 
 /// Whether opening for writing failed because the database or the journal cannot be written

@@ -1,0 +1,131 @@
+//! `serve` logs on stderr one line per request it refuses or fails (an HTTP error, or a
+//! contract answer `blocked`), and none for one it answers: as text by default, as one JSON
+//! object a line with `--log-format json`. Scripts read the JSON lines' keys.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::common::http::{FIXTURE_DIRECTORY, WORKSPACE};
+use crate::common::Fixture;
+
+/// Sends one HTTP/1.1 request and returns the answer's status.
+fn request(address: &str, method: &str, path: &str, body: &str) -> u16 {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .unwrap_or_else(|| panic!("{answer}"))
+}
+
+/// Serves the fixture with `args`, makes the four requests of these tests, stops the server
+/// with SIGTERM, and returns its stderr.
+fn log_of_four_requests(args: &[&str]) -> String {
+    let fx = Fixture::new();
+    let log = fx.dir.path().join("serve.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        .arg("--db")
+        .arg(&fx.db)
+        .args(["serve", "--listen", "127.0.0.1:0", "--workspace"])
+        .arg(format!("{WORKSPACE}={FIXTURE_DIRECTORY}"))
+        .args(args)
+        .env_remove("SESSION_PRUNE_PASSWORD")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let address = line
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let preview = format!("/api/workspaces/{WORKSPACE}/session-pruning/preview");
+    assert_eq!(request(&address, "GET", "/health", ""), 200);
+    assert_eq!(request(&address, "GET", "/nope", ""), 404);
+    assert_eq!(request(&address, "POST", &preview, "{bad"), 400);
+    let unknown = r#"{"sessionID":"ses_nope","messageID":"msg_nope"}"#;
+    assert_eq!(request(&address, "POST", &preview, unknown), 200);
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    std::fs::read_to_string(&log).unwrap()
+}
+
+#[test]
+fn json_log_lines_name_each_refusal_and_nothing_else() {
+    let log = log_of_four_requests(&["--log-format", "json"]);
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("{line}")))
+        .collect();
+    let without_time: Vec<Value> = lines
+        .iter()
+        .map(|line| {
+            let mut line = line.clone();
+            let time = line.as_object_mut().unwrap().remove("timestamp").unwrap();
+            assert!(time.as_str().unwrap().ends_with('Z'), "{time}");
+            line
+        })
+        .collect();
+    assert_eq!(
+        without_time,
+        vec![
+            json!({"level": "WARN", "message": "refused", "method": "GET", "path": "/nope", "status": 404}),
+            json!({"level": "WARN", "message": "refused", "method": "POST",
+                   "path": format!("/api/workspaces/{WORKSPACE}/session-pruning/preview"), "status": 400}),
+            json!({"level": "WARN",
+                   "message": "blocked: there is no session ses_nope and no message msg_nope in this database",
+                   "route": "preview", "message_id": "msg_nope", "reason": "not_deletable"}),
+        ],
+        "{log}"
+    );
+}
+
+#[test]
+fn text_log_lines_are_one_per_refusal() {
+    let log = log_of_four_requests(&[]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(
+        lines[0].ends_with(" WARN refused method=GET path=\"/nope\" status=404"),
+        "{log}"
+    );
+    assert!(lines[1].contains(" WARN refused method=POST "), "{log}");
+    assert!(lines[1].ends_with(" status=400"), "{log}");
+    assert!(
+        lines[2].ends_with(
+            " WARN blocked: there is no session ses_nope and no message msg_nope in this database \
+             route=\"preview\" message_id=msg_nope reason=not_deletable"
+        ),
+        "{log}"
+    );
+}
+
+#[test]
+fn an_unknown_log_format_is_refused_with_exit_2() {
+    let fx = Fixture::new();
+    let out = crate::common::cli::run(&fx.db, &["serve", "--log-format", "yaml"]);
+    crate::common::cli::assert_exit(&out, 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("[possible values: text, json]"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
