@@ -49,7 +49,8 @@ fn main() -> ExitCode {
     };
     let json = cli.global.json;
     let command = cli.command;
-    let config = match Config::from_global(cli.global, command.uses_database()) {
+    let uses_database = command.uses_database();
+    let config = match Config::from_global(cli.global, uses_database) {
         Ok(config) => config,
         Err(error) => return fail(json, EXIT_BAD_INPUT, &error.to_string()),
     };
@@ -84,7 +85,12 @@ fn main() -> ExitCode {
             } else {
                 EXIT_FAILURE
             };
-            let message = commands::diagnose::explain(&format!("{error:#}"), &config);
+            // The causes `diagnose` words are the database's and the journal's.
+            let message = if uses_database {
+                commands::diagnose::explain(&format!("{error:#}"), &config)
+            } else {
+                format!("{error:#}")
+            };
             fail(json, code, &message)
         }
     }

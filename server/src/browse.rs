@@ -205,8 +205,9 @@ async fn handle<R: BrowseRoute>(
         tracing::warn!(
             route = R::NAME,
             %reason,
-            session = %session_id.escape_debug(),
-            "blocked: {why}"
+            session = session_id.as_str(),
+            detail = why,
+            "blocked"
         );
         Ok(document::compact(&R::blocked(reason)))
     };
@@ -222,8 +223,8 @@ async fn handle<R: BrowseRoute>(
             tracing::error!(
                 route = R::NAME,
                 reason = "unavailable",
-                session = %session_id.escape_debug(),
-                %error,
+                session = session_id.as_str(),
+                error = error.to_string().as_str(),
                 "blocked: reading the session failed"
             );
             return Ok(document::compact(&R::blocked(BrowseReason::Unavailable)));
@@ -235,7 +236,7 @@ async fn handle<R: BrowseRoute>(
                 tracing::warn!(
                     route = R::NAME,
                     %reason,
-                    session = %session_id.escape_debug(),
+                    session = session_id.as_str(),
                     "blocked"
                 );
             }

@@ -190,14 +190,37 @@ async fn connection(
         biased;
         // An error is the client's (a malformed request, a reset, a head not complete in time):
         // the connection is over either way, and hyper has answered what deserved an answer.
-        _ = served.as_mut() => {}
+        ended = served.as_mut() => log_malformed(&ended),
         in_time = tokio::time::timeout(header_read_timeout, first_head.cancelled()) => {
             if in_time.is_ok() {
-                let _ = served.await;
+                log_malformed(&served.await);
             }
         }
     }
     drop(permit);
+}
+
+/// Logs a request hyper refused before it reached the router (a head it cannot parse, or too
+/// large): one `WARN refused` line, as the router's refusals get. Resets and timeouts are a
+/// client going away, not a request refused, and are not logged.
+fn log_malformed<E: std::error::Error + 'static>(ended: &Result<(), E>) {
+    let Err(error) = ended else {
+        return;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(now) = cause {
+        if let Some(hyper_error) = now.downcast_ref::<hyper::Error>() {
+            if hyper_error.is_parse() || hyper_error.is_parse_too_large() {
+                let error = hyper_error.to_string();
+                tracing::warn!(
+                    error = error.as_str(),
+                    "refused: a request that is not HTTP"
+                );
+            }
+            return;
+        }
+        cause = now.source();
+    }
 }
 
 /// Whether an accept error concerns only the connection being accepted (the next accept may

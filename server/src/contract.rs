@@ -264,9 +264,9 @@ impl Route for PruneRequest {
             Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
                 tracing::error!(
                     route = "prune",
-                    message_id = %receipt.message_id.escape_debug(),
+                    message_id = receipt.message_id.as_str(),
                     receipt = %receipt.receipt_id,
-                    %cause,
+                    cause = cause.to_string().as_str(),
                     "committed but not journaled: restart the server once the journal can be \
                      written; recovery announces it"
                 );
@@ -421,7 +421,7 @@ fn log_missing(route: &str, session_id: &str) {
     tracing::warn!(
         route,
         reason = "not_deletable",
-        session = %session_id.escape_debug(),
+        session = session_id,
         "blocked: there is no such session in this database"
     );
 }
@@ -448,39 +448,28 @@ fn answer<T>(
     }
 }
 
-/// `blocked: ROUTE[ MESSAGE]: REASON: DETAIL` on stderr, for the operator.
+/// `WARN blocked` with the route, the message, the reason and its words, on the server's log, for
+/// the operator.
 fn log_refusal(route: &str, message_id: &str, refusal: Option<&Refusal>) {
     if let Some(refusal) = refusal {
         tracing::warn!(
             route,
-            message_id = %printable(message_id),
+            message_id,
             reason = %refusal.reason,
-            "blocked: {}",
-            printable(&refusal.detail)
+            detail = refusal.detail.as_str(),
+            "blocked"
         );
     }
 }
 
-/// `text` with its control characters escaped (`\n`, `\u{1b}`), so that a log line stays one
-/// line and cannot move the terminal; everything else, quotes included, as it is.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
-/// `error: ROUTE[ MESSAGE]: ...; answered blocked/unavailable` on stderr.
+/// `ERROR failed; answered blocked/unavailable` with the route, the message and the error, on the
+/// server's log. Every text a client sent is a field of its own: the text log quotes and escapes
+/// it (one line, no terminal control), the JSON log holds it exactly.
 fn log_failure(route: &str, message_id: &str, error: &EngineError) {
     tracing::error!(
         route,
-        message_id = %printable(message_id),
-        error = %printable(&error.to_string()),
+        message_id,
+        error = error.to_string().as_str(),
         "failed; answered blocked/unavailable"
     );
 }

@@ -230,7 +230,10 @@ impl Feed {
                     }
                     Err(RecvError::Closed) => return None,
                     Err(error) => {
-                        tracing::error!(%error, "event stream: reading the journal failed; retrying");
+                        tracing::error!(
+                            error = error.to_string().as_str(),
+                            "event stream: reading the journal failed; retrying"
+                        );
                         tokio::select! {
                             () = shutdown.cancelled() => return None,
                             () = tokio::time::sleep(RETRY_AFTER_READ_ERROR) => {}
@@ -273,7 +276,7 @@ impl Feed {
                     Err(error) => {
                         tracing::error!(
                             seq = event.seq,
-                            %error,
+                            error = error.to_string().as_str(),
                             "event stream: the session of an event cannot be read; the stream \
                              ends so that its client resumes from its last id"
                         );

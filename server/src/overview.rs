@@ -68,7 +68,11 @@ pub async fn stats(
         .await?
         .map_err(|error| {
             // SQLite's words go to the log; the answer says where they are.
-            tracing::error!(route = "stats", %error, "failed: measuring the database failed");
+            tracing::error!(
+                route = "stats",
+                error = error.to_string().as_str(),
+                "failed: measuring the database failed"
+            );
             ApiError::Internal(
                 "measuring the database failed: the server's log says why".to_string(),
             )

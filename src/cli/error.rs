@@ -125,8 +125,9 @@ pub enum ConfigError {
     /// `--dir`): what it prints instead.
     #[error("--json does not apply here: {0}. Run it without --json")]
     NotJson(&'static str),
-    /// `man --dir` names no existing folder.
-    #[error("--dir {0} is not an existing folder: create it first (e.g. mkdir -p ~/.local/share/man/man1)")]
+    /// `man --dir` names no existing folder: the path and what it is (`does not exist`, `is not
+    /// a folder`).
+    #[error("--dir {0}: give an existing folder (e.g. mkdir -p ~/.local/share/man/man1 first)")]
     ManFolder(String),
     /// The candidates file cannot be read or holds no candidates.
     #[error("--candidates {path}: {detail}")]

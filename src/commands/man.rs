@@ -3,6 +3,7 @@
 //! page and one page per command (`session-prune-clean.1`, ...) written into a folder.
 
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -24,12 +25,16 @@ pub struct Args {
     dir: Option<PathBuf>,
 }
 
-/// Prints the main page, or writes every page into `dir` and lists the files written (with
-/// `--json`: `{"written": [PATH, ...]}`).
+/// Prints the main page, or writes every page into `dir` and lists the files written, sorted
+/// (with `--json`: `{"written": [PATH, ...]}`). Every page is rendered and written to a temporary
+/// file in `dir` before any is put in place (a rename each, which replaces a page or a link of
+/// that name rather than writing through it): a failure to write one (a full disk, a folder
+/// this user may not write) leaves none of them; a rename that fails (a folder holds that
+/// name) leaves those renamed before it.
 ///
 /// Errors: [`ConfigError::NotJson`] with `--json` and no `--dir` (a page is not a JSON
 /// document); [`ConfigError::ManFolder`] when `dir` is not an existing folder (nothing
-/// written); writing a page.
+/// written); writing a page, naming it.
 pub fn run(Args { dir }: Args, config: &Config) -> anyhow::Result<Outcome> {
     let Some(dir) = dir else {
         if config.json {
@@ -38,20 +43,42 @@ pub fn run(Args { dir }: Args, config: &Config) -> anyhow::Result<Outcome> {
             )
             .into());
         }
-        let mut page = Vec::new();
-        clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+        let (_, page) = pages()?.swap_remove(0);
         std::io::stdout().lock().write_all(&page)?;
         return Ok(Outcome::Done);
     };
     if !dir.is_dir() {
-        return Err(ConfigError::ManFolder(dir.display().to_string()).into());
+        let what = if dir.exists() {
+            "is not a folder"
+        } else {
+            "does not exist"
+        };
+        return Err(ConfigError::ManFolder(format!("{} {what}", dir.display())).into());
     }
-    clap_mangen::generate_to(Cli::command(), &dir)
-        .with_context(|| format!("writing the manual pages into {}", dir.display()))?;
-    let written: Vec<String> = page_names()
-        .iter()
-        .map(|name| dir.join(name).display().to_string())
-        .collect();
+    let mut staged = Vec::new();
+    for (name, page) in pages()? {
+        let path = dir.join(&name);
+        let file = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .tempfile_in(&dir)
+            .and_then(|mut file| {
+                file.write_all(&page)?;
+                // A page is for every user to read, as a file created with the usual umask.
+                file.as_file()
+                    .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+                Ok(file)
+            })
+            .with_context(|| format!("writing the manual page {}", path.display()))?;
+        staged.push((file, path));
+    }
+    let mut written = Vec::new();
+    for (file, path) in staged {
+        file.persist(&path)
+            .map_err(|failed| failed.error)
+            .with_context(|| format!("writing the manual page {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    written.sort();
     if config.json {
         output::json_document(&json!({ "written": written }))?;
     } else {
@@ -62,21 +89,31 @@ pub fn run(Args { dir }: Args, config: &Config) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The file names `clap_mangen::generate_to` gives the pages: the command's display name
-/// (`session-prune`, `session-prune-clean`, `session-prune-archive-purge`) and section 1, for
-/// the command and every command under it, sorted.
-fn page_names() -> Vec<String> {
-    fn walk(command: &clap::Command, names: &mut Vec<String>) {
+/// Every page, rendered: the main page first (`session-prune.1`), then one per command and
+/// command under it (`session-prune-clean.1`, `session-prune-archive-purge.1`), named as
+/// `man` finds them, each with the same footer (`session-prune VERSION`). `help` has none: it
+/// is `--help`.
+fn pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    fn walk(
+        command: &clap::Command,
+        source: &str,
+        pages: &mut Vec<(String, Vec<u8>)>,
+    ) -> std::io::Result<()> {
         let name = command.get_display_name().unwrap_or(command.get_name());
-        names.push(format!("{name}.1"));
+        let mut page = Vec::new();
+        clap_mangen::Man::new(command.clone())
+            .source(source)
+            .render(&mut page)?;
+        pages.push((format!("{name}.1"), page));
         for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
-            walk(sub, names);
+            walk(sub, source, pages)?;
         }
+        Ok(())
     }
     let mut command = Cli::command().disable_help_subcommand(true);
     command.build();
-    let mut names = Vec::new();
-    walk(&command, &mut names);
-    names.sort();
-    names
+    let source = format!("session-prune {}", env!("CARGO_PKG_VERSION"));
+    let mut pages = Vec::new();
+    walk(&command, &source, &mut pages).context("rendering the manual pages")?;
+    Ok(pages)
 }

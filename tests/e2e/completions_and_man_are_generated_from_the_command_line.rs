@@ -54,7 +54,37 @@ fn bash_completion_loads_and_completes_every_command() {
             "{command} not completed: {words:?}"
         );
     }
+    // After a command: its flags, its subcommands, a flag's values.
+    for (line, expected) in [
+        ("clean --ke", vec!["--keep-last-turns"]),
+        ("prune-batch --cand", vec!["--candidates"]),
+        ("archive pu", vec!["purge"]),
+        ("archive purge --old", vec!["--older-than"]),
+        ("serve --log-format ''", vec!["text", "json"]),
+        ("completions p", vec!["powershell"]),
+    ] {
+        assert_eq!(complete(&script, line), expected, "session-prune {line}");
+    }
     assert!(!dir.path().join("none.db").exists());
+}
+
+/// What bash completes for the last word of `session-prune LINE` (words split on spaces; `''`
+/// is an empty last word), with the script at `script` loaded.
+fn complete(script: &std::path::Path, line: &str) -> Vec<String> {
+    let probe = format!(
+        "source {}; COMP_WORDS=(session-prune {line}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+         _session__prune session-prune \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let out = Command::new("bash").args(["-c", &probe]).output().unwrap();
+    assert_exit(&out, 0);
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|word| !word.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -140,7 +170,24 @@ fn man_prints_the_main_page_and_writes_one_per_command() {
     on_disk.sort();
     assert_eq!(on_disk, expected);
     let clean = std::fs::read_to_string(pages.join("session-prune-clean.1")).unwrap();
-    assert!(clean.contains(".TH session-prune-clean 1"), "{clean}");
+    // Every page has the main page's footer, and `man` may read it.
+    let footer = format!(
+        ".TH session-prune-clean 1  \"session-prune {}\"",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(clean.contains(&footer), "{clean}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(pages.join("session-prune-clean.1"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644);
+    // The page on stdout is the main page written into the folder: it names no `help` page.
+    assert_eq!(
+        page,
+        std::fs::read_to_string(pages.join("session-prune.1")).unwrap()
+    );
+    assert!(!page.contains("session\\-prune\\-help(1)"), "{page}");
     assert!(clean.contains("keep\\-last\\-turns"), "{clean}");
 }
 
@@ -152,7 +199,7 @@ fn man_into_a_missing_folder_writes_nothing() {
         &dir.path().join("none.db"),
         &["--json", "man", "--dir", missing.to_str().unwrap()],
     );
-    assert_json_error(&out, 2, "is not an existing folder: create it first");
+    assert_json_error(&out, 2, "does not exist: give an existing folder");
     assert!(!missing.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

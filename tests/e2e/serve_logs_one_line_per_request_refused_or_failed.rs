@@ -1,6 +1,7 @@
-//! `serve` logs on stderr one line per request it refuses or fails (an HTTP error, or a
-//! contract answer `blocked`), and none for one it answers: as text by default, as one JSON
-//! object a line with `--log-format json`. Scripts read the JSON lines' keys.
+//! `serve` logs on stderr one line per request it refuses or fails (an HTTP error, a contract
+//! answer `blocked`, a request that is not HTTP), and none for one it answers: as text by
+//! default, as one JSON object a line with `--log-format json`. A client's text is a field of
+//! its own: quoted and escaped in text, exact in JSON. Scripts read the JSON lines' keys.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -30,9 +31,22 @@ fn request(address: &str, method: &str, path: &str, body: &str) -> u16 {
         .unwrap_or_else(|| panic!("{answer}"))
 }
 
-/// Serves the fixture with `args`, makes the four requests of these tests, stops the server
-/// with SIGTERM, and returns its stderr.
-fn log_of_four_requests(args: &[&str]) -> String {
+/// A message id a client may send: a newline, a terminal escape, a quote and what looks like
+/// a field of the log line.
+const HOSTILE: &str = "msg_x\n\u{1b}[2J\" reason=pruned";
+
+/// Sends `raw` as it is and returns the answer's status line.
+fn raw_request(address: &str, raw: &[u8]) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.write_all(raw).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
+/// Serves the fixture with `args`, makes the requests of these tests, stops the server with
+/// SIGTERM, and returns its stderr.
+fn log_of_requests(args: &[&str]) -> String {
     let fx = Fixture::new();
     let log = fx.dir.path().join("serve.log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
@@ -61,6 +75,13 @@ fn log_of_four_requests(args: &[&str]) -> String {
     assert_eq!(request(&address, "POST", &preview, "{bad"), 400);
     let unknown = r#"{"sessionID":"ses_nope","messageID":"msg_nope"}"#;
     assert_eq!(request(&address, "POST", &preview, unknown), 200);
+    let hostile =
+        serde_json::to_string(&json!({"sessionID": "ses_nope", "messageID": HOSTILE})).unwrap();
+    assert_eq!(request(&address, "POST", &preview, &hostile), 200);
+    assert_eq!(
+        raw_request(&address, b"GARBAGE\r\n\r\n"),
+        "HTTP/1.1 400 Bad Request"
+    );
     // SAFETY: kill has no memory preconditions; the pid is our child's.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert!(child.wait().unwrap().success());
@@ -69,7 +90,7 @@ fn log_of_four_requests(args: &[&str]) -> String {
 
 #[test]
 fn json_log_lines_name_each_refusal_and_nothing_else() {
-    let log = log_of_four_requests(&["--log-format", "json"]);
+    let log = log_of_requests(&["--log-format", "json"]);
     let lines: Vec<Value> = log
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("{line}")))
@@ -89,9 +110,15 @@ fn json_log_lines_name_each_refusal_and_nothing_else() {
             json!({"level": "WARN", "message": "refused", "method": "GET", "path": "/nope", "status": 404}),
             json!({"level": "WARN", "message": "refused", "method": "POST",
                    "path": format!("/api/workspaces/{WORKSPACE}/session-pruning/preview"), "status": 400}),
-            json!({"level": "WARN",
-                   "message": "blocked: there is no session ses_nope and no message msg_nope in this database",
-                   "route": "preview", "message_id": "msg_nope", "reason": "not_deletable"}),
+            json!({"level": "WARN", "message": "blocked", "route": "preview",
+                   "message_id": "msg_nope", "reason": "not_deletable",
+                   "detail": "there is no session ses_nope and no message msg_nope in this database"}),
+            // The client's text, exactly, as a value of its own.
+            json!({"level": "WARN", "message": "blocked", "route": "preview",
+                   "message_id": HOSTILE, "reason": "not_deletable",
+                   "detail": format!("there is no session ses_nope and no message {HOSTILE} in this database")}),
+            json!({"level": "WARN", "message": "refused: a request that is not HTTP",
+                   "error": "invalid HTTP method parsed"}),
         ],
         "{log}"
     );
@@ -99,9 +126,9 @@ fn json_log_lines_name_each_refusal_and_nothing_else() {
 
 #[test]
 fn text_log_lines_are_one_per_refusal() {
-    let log = log_of_four_requests(&[]);
+    let log = log_of_requests(&[]);
     let lines: Vec<&str> = log.lines().collect();
-    assert_eq!(lines.len(), 3, "{log}");
+    assert_eq!(lines.len(), 5, "{log}");
     assert!(
         lines[0].ends_with(" WARN refused method=GET path=\"/nope\" status=404"),
         "{log}"
@@ -110,8 +137,23 @@ fn text_log_lines_are_one_per_refusal() {
     assert!(lines[1].ends_with(" status=400"), "{log}");
     assert!(
         lines[2].ends_with(
-            " WARN blocked: there is no session ses_nope and no message msg_nope in this database \
-             route=\"preview\" message_id=msg_nope reason=not_deletable"
+            " WARN blocked route=\"preview\" message_id=\"msg_nope\" reason=not_deletable \
+             detail=\"there is no session ses_nope and no message msg_nope in this database\""
+        ),
+        "{log}"
+    );
+    // A client's text is quoted and escaped: one line, no terminal control, no forged field.
+    let quoted = r#"message_id="msg_x\n\u{1b}[2J\" reason=pruned""#;
+    assert!(
+        lines[3].contains(&format!(
+            " WARN blocked route=\"preview\" {quoted} reason=not_deletable "
+        )),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "{log}");
+    assert!(
+        lines[4].ends_with(
+            " WARN refused: a request that is not HTTP error=\"invalid HTTP method parsed\""
         ),
         "{log}"
     );
