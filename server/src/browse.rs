@@ -205,7 +205,7 @@ async fn handle<R: BrowseRoute>(
         tracing::warn!(
             route = R::NAME,
             %reason,
-            session = session_id.as_str(),
+            sessionID = session_id.as_str(),
             detail = why,
             "blocked"
         );
@@ -223,7 +223,7 @@ async fn handle<R: BrowseRoute>(
             tracing::error!(
                 route = R::NAME,
                 reason = "unavailable",
-                session = session_id.as_str(),
+                sessionID = session_id.as_str(),
                 error = error.to_string().as_str(),
                 "blocked: reading the session failed"
             );
@@ -236,7 +236,7 @@ async fn handle<R: BrowseRoute>(
                 tracing::warn!(
                     route = R::NAME,
                     %reason,
-                    session = session_id.as_str(),
+                    sessionID = session_id.as_str(),
                     "blocked"
                 );
             }

@@ -151,7 +151,7 @@ pub(super) async fn serve(
             Err(error) => {
                 tracing::error!(
                     %error,
-                    retry_s = ACCEPT_RETRY.as_secs(),
+                    retrySeconds = ACCEPT_RETRY.as_secs(),
                     "accepting connections failed; trying again"
                 );
                 tokio::select! {

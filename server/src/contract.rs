@@ -264,8 +264,8 @@ impl Route for PruneRequest {
             Err(EngineError::CommittedNotJournaled { receipt, cause }) => {
                 tracing::error!(
                     route = "prune",
-                    message_id = receipt.message_id.as_str(),
-                    receipt = %receipt.receipt_id,
+                    messageID = receipt.message_id.as_str(),
+                    receiptID = %receipt.receipt_id,
                     cause = cause.to_string().as_str(),
                     "committed but not journaled: restart the server once the journal can be \
                      written; recovery announces it"
@@ -421,7 +421,7 @@ fn log_missing(route: &str, session_id: &str) {
     tracing::warn!(
         route,
         reason = "not_deletable",
-        session = session_id,
+        sessionID = session_id,
         "blocked: there is no such session in this database"
     );
 }
@@ -454,7 +454,7 @@ fn log_refusal(route: &str, message_id: &str, refusal: Option<&Refusal>) {
     if let Some(refusal) = refusal {
         tracing::warn!(
             route,
-            message_id,
+            messageID = message_id,
             reason = %refusal.reason,
             detail = refusal.detail.as_str(),
             "blocked"
@@ -468,7 +468,7 @@ fn log_refusal(route: &str, message_id: &str, refusal: Option<&Refusal>) {
 fn log_failure(route: &str, message_id: &str, error: &EngineError) {
     tracing::error!(
         route,
-        message_id,
+        messageID = message_id,
         error = error.to_string().as_str(),
         "failed; answered blocked/unavailable"
     );

@@ -118,7 +118,7 @@ pub async fn serve_with(
         () = server => Ok(()),
         () = deadline => {
             tracing::warn!(
-                grace_s = SHUTDOWN_GRACE.as_secs(),
+                graceSeconds = SHUTDOWN_GRACE.as_secs(),
                 "stopping: connections still open after the grace period were closed"
             );
             Ok(())

@@ -125,8 +125,8 @@ pub enum ConfigError {
     /// `--dir`): what it prints instead.
     #[error("--json does not apply here: {0}. Run it without --json")]
     NotJson(&'static str),
-    /// `man --dir` names no existing folder: the path and what it is (`does not exist`, `is not
-    /// a folder`).
+    /// `man --dir` names no existing folder, or one holding a folder where a page goes: the path
+    /// and what is wrong (`does not exist`, `is not a folder`, `holds a folder named ...`).
     #[error("--dir {0}: give an existing folder (e.g. mkdir -p ~/.local/share/man/man1 first)")]
     ManFolder(String),
     /// The candidates file cannot be read or holds no candidates.

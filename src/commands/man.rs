@@ -29,12 +29,12 @@ pub struct Args {
 /// (with `--json`: `{"written": [PATH, ...]}`). Every page is rendered and written to a temporary
 /// file in `dir` before any is put in place (a rename each, which replaces a page or a link of
 /// that name rather than writing through it): a failure to write one (a full disk, a folder
-/// this user may not write) leaves none of them; a rename that fails (a folder holds that
-/// name) leaves those renamed before it.
+/// this user may not write) leaves none of them, and a folder in the place of a page is
+/// refused before any is written.
 ///
 /// Errors: [`ConfigError::NotJson`] with `--json` and no `--dir` (a page is not a JSON
-/// document); [`ConfigError::ManFolder`] when `dir` is not an existing folder (nothing
-/// written); writing a page, naming it.
+/// document); [`ConfigError::ManFolder`] when `dir` is not an existing folder or holds a
+/// folder where a page goes (nothing written); writing a page, naming it.
 pub fn run(Args { dir }: Args, config: &Config) -> anyhow::Result<Outcome> {
     let Some(dir) = dir else {
         if config.json {
@@ -55,8 +55,17 @@ pub fn run(Args { dir }: Args, config: &Config) -> anyhow::Result<Outcome> {
         };
         return Err(ConfigError::ManFolder(format!("{} {what}", dir.display())).into());
     }
+    let pages = pages()?;
+    // A folder where a page goes cannot be replaced by it: refused before anything is written.
+    if let Some((name, _)) = pages.iter().find(|(name, _)| dir.join(name).is_dir()) {
+        return Err(ConfigError::ManFolder(format!(
+            "{} holds a folder named {name}, where that page goes",
+            dir.display()
+        ))
+        .into());
+    }
     let mut staged = Vec::new();
-    for (name, page) in pages()? {
+    for (name, page) in pages {
         let path = dir.join(&name);
         let file = tempfile::Builder::new()
             .prefix(&format!(".{name}."))

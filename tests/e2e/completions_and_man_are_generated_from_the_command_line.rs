@@ -192,6 +192,34 @@ fn man_prints_the_main_page_and_writes_one_per_command() {
 }
 
 #[test]
+fn man_into_a_file_or_over_a_folder_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("none.db");
+    let file = dir.path().join("man1");
+    std::fs::write(&file, "not a folder").unwrap();
+    let out = run(&db, &["--json", "man", "--dir", file.to_str().unwrap()]);
+    assert_json_error(&out, 2, "man1 is not a folder: give an existing folder");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder");
+
+    let pages = dir.path().join("pages");
+    std::fs::create_dir_all(pages.join("session-prune-clean.1")).unwrap();
+    let out = run(&db, &["--json", "man", "--dir", pages.to_str().unwrap()]);
+    assert_json_error(
+        &out,
+        2,
+        "holds a folder named session-prune-clean.1, where that page goes",
+    );
+    let left: Vec<_> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("session-prune-clean.1")]
+    );
+}
+
+#[test]
 fn man_into_a_missing_folder_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("man1");

@@ -111,11 +111,11 @@ fn json_log_lines_name_each_refusal_and_nothing_else() {
             json!({"level": "WARN", "message": "refused", "method": "POST",
                    "path": format!("/api/workspaces/{WORKSPACE}/session-pruning/preview"), "status": 400}),
             json!({"level": "WARN", "message": "blocked", "route": "preview",
-                   "message_id": "msg_nope", "reason": "not_deletable",
+                   "messageID": "msg_nope", "reason": "not_deletable",
                    "detail": "there is no session ses_nope and no message msg_nope in this database"}),
             // The client's text, exactly, as a value of its own.
             json!({"level": "WARN", "message": "blocked", "route": "preview",
-                   "message_id": HOSTILE, "reason": "not_deletable",
+                   "messageID": HOSTILE, "reason": "not_deletable",
                    "detail": format!("there is no session ses_nope and no message {HOSTILE} in this database")}),
             json!({"level": "WARN", "message": "refused: a request that is not HTTP",
                    "error": "invalid HTTP method parsed"}),
@@ -137,13 +137,13 @@ fn text_log_lines_are_one_per_refusal() {
     assert!(lines[1].ends_with(" status=400"), "{log}");
     assert!(
         lines[2].ends_with(
-            " WARN blocked route=\"preview\" message_id=\"msg_nope\" reason=not_deletable \
+            " WARN blocked route=\"preview\" messageID=\"msg_nope\" reason=not_deletable \
              detail=\"there is no session ses_nope and no message msg_nope in this database\""
         ),
         "{log}"
     );
     // A client's text is quoted and escaped: one line, no terminal control, no forged field.
-    let quoted = r#"message_id="msg_x\n\u{1b}[2J\" reason=pruned""#;
+    let quoted = r#"messageID="msg_x\n\u{1b}[2J\" reason=pruned""#;
     assert!(
         lines[3].contains(&format!(
             " WARN blocked route=\"preview\" {quoted} reason=not_deletable "
