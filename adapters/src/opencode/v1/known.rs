@@ -279,17 +279,22 @@ impl Known {
             .and_then(|index| index.newest.get(message_id).cloned()))
     }
 
-    /// Records that this connection deleted some of the session's snapshot events (a compaction,
-    /// in a transaction it then commits; if it does not, call [`Self::forget`]): the session's
-    /// snapshot index is read again when next needed.
-    pub fn events_deleted(&mut self, session_id: &str) {
-        if self
+    /// Records that this connection deleted the session's snapshot events `event_ids` (a
+    /// compaction, in a transaction it then commits; if it does not, call [`Self::forget`]):
+    /// they leave the session's snapshot index, which stays true without them (a compaction
+    /// deletes rows and writes none).
+    pub fn events_deleted(&mut self, session_id: &str, event_ids: &HashSet<&str>) {
+        let Some(index) = self
             .snapshots
-            .as_ref()
-            .is_some_and(|index| index.session_id == session_id)
-        {
-            self.snapshots = None;
-        }
+            .as_mut()
+            .filter(|index| index.session_id == session_id)
+        else {
+            return;
+        };
+        index.by_part.retain(|_, events| {
+            events.retain(|event| event.id.as_deref().is_none_or(|id| !event_ids.contains(id)));
+            !events.is_empty()
+        });
     }
 
     /// Records that this connection deleted the snapshots of `part_ids` (in a transaction it then
