@@ -5,7 +5,7 @@
 //! the revalidation of the whole outline after one message is appended (`outline_revalidate`:
 //! both pages sent back with the checkpoints of the scan before). Ends with the `BROWSE` line:
 //! the two ratios (best of five alternated runs each) and the rows revalidation parsed.
-//! docs/ARCHITECTURE.md, "Performance targets".
+//! docs/performance.md.
 
 mod common;
 

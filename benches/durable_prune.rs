@@ -3,8 +3,8 @@
 //! A prune in a running engine makes two durable writes: the journaled intent (redb commit) and
 //! the SQLite transaction (WAL commit with `synchronous = FULL`); its commit mark rides the next
 //! durable write (docs/ARCHITECTURE.md, "Sequence numbers after a crash"). The baseline writes
-//! 4 KiB and calls `fdatasync` twice on files in the same folder. docs/ARCHITECTURE.md,
-//! "Performance targets": a prune within 1.3x of that.
+//! 4 KiB and calls `fdatasync` twice on files in the same folder. docs/performance.md: a prune
+//! within 1.3x of that.
 
 mod common;
 

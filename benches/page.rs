@@ -12,7 +12,7 @@
 //! began> sessions_route_ms=<best> page_vs_route=<x> stats_ms=<best>`.
 //!
 //! Run: `cargo build --release && cargo bench --bench page [-- --mb 1000]`.
-//! docs/ARCHITECTURE.md, "Performance targets".
+//! docs/performance.md.
 
 #[path = "../tests/e2e/common/browser.rs"]
 mod browser;

@@ -6,7 +6,7 @@
 //!
 //! The preview runs on a writable store (`preview`, as the server's engine reads) and on a
 //! read-only one (`preview_read_only`, as `session-prune preview` reads: through a memory map).
-//! docs/ARCHITECTURE.md, "Performance targets": preview within 2x of the parse today; the goal
+//! docs/performance.md: preview within 2x of the parse today; the goal
 //! is within 1.3x of `parse_serialize_hash`.
 
 mod common;

@@ -5,7 +5,7 @@
 //!   same shape, committed with `synchronous = FULL` (the least a restore writes).
 //!
 //! Each restore undoes a prune made (untimed) just before it, and each timed prune is undone
-//! (untimed) after it. docs/ARCHITECTURE.md, "Performance targets".
+//! (untimed) after it. docs/performance.md.
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! A command that only reads makes no durable write: not one `fsync`, `fdatasync`,
 //! `sync_file_range`, `syncfs`, `sync` or `msync` call, counted with strace over the whole process
-//! (docs/ARCHITECTURE.md, "Performance targets"). Each runs on a database with a committed
+//! (docs/performance.md). Each runs on a database with a committed
 //! prune, its receipt and a journal that holds its event, so that every read has something to
 //! read.
 

@@ -345,6 +345,7 @@ pub mod counting;
 pub mod faults;
 #[path = "../../../benches/common/mod.rs"]
 pub mod generate;
+pub mod home;
 pub mod http;
 pub mod openapi;
 pub mod peak_memory;

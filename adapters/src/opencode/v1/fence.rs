@@ -3,16 +3,22 @@
 //!
 //! Source: docs/ARCHITECTURE.md, "Fence" (V1 rules) and CodeNomad `claim-fence.ts` (attached
 //! databases, triggers, remote event owners). In order:
+//! - a layout a V1 write cannot use ([`Schema::v1_write_refusal`]): `unsupported_storage`;
 //! - another database attached on the connection, or any trigger: `unsupported_storage` (the
 //!   checks both generations share, `crate::opencode::write::storage_checks`);
 //! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;
 //! - `session.time_compacting` or `session.revert` set: `maintenance_required`;
+//! - the session's `time_updated` not a number: `unsupported_storage` (whether OpenCode is
+//!   writing it cannot be told);
 //! - the session updated within the quiet period: `maintenance_required`;
+//! - a message row of the session that is not JSON: `unsupported_storage` (it may be an
+//!   assistant message still being written);
 //! - any assistant message of the session not complete, or any tool part pending or running:
 //!   `maintenance_required`, unless nothing of the session was written for `abandoned_after`
 //!   (the run was abandoned: the prune is admitted and its receipt says so, see
 //!   [`super::runs`]);
-//! - the session's event bookkeeping inconsistent (events but no `event_sequence` row, or a
+//! - an event log this engine cannot use ([`EventLog::Unusable`]), or the session's event
+//!   bookkeeping inconsistent (events but no `event_sequence` row, or a
 //!   `event_sequence.seq` behind its newest `event.seq`): `unsupported_storage`, since the
 //!   events a prune appends would collide with OpenCode's;
 //! - `event_sequence.owner_id` set for the session (events owned by a remote): `unsupported_storage`.
