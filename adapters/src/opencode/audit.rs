@@ -23,9 +23,9 @@ use super::receipt_chain::{self, Recorded};
 use super::receipts;
 use super::row_budget;
 use super::schema::Schema;
+use super::v1::compact::{self as v1_compact, SnapshotKind};
 use super::v1::events::PART_UPDATED;
 use super::v1::read::{self as v1_read, Texts};
-use super::v1::snapshot;
 use super::{v1, v2};
 
 /// One receipt row as the audit reads it: its place in the chain, the receipt (or why it cannot
@@ -447,7 +447,9 @@ fn check_removed_parts(
         ))?;
         let mut rows = stmt.query([PART_UPDATED])?;
         while let Some(row) = rows.next()? {
-            let Some(part_id) = snapshot::part_id(row.get_ref(1)?) else {
+            let Some(part_id) =
+                v1_compact::named(conn, SnapshotKind::Part, row.get_ref(1)?)?.entity
+            else {
                 continue;
             };
             if let Some(receipt) = removed.get(part_id.as_str()) {

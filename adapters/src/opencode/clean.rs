@@ -55,30 +55,31 @@ impl Default for CleanPolicy {
     }
 }
 
-/// Why a clean left a message alone.
+/// Why a clean left a message alone. Declared in the order of their names ([`Self::as_str`]),
+/// which is the order reports list them in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
-    /// Over the 16 MiB budget (`data`, or a V1 message with its parts).
-    Oversize,
-    /// Not readable as a message: invalid JSON, not UTF-8, no `content` array.
-    Malformed,
     /// An assistant message without `time.completed`: a run may still be writing it.
     Incomplete,
-    /// A part of a type this engine does not know.
-    UnknownPart,
+    /// Not readable as a message: invalid JSON, not UTF-8, no `content` array.
+    Malformed,
+    /// A user message row that is JSON, but not as OpenCode's `JSON.stringify` writes it (other
+    /// spacing, escapes or number forms): emptying its diffs would rewrite more than them.
+    NotStringified,
+    /// Over the 16 MiB budget (`data`, or a V1 message with its parts).
+    Oversize,
+    /// Stored where this engine does not write prunes (OpenCode 1.18's V2 rows).
+    ReadOnly,
     /// A tool part still pending or running.
     RunningTool,
     /// Completed more recently than `--older-than`.
     TooRecent,
-    /// Stored where this engine does not write prunes (OpenCode 1.18's V2 rows).
-    ReadOnly,
+    /// A part of a type this engine does not know.
+    UnknownPart,
     /// `time_created` is not a number, or the id is not one a request can name: the message
     /// cannot be placed among the turns or addressed.
     Unplaceable,
-    /// A user message row that is JSON, but not as OpenCode's `JSON.stringify` writes it (other
-    /// spacing, escapes or number forms): emptying its diffs would rewrite more than them.
-    NotStringified,
 }
 
 impl SkipReason {
@@ -770,4 +771,30 @@ fn spill_paths(part: &Value) -> Vec<String> {
     paths.sort();
     paths.dedup();
     paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SkipReason;
+
+    #[test]
+    fn skip_reasons_are_declared_in_the_order_of_their_names() {
+        let reasons = [
+            SkipReason::Incomplete,
+            SkipReason::Malformed,
+            SkipReason::NotStringified,
+            SkipReason::Oversize,
+            SkipReason::ReadOnly,
+            SkipReason::RunningTool,
+            SkipReason::TooRecent,
+            SkipReason::UnknownPart,
+            SkipReason::Unplaceable,
+        ];
+        let mut by_name = reasons;
+        by_name.sort_by_key(|reason| reason.as_str());
+        assert_eq!(by_name, reasons);
+        let mut by_order = reasons;
+        by_order.sort();
+        assert_eq!(by_order, reasons);
+    }
 }

@@ -73,10 +73,7 @@ impl Copies<'_> {
                     count(report, until, Phase::Compaction, CopyOutcome::Nothing)
                 }
                 PlannedCopy::Skipped { reason, .. } => {
-                    *compaction(report)
-                        .skipped
-                        .entry(reason.as_str())
-                        .or_default() += 1;
+                    *compaction(report).skipped.entry(reason).or_default() += 1;
                 }
             }
             if batch.len() >= self.batch_size {
@@ -142,7 +139,7 @@ impl Copies<'_> {
                         count(report, until, Phase::Diffs, CopyOutcome::Nothing)
                     }
                     PlannedCopy::Skipped { reason, .. } => {
-                        *diffs(report).skipped.entry(reason.as_str()).or_default() += 1;
+                        *diffs(report).skipped.entry(reason).or_default() += 1;
                     }
                 }
                 if batch.len() >= self.batch_size {

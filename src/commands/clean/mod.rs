@@ -4,228 +4,32 @@
 //! path.
 //! A dry run (the default) reads only. Progress goes to stderr: a bar on a terminal, a line
 //! every few seconds otherwise, nothing with `--json`. Ctrl-C stops after the current transaction.
+//!
+//! This module runs the phases ([`execute`]); the flags and their validation are `args.rs`, the
+//! copies (compaction, diffs) `copies.rs`, the walk over the messages `walk.rs`, the report and
+//! its words `report.rs`, the progress line `progress.rs`.
 
+mod args;
 mod copies;
 mod progress;
 mod report;
+mod walk;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use pruning_adapters::opencode::{spill_folder, CleanPolicy, OpenCodeStore, Planned};
-use pruning_engine::{DryRun, Engine, PreviewRequest, PruneRequest, Selection};
+use pruning_adapters::opencode::{spill_folder, OpenCodeStore};
+use pruning_engine::Engine;
 
 use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::Config;
-use crate::cli::duration::{duration_flag, ANY_DURATION};
-use crate::cli::error::ConfigError;
 use crate::output;
+use args::validate;
+pub use args::{Args, CleanConfig};
 use progress::Progress;
-use report::{dry, print_report, tally, BeforeCompaction, FileSize, Report, UntilLiveSize};
-
-/// `clean` arguments.
-#[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("which").required(true).args(["sessions", "all"])))]
-pub struct Args {
-    /// Session ids (ses_...).
-    sessions: Vec<String>,
-    /// Every session of the database.
-    #[arg(long)]
-    all: bool,
-    /// Do it (without this flag, only report what would be removed).
-    #[arg(long)]
-    apply: bool,
-    /// Only report what would be removed: what `clean` does without `--apply` (accepted for
-    /// symmetry with `prune --dry-run`).
-    #[arg(long, conflicts_with = "apply")]
-    dry_run: bool,
-    /// Also report how long the clean held SQLite's write lock, which OpenCode waits up to 5 s
-    /// for (`writeLock`: transactions, p50, p99 and longest in ms). Measured, so it differs
-    /// from run to run; without it the report is the same for the same database.
-    #[arg(long)]
-    timings: bool,
-    /// Only messages completed at least this long ago: seconds (604800) or a duration (7d,
-    /// 12h, 30m).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    older_than: Option<String>,
-    /// Never touch the last N user turns of a session (OpenCode's own prune keeps 2).
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    keep_last_turns: u32,
-    /// Of tool parts, only those of these tools (comma-separated tool names; reasoning parts
-    /// are governed by --no-reasoning).
-    #[arg(long, value_name = "A,B", value_delimiter = ',')]
-    tools: Option<Vec<String>>,
-    /// Never tool parts of these tools (default: skill, as OpenCode keeps it; pass an empty
-    /// value to skip none).
-    #[arg(
-        long,
-        value_name = "A,B",
-        value_delimiter = ',',
-        default_value = "skill"
-    )]
-    skip_tools: Vec<String>,
-    /// Only parts of at least this many bytes.
-    #[arg(long, default_value_t = 0, value_name = "BYTES")]
-    min_bytes: u64,
-    /// Leave reasoning parts alone.
-    #[arg(long)]
-    no_reasoning: bool,
-    /// Only messages older than the session's last completed compaction: OpenCode no longer
-    /// sends them to the model, so pruning them cannot change its next request. A session
-    /// without a compaction has none.
-    #[arg(long)]
-    before_compaction: bool,
-    /// Prune the oldest completed messages first, across sessions, until the database's live
-    /// data (the pages in use: what `vacuum` would leave) is at most SIZE (2GB, 500MiB, or
-    /// bytes); every other policy still applies.
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
-    until_live_size: Option<String>,
-    /// Leave the event log as it is: by default each session's superseded snapshots (full copies
-    /// of a part, message or session that a newer snapshot of the same one replaces; OpenCode
-    /// never reads them again) are deleted first, with a receipt, as a prune is.
-    #[arg(long)]
-    no_compact: bool,
-    /// Also empty the file bodies (`patch`, and `before`/`after` in older releases) in the
-    /// summary diffs of the user messages before the kept turns, keeping their file names,
-    /// counts and status: OpenCode rewrites the whole list after every step of a turn.
-    #[arg(long)]
-    diffs: bool,
-    /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
-    /// of the pruned tool parts, and any an earlier clean or a killed run left.
-    #[arg(long)]
-    include_spill_files: bool,
-    /// Keep the rows each prune removes in the archive beside the database
-    /// (`<database>.prune-archive`), durable before the prunes commit; the report gives the
-    /// archive bytes written beside the bytes freed.
-    #[arg(long, requires = "apply")]
-    archive: bool,
-    /// Messages per batch: their intents share one journal write, their commits one WAL sync.
-    #[arg(long, default_value_t = 256, value_name = "N")]
-    batch_size: usize,
-    /// Wait this long after each batch (for testing interruption).
-    #[arg(long, hide = true, default_value_t = 0, value_name = "MS")]
-    pause_ms: u64,
-    /// Most messages whose listings are kept from the count to the walk (for testing the walk
-    /// that reads them again).
-    #[arg(long, hide = true, default_value_t = MAX_KEPT_IDS, value_name = "N")]
-    listing_budget: u64,
-}
-
-/// `text` as a number of bytes, read by `bytesize` (`2GB`, `1.1GiB`, `500 MiB`, `1000000`),
-/// rounded down to a whole byte. A fraction of a plain byte (`1.5`, `1.5B`) or an amount beyond
-/// 2^64 - 1 is an error, not rounded or capped.
-fn whole_bytes(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let unreadable = |_| "not a size".to_string();
-    let size: bytesize::ByteSize = text.parse().map_err(unreadable)?;
-    // bytesize rounds and saturates: the amount it read, computed again, tells.
-    let digits = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits);
-    let unit = format!("1{}", unit.trim())
-        .parse::<bytesize::ByteSize>()
-        .map_err(unreadable)?
-        .as_u64();
-    let number = number
-        .parse::<f64>()
-        .map_err(|_| "not a size".to_string())?;
-    if unit == 1 && number.fract() != 0.0 {
-        return Err(format!("{number} is not a whole number of bytes"));
-    }
-    if number * unit as f64 >= u64::MAX as f64 {
-        return Err("larger than 2^64 - 1 bytes".into());
-    }
-    Ok(size.as_u64())
-}
-
-/// A validated `clean`.
-#[derive(Debug, Clone)]
-pub struct CleanConfig {
-    /// The sessions, or `None` for every session.
-    pub sessions: Option<Vec<String>>,
-    /// Write (else: a dry run).
-    pub apply: bool,
-    /// What to prune.
-    pub policy: CleanPolicy,
-    /// Remove unreferenced spill files of pruned parts.
-    pub spill_files: bool,
-    /// Compact each session's event log first (`--no-compact` turns it off).
-    pub compact: bool,
-    /// Empty the file bodies of the summary diffs before the kept turns (`--diffs`).
-    pub diffs: bool,
-    /// Only messages older than each session's last completed compaction.
-    pub before_compaction: bool,
-    /// Oldest first across sessions, until the live data is at most this many bytes.
-    pub until_live_size: Option<u64>,
-    /// Archive what each prune removes (`--archive`).
-    pub archive: bool,
-    /// Report the write lock's holds (`--timings`).
-    pub timings: bool,
-    /// Messages per batch (1 or more).
-    pub batch_size: usize,
-    /// Wait after each batch (a test seam for interruption).
-    pub pause: Duration,
-    /// Most messages whose listings are kept from the count to the walk ([`MAX_KEPT_IDS`]
-    /// unless a test sets it).
-    pub listing_budget: u64,
-}
-
-fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
-    let older_than = match args.older_than {
-        None => None,
-        Some(text) => Some(duration_flag("--older-than", &text, ANY_DURATION)?),
-    };
-    if args.batch_size == 0 {
-        return Err(ConfigError::BatchSize);
-    }
-    if args.include_spill_files && args.archive {
-        return Err(ConfigError::SpillFilesWithArchive);
-    }
-    let names = |list: Vec<String>| -> Vec<String> {
-        list.into_iter()
-            .map(|name| name.trim().to_string())
-            .filter(|name| !name.is_empty())
-            .collect()
-    };
-    for session in &args.sessions {
-        PreviewRequest::new(session.clone(), "m".into())?;
-    }
-    let mut sessions = args.sessions;
-    let mut seen = std::collections::HashSet::new();
-    sessions.retain(|id| seen.insert(id.clone()));
-    Ok(CleanConfig {
-        sessions: (!args.all).then_some(sessions),
-        apply: args.apply,
-        timings: args.timings,
-        policy: CleanPolicy {
-            older_than,
-            keep_last_turns: args.keep_last_turns,
-            tools: args.tools.map(names),
-            skip_tools: names(args.skip_tools),
-            min_bytes: args.min_bytes,
-            reasoning: !args.no_reasoning,
-        },
-        spill_files: args.include_spill_files,
-        compact: !args.no_compact,
-        diffs: args.diffs,
-        before_compaction: args.before_compaction,
-        until_live_size: match args.until_live_size {
-            None => None,
-            Some(text) => Some(whole_bytes(&text).map_err(|problem| ConfigError::Size {
-                flag: "--until-live-size",
-                value: text.clone(),
-                problem,
-            })?),
-        },
-        archive: args.archive,
-        batch_size: args.batch_size,
-        pause: Duration::from_millis(args.pause_ms),
-        listing_budget: args.listing_budget,
-    })
-}
+use report::{print_report, BeforeCompaction, FileSize, Report, Status, UntilLiveSize};
+use walk::{Pending, Walk};
 
 /// Validates the flags (exit 2 on bad ones), then runs the clean.
 pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
@@ -233,119 +37,34 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     execute(config, &clean)
 }
 
-/// Runs a clean.
+/// Runs a clean, in its phases: the input checked, the store (and with `--apply` the engine)
+/// opened, the sessions' listings counted, the copies taken, the messages walked (each planned,
+/// then checked by a dry run or queued for the engine's batches), the report finished and
+/// printed.
 fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        // A second Ctrl-C ends the process at once.
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-        });
-    }
-    // Nothing is opened for writing, and no journal made, beside a file that is not OpenCode's
-    // or for a session it does not hold (bad input: exit 2).
-    {
-        let reader = open_store(config)?;
-        super::require_opencode(&reader, &config.db)?;
-        for id in clean.sessions.iter().flatten() {
-            if !reader.session_exists(id)? {
-                return Err(super::UnknownSession(id.clone()).into());
-            }
-        }
-    }
-    let engine = if clean.apply {
-        match open_engine_unless_busy(config, clean.archive.into(), super::Soundness::Required)? {
-            Ok(engine) => Some(engine),
-            Err(detail) => {
-                if config.json {
-                    output::json_document(&serde_json::json!({
-                        "status": "blocked", "reason": "maintenance_required"
-                    }))?;
-                }
-                eprintln!("blocked: maintenance_required: {detail}; nothing was done");
-                return Ok(Outcome::Blocked);
-            }
-        }
-    } else {
-        if let Err(detail) = super::check_binding_unless_busy(config)? {
-            eprintln!(
-                "note: {detail}. The dry run goes on; --apply would be refused \
-                 (maintenance_required) while the journal is held"
-            );
-        }
-        None
+    let stop = stop_on_ctrl_c();
+    check_input(config, clean)?;
+    let Some(opened) = Opened::open(config, clean)? else {
+        return Ok(Outcome::Blocked);
     };
-    let own_store;
-    let store: &OpenCodeStore = match &engine {
-        Some(engine) => engine.store(),
-        None => {
-            // Writable where it can be, so that a write lock another process holds is reported
-            // as the apply would meet it; read-only media get a read-only dry run.
-            own_store = match super::open_store_for_writing(config) {
-                Ok(store) => store,
-                Err(error)
-                    if matches!(
-                        error.downcast_ref::<pruning_engine::StoreError>(),
-                        Some(pruning_engine::StoreError::ReadOnly { .. })
-                    ) =>
-                {
-                    open_store(config)?
-                }
-                Err(error) => return Err(error),
-            };
-            &own_store
-        }
-    };
-    if let Some(cause) = store.media_read_only() {
-        eprintln!(
-            "note: {} cannot be written ({cause}): its messages are counted as skipped \
-             (read_only), and --apply would be refused",
-            config.db.display()
-        );
-    }
-    let session_ids = match &clean.sessions {
-        None => store.clean_sessions()?,
-        // Each was found above.
-        Some(ids) => ids.clone(),
-    };
-    // The totals first (the progress line's, the kept and outside-compaction counts). The
-    // listings are kept for the walk while they hold at most `listing_budget` messages; beyond
-    // that they are dropped and the walk reads each session's listing again, so that memory
-    // does not grow with the database. With --until-live-size, which orders messages across
-    // sessions, every listing is kept.
-    let listing_of = |id: &str| {
-        store.clean_listing_before(id, clean.policy.keep_last_turns, clean.before_compaction)
-    };
-    let (mut total, mut kept, mut outside) = (0u64, 0u64, 0u64);
-    let mut kept_listings = Vec::new();
-    let mut read_again = false;
-    for id in &session_ids {
-        let listing = listing_of(id)?;
-        total += listing.ids.len() as u64;
-        kept += listing.kept;
-        outside += listing.after_compaction;
-        if clean.until_live_size.is_none() && total > clean.listing_budget {
-            read_again = true;
-            kept_listings = Vec::new();
-        }
-        if !read_again {
-            kept_listings.push(listing);
-        }
-    }
+    let store = opened.store();
+    let sessions = Listings::count(store, clean)?;
     let mut report = Report {
-        status: if clean.apply { "cleaned" } else { "dry-run" },
-        sessions: session_ids.len() as u64,
-        kept_recent: kept,
+        status: if clean.apply {
+            Status::Cleaned
+        } else {
+            Status::DryRun
+        },
+        sessions: sessions.ids.len() as u64,
+        kept_recent: sessions.kept,
         before_compaction: clean.before_compaction.then_some(BeforeCompaction {
-            qualified: total,
-            outside,
+            qualified: sessions.total,
+            outside: sessions.outside,
         }),
         ..Report::default()
     };
-    report.orphan_parts = session_ids
+    report.orphan_parts = sessions
+        .ids
         .iter()
         .map(|id| store.orphan_parts(id))
         .sum::<Result<u64, _>>()?;
@@ -360,169 +79,281 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let mut until = clean
         .until_live_size
         .map(|target| UntilLiveSize::new(target, live_before));
-    // The copies first: they hold what OpenCode never reads again, and once they are gone a
-    // prune of parts finds fewer snapshots (in a dry run: `compacted` says where).
-    let copies = copies::Copies {
+    let compacted = take_copies(
+        &opened,
+        clean,
+        &stop,
+        config.json,
+        &sessions.ids,
+        now,
+        &mut report,
+        &mut until,
+    )?;
+    let mut walk = Walk {
         store,
-        engine: engine.as_ref(),
+        engine: opened.engine.as_ref(),
+        clean,
         stop: &stop,
+        compacted: &compacted,
+        now,
+        until,
+        report,
+        progress: Progress::new(config.json, sessions.total, "messages"),
+        pending: Pending::default(),
+        spilled: Vec::new(),
+    };
+    walk.all(&sessions)?;
+    let Walk {
+        mut report,
+        until,
+        spilled,
+        ..
+    } = walk;
+    finish(
+        &opened,
+        config,
+        clean,
+        &stop,
+        &sessions,
+        live_before,
+        until,
+        &spilled,
+        &mut report,
+    )?;
+    if config.json {
+        output::json_document(&report)?;
+    } else {
+        print_report(&report, clean, &config.invocation)?;
+    }
+    Ok(report.outcome(clean.apply))
+}
+
+/// A flag Ctrl-C sets: the clean stops after the current transaction. A second Ctrl-C ends
+/// the process at once (exit 130).
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    stop
+}
+
+/// Bad input, before anything is opened for writing or a journal made: a file that is not
+/// OpenCode's, or a session it does not hold (exit 2).
+fn check_input(config: &Config, clean: &CleanConfig) -> anyhow::Result<()> {
+    let reader = open_store(config)?;
+    super::require_opencode(&reader, &config.db)?;
+    for id in clean.sessions.iter().flatten() {
+        if !reader.session_exists(id)? {
+            return Err(super::UnknownSession(id.clone()).into());
+        }
+    }
+    Ok(())
+}
+
+/// What a clean works on: with `--apply` the engine (which holds the store), for a dry run a
+/// store of its own.
+struct Opened {
+    engine: Option<Engine<OpenCodeStore>>,
+    dry: Option<OpenCodeStore>,
+}
+
+impl Opened {
+    /// Opens them; `None` when another process holds the journal (said on stderr, and with
+    /// `--json` as the blocked document: exit 3, nothing done).
+    fn open(config: &Config, clean: &CleanConfig) -> anyhow::Result<Option<Self>> {
+        let opened = if clean.apply {
+            match open_engine_unless_busy(config, clean.archive.into(), super::Soundness::Required)?
+            {
+                Ok(engine) => Self {
+                    engine: Some(engine),
+                    dry: None,
+                },
+                Err(detail) => {
+                    if config.json {
+                        output::json_document(&serde_json::json!({
+                            "status": "blocked", "reason": "maintenance_required"
+                        }))?;
+                    }
+                    eprintln!("blocked: maintenance_required: {detail}; nothing was done");
+                    return Ok(None);
+                }
+            }
+        } else {
+            if let Err(detail) = super::check_binding_unless_busy(config)? {
+                eprintln!(
+                    "note: {detail}. The dry run goes on; --apply would be refused \
+                     (maintenance_required) while the journal is held"
+                );
+            }
+            Self {
+                engine: None,
+                dry: Some(Self::dry_store(config)?),
+            }
+        };
+        let store = opened.store();
+        if let Some(cause) = store.media_read_only() {
+            eprintln!(
+                "note: {} cannot be written ({cause}): its messages are counted as skipped \
+                 (read_only), and --apply would be refused",
+                config.db.display()
+            );
+        }
+        Ok(Some(opened))
+    }
+
+    /// A dry run's store: writable where it can be, so that a write lock another process holds
+    /// is reported as the apply would meet it; read-only media get a read-only dry run.
+    fn dry_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
+        match super::open_store_for_writing(config) {
+            Ok(store) => Ok(store),
+            Err(error)
+                if matches!(
+                    error.downcast_ref::<pruning_engine::StoreError>(),
+                    Some(pruning_engine::StoreError::ReadOnly { .. })
+                ) =>
+            {
+                open_store(config)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    fn store(&self) -> &OpenCodeStore {
+        match (&self.engine, &self.dry) {
+            (Some(engine), _) => engine.store(),
+            (None, Some(store)) => store,
+            (None, None) => unreachable!("a clean opens the engine or a store"),
+        }
+    }
+}
+
+/// The sessions a clean walks and their listings, counted first: the progress line's total, the
+/// kept and outside-compaction counts. The listings are kept for the walk while they hold at
+/// most `listing_budget` messages; beyond that they are dropped and the walk reads each
+/// session's listing again, so that memory does not grow with the database. With
+/// `--until-live-size`, which orders messages across sessions, every listing is kept.
+struct Listings {
+    ids: Vec<String>,
+    kept_listings: Vec<pruning_adapters::opencode::Listing>,
+    read_again: bool,
+    /// Messages the walk looks at.
+    total: u64,
+    /// Assistant messages left to the kept turns.
+    kept: u64,
+    /// Of `total`, those not older than their session's last compaction.
+    outside: u64,
+}
+
+impl Listings {
+    fn count(store: &OpenCodeStore, clean: &CleanConfig) -> anyhow::Result<Self> {
+        let ids = match &clean.sessions {
+            None => store.clean_sessions()?,
+            // Each was found by `check_input`.
+            Some(ids) => ids.clone(),
+        };
+        let mut listings = Self {
+            ids: Vec::new(),
+            kept_listings: Vec::new(),
+            read_again: false,
+            total: 0,
+            kept: 0,
+            outside: 0,
+        };
+        for id in &ids {
+            let listing = Self::listing_of(store, clean, id)?;
+            listings.total += listing.ids.len() as u64;
+            listings.kept += listing.kept;
+            listings.outside += listing.after_compaction;
+            if clean.until_live_size.is_none() && listings.total > clean.listing_budget {
+                listings.read_again = true;
+                listings.kept_listings = Vec::new();
+            }
+            if !listings.read_again {
+                listings.kept_listings.push(listing);
+            }
+        }
+        listings.ids = ids;
+        Ok(listings)
+    }
+
+    fn listing_of(
+        store: &OpenCodeStore,
+        clean: &CleanConfig,
+        session_id: &str,
+    ) -> Result<pruning_adapters::opencode::Listing, pruning_engine::StoreError> {
+        store.clean_listing_before(
+            session_id,
+            clean.policy.keep_last_turns,
+            clean.before_compaction,
+        )
+    }
+}
+
+/// The copies first: they hold what OpenCode never reads again, and once they are gone a prune
+/// of parts finds fewer snapshots (in a dry run: the sessions returned say where).
+#[allow(clippy::too_many_arguments)]
+fn take_copies(
+    opened: &Opened,
+    clean: &CleanConfig,
+    stop: &AtomicBool,
+    json: bool,
+    session_ids: &[String],
+    now: i64,
+    report: &mut Report,
+    until: &mut Option<UntilLiveSize>,
+) -> anyhow::Result<HashSet<String>> {
+    let copies = copies::Copies {
+        store: opened.store(),
+        engine: opened.engine.as_ref(),
+        stop,
         batch_size: clean.batch_size,
-        json: config.json,
+        json,
     };
     let compacted = if clean.compact {
         report.compaction = Some(Default::default());
-        copies.compact(&session_ids, &mut report, &mut until)?
+        copies.compact(session_ids, report, until)?
     } else {
         HashSet::new()
     };
     if clean.diffs {
         report.diffs = Some(Default::default());
         copies.empty_diffs(
-            &session_ids,
+            session_ids,
             clean.policy.keep_last_turns,
             clean.policy.older_than,
             now,
-            &mut report,
-            &mut until,
+            report,
+            until,
         )?;
     }
-    let mut progress = Progress::new(config.json, total, "messages");
-    // Batches fill across sessions: a database of many small sessions still gets batches of
-    // `batch_size` messages.
-    let mut pending = Pending::default();
-    // The spill files the dry run's prunes point at, once per part.
-    let mut spilled: Vec<String> = Vec::new();
-    // One message of the walk; `false` ends the walk (stopped, or the size reached).
-    let mut visit = |session_id: &str, message_id: &str| -> anyhow::Result<bool> {
-        if stop.load(Ordering::SeqCst) {
-            return Ok(false);
-        }
-        if until.as_ref().is_some_and(UntilLiveSize::reached) {
-            return Ok(false);
-        }
-        report.considered += 1;
-        match store.clean_plan(session_id, message_id, &clean.policy, now)? {
-            Planned::Nothing => report.nothing_to_prune += 1,
-            Planned::Skipped { reason, .. } => {
-                *report.skipped.entry(reason.as_str()).or_default() += 1;
-            }
-            Planned::Prune {
-                request,
-                spill_files,
-                ..
-            } => {
-                // A dry run checks what the prune would check, in a transaction it rolls
-                // back. With --until-live-size the apply runs it too: only a prune that
-                // would commit counts toward the size, in both.
-                // In a dry run the session's compaction has not deleted the superseded
-                // snapshots of these parts yet; with --apply it has.
-                let after_compaction = engine.is_none() && compacted.contains(session_id);
-                let checked = if engine.is_none() || until.is_some() {
-                    let found = pruning_engine::dry_run(store, &request)?;
-                    let freed = match &found {
-                        Ok(DryRun::Plan { plan, .. }) => Some(store.freed(
-                            session_id,
-                            message_id,
-                            &plan.remove,
-                            plan.bytes,
-                            after_compaction,
-                        )?),
-                        _ => None,
-                    };
-                    if let (Some(until), Some(freed)) = (&mut until, &freed) {
-                        until.planned(freed.total());
-                    }
-                    Some((found, freed))
-                } else {
-                    None
-                };
-                if engine.is_some() {
-                    // The snapshots' bytes, to tell them from the part rows in the receipt's
-                    // count.
-                    let snapshots = match &checked {
-                        Some((_, Some(freed))) => freed.snapshots,
-                        _ => {
-                            let indexes = request_indexes(&request);
-                            store
-                                .freed(session_id, message_id, &indexes, 0, false)?
-                                .snapshots
-                        }
-                    };
-                    pending.requests.push(request);
-                    pending.snapshot_bytes.push(snapshots);
-                } else if let Some((found, freed)) = checked {
-                    if let Some(freed) = freed {
-                        report.bytes += freed.total();
-                        report.bytes_by_kind.parts += freed.parts;
-                        report.bytes_by_kind.part_snapshots += freed.snapshots;
-                        spilled.extend(spill_files);
-                    }
-                    dry(&mut report, found);
-                }
-            }
-        }
-        if let Some(engine) = &engine {
-            if pending.requests.len() >= clean.batch_size {
-                pending.apply(engine, &stop, &mut report);
-                if !clean.pause.is_zero() {
-                    std::thread::sleep(clean.pause);
-                }
-            }
-        }
-        progress.update(report.considered, &report);
-        Ok(true)
-    };
-    if clean.until_live_size.is_some() {
-        // Oldest first across sessions; a time that is not a number sorts last.
-        let mut order: Vec<(Option<i64>, &str, &str)> = session_ids
-            .iter()
-            .zip(&kept_listings)
-            .flat_map(|(session_id, listing)| {
-                let times = listing.times.iter().copied();
-                times
-                    .zip(&listing.ids)
-                    .map(move |(time, id)| (time, session_id.as_str(), id.as_str()))
-            })
-            .collect();
-        order.sort_by_key(|&(time, session, id)| (time.is_none(), time, session, id));
-        for (_, session_id, message_id) in order {
-            if !visit(session_id, message_id)? {
-                break;
-            }
-        }
-    } else if read_again {
-        // Session by session, each listing read again.
-        'sessions: for session_id in &session_ids {
-            for message_id in &listing_of(session_id)?.ids {
-                if !visit(session_id, message_id)? {
-                    break 'sessions;
-                }
-            }
-        }
-    } else {
-        // Session by session.
-        'kept: for (session_id, listing) in session_ids.iter().zip(&kept_listings) {
-            for message_id in &listing.ids {
-                if !visit(session_id, message_id)? {
-                    break 'kept;
-                }
-            }
-        }
-    }
-    if let Some(engine) = &engine {
-        if stop.load(Ordering::SeqCst) {
-            // Planned, never applied: not reached.
-            report.considered -= pending.requests.len() as u64;
-        } else {
-            pending.apply(engine, &stop, &mut report);
-        }
-    }
-    progress.finish();
+    Ok(compacted)
+}
+
+/// After the walk: the figures measured at the end (write lock, archive bytes, the file after
+/// the clean, the size reached), an interruption, and the spill files.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    opened: &Opened,
+    config: &Config,
+    clean: &CleanConfig,
+    stop: &AtomicBool,
+    sessions: &Listings,
+    live_before: u64,
+    until: Option<UntilLiveSize>,
+    spilled: &[String],
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let store = opened.store();
     if clean.timings {
         report.write_lock = Some(store.write_lock());
     }
     if clean.archive {
-        report.archive_bytes = engine
+        report.archive_bytes = opened
+            .engine
             .as_ref()
             .map(|engine| engine.store().archived_bytes());
     }
@@ -535,17 +366,17 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         report.until_live_size = Some(until);
     }
     if stop.load(Ordering::SeqCst) {
-        report.status = "interrupted";
-        report.not_reached = total.saturating_sub(report.considered);
+        report.status = Status::Interrupted;
+        report.not_reached = sessions.total.saturating_sub(report.considered);
     }
-    if clean.spill_files && report.status != "interrupted" {
+    if clean.spill_files && report.status != Status::Interrupted {
         // The apply removes every spill file no row names any more; its dry run counts them:
         // those no row names now, and those only the pruned parts name.
         let folder = spill_folder(&config.db);
         let (done, doing) = if clean.apply {
             (store.remove_unreferenced_spill_files(&folder), "removing")
         } else {
-            (store.spill_files_to_remove(&folder, &spilled), "reading")
+            (store.spill_files_to_remove(&folder, spilled), "reading")
         };
         match done {
             Ok((files, bytes)) => {
@@ -565,52 +396,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         report.first_failure = Some(super::diagnose::explain(&failure, config));
     }
     report.count_retry_later();
-    if config.json {
-        output::json_document(&report)?;
-    } else {
-        print_report(&report, clean, &config.invocation)?;
-    }
-    Ok(if report.status == "interrupted" {
-        Outcome::Interrupted
-    } else if report.failed > 0 || report.unjournaled > 0 {
-        Outcome::Failed
-    } else if clean.apply && !report.retry_later.is_empty() {
-        // A script (`clean --apply && vacuum`) learns that part of the work waits for a run
-        // to come: exit 3.
-        Outcome::Blocked
-    } else {
-        Outcome::Done
-    })
-}
-
-/// Planned prunes waiting for their batch.
-#[derive(Debug, Default)]
-struct Pending {
-    requests: Vec<PruneRequest>,
-    /// Of each request, the bytes of the part snapshots it removes (the rest of its receipt's
-    /// count is the part rows', or a V2 row's).
-    snapshot_bytes: Vec<u64>,
-}
-
-impl Pending {
-    /// Applies the batch through the engine's group commit and counts the outcomes.
-    fn apply(&mut self, engine: &Engine<OpenCodeStore>, stop: &AtomicBool, report: &mut Report) {
-        let stopped = || stop.load(Ordering::SeqCst);
-        let results = engine.prune_many_until(&self.requests, &stopped);
-        for (result, snapshots) in results.into_iter().zip(&self.snapshot_bytes) {
-            tally(report, result, *snapshots);
-        }
-        self.requests.clear();
-        self.snapshot_bytes.clear();
-    }
-}
-
-/// The indexes a prune of parts selects (none for any other prune).
-fn request_indexes(request: &PruneRequest) -> Vec<usize> {
-    match &request.selection {
-        Selection::Indexes(indexes) => indexes.iter().map(|&i| i as usize).collect(),
-        _ => Vec::new(),
-    }
+    Ok(())
 }
 
 /// Bytes of the database file and its WAL on disk (0 for one that cannot be read).
@@ -622,7 +408,3 @@ fn on_disk(database: &std::path::Path) -> u64 {
         .map(|path| std::fs::metadata(path).map_or(0, |meta| meta.len()))
         .sum()
 }
-
-/// Most messages whose listings a clean keeps from its count to its walk (about 10 MB of ids);
-/// a larger clean reads each session's listing again as it walks it.
-const MAX_KEPT_IDS: u64 = 100_000;

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use pruning_adapters::opencode::SkipReason;
 use pruning_engine::{AbandonedRun, DryRun, EngineError, Operation, PruneResult};
 use serde::Serialize;
 
@@ -10,12 +11,38 @@ use super::CleanConfig;
 use crate::output;
 use crate::output::say;
 
+/// How a clean ended, as its report names it (`status`, and the first word of the text).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub(super) enum Status {
+    /// `--apply` ran to the end.
+    #[serde(rename = "cleaned")]
+    Cleaned,
+    /// A dry run ran to the end.
+    #[default]
+    #[serde(rename = "dry-run")]
+    DryRun,
+    /// Stopped by Ctrl-C.
+    #[serde(rename = "interrupted")]
+    Interrupted,
+}
+
+impl Status {
+    /// The name `--json` gives it.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Cleaned => "cleaned",
+            Self::DryRun => "dry-run",
+            Self::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// The final report (`--json`), counts of messages unless named otherwise.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Report {
-    /// `cleaned`, `dry-run` or `interrupted`.
-    pub(super) status: &'static str,
+    /// How it ended.
+    pub(super) status: Status,
     /// Sessions looked at.
     pub(super) sessions: u64,
     /// Messages the policy looked at (assistant messages before the kept turns).
@@ -39,7 +66,7 @@ pub(super) struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) archive_bytes: Option<u64>,
     /// Messages left alone, by reason (`oversize`, `malformed`, `incomplete`, ...).
-    pub(super) skipped: BTreeMap<&'static str, u64>,
+    pub(super) skipped: BTreeMap<SkipReason, u64>,
     /// Messages the prune refused, by contract reason (`maintenance_required`, `conflict`, ...).
     pub(super) blocked: BTreeMap<&'static str, u64>,
     /// The words of the first refusal of each reason in `blocked`.
@@ -165,7 +192,7 @@ pub(super) struct CompactionReport {
     /// Sessions whose event log holds no superseded snapshot (or no event log at all).
     pub(super) nothing_to_compact: u64,
     /// Sessions left alone, by reason (`read_only`: V2 sessions, read-only media).
-    pub(super) skipped: BTreeMap<&'static str, u64>,
+    pub(super) skipped: BTreeMap<SkipReason, u64>,
     /// Sessions whose compaction was refused, by contract reason.
     pub(super) blocked: BTreeMap<&'static str, u64>,
     /// Of `blocked`, those whose cause passes by itself (see [`passes`]).
@@ -192,7 +219,7 @@ pub(super) struct DiffsReport {
     /// User messages whose diffs hold no file body.
     pub(super) nothing_to_prune: u64,
     /// User messages left alone, by reason.
-    pub(super) skipped: BTreeMap<&'static str, u64>,
+    pub(super) skipped: BTreeMap<SkipReason, u64>,
     /// User messages whose prune was refused, by contract reason.
     pub(super) blocked: BTreeMap<&'static str, u64>,
     /// Of `blocked`, those whose cause passes by itself (see [`passes`]).
@@ -385,6 +412,22 @@ pub(super) struct BeforeCompaction {
 }
 
 impl Report {
+    /// The process outcome of a clean that ended with this report: interrupted (130), a
+    /// failure (1), with `--apply` a prune refused by a condition that passes (3: a script
+    /// running `clean --apply && vacuum` learns that part of the work waits for a run to
+    /// come), else done (0).
+    pub(super) fn outcome(&self, apply: bool) -> super::Outcome {
+        if self.status == Status::Interrupted {
+            super::Outcome::Interrupted
+        } else if self.failed > 0 || self.unjournaled > 0 {
+            super::Outcome::Failed
+        } else if apply && !self.retry_later.is_empty() {
+            super::Outcome::Blocked
+        } else {
+            super::Outcome::Done
+        }
+    }
+
     /// Counts a prune of parts whose receipt removed `bytes`, `snapshots` of them the part
     /// snapshots'.
     fn by_kind(&mut self, bytes: u64, snapshots: u64) {
@@ -531,8 +574,9 @@ fn print_compaction(compaction: &CompactionReport, apply: bool) -> std::io::Resu
     )?;
     for (reason, count) in &compaction.skipped {
         say!(
-            "compaction skipped ({reason}): {count} session(s){}",
-            explain(reason)
+            "compaction skipped ({}): {count} session(s){}",
+            reason.as_str(),
+            explain(*reason)
         )?;
     }
     for (reason, count) in &compaction.blocked {
@@ -565,8 +609,9 @@ fn print_diffs(diffs: &DiffsReport, apply: bool) -> std::io::Result<()> {
     }
     for (reason, count) in &diffs.skipped {
         say!(
-            "diffs skipped ({reason}): {count} user message(s){}",
-            explain(reason)
+            "diffs skipped ({}): {count} user message(s){}",
+            reason.as_str(),
+            explain(*reason)
         )?;
     }
     for (reason, count) in &diffs.blocked {
@@ -581,19 +626,22 @@ fn print_diffs(diffs: &DiffsReport, apply: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-/// What a skip reason means, for people.
-fn explain(reason: &str) -> &'static str {
+/// What a skip reason means, for people (after its name, in the text report).
+fn explain(reason: SkipReason) -> &'static str {
     match reason {
-        "read_only" => {
+        SkipReason::ReadOnly => {
             " - stored where prunes are not written: read-only media, or V2 rows in OpenCode 1.18's shared session table"
         }
-        "incomplete" => " - no time.completed: a run is writing it, or was killed",
-        "unplaceable" => " - a time that is not a number, or an id no request can name",
-        "not_stringified" => {
+        SkipReason::Incomplete => " - no time.completed: a run is writing it, or was killed",
+        SkipReason::Unplaceable => " - a time that is not a number, or an id no request can name",
+        SkipReason::NotStringified => {
             " - JSON, but not as OpenCode writes it: emptying its diffs would rewrite more than them"
         }
-        "too_recent" => " - completed within --older-than",
-        _ => "",
+        SkipReason::TooRecent => " - completed within --older-than",
+        SkipReason::Oversize
+        | SkipReason::Malformed
+        | SkipReason::RunningTool
+        | SkipReason::UnknownPart => "",
     }
 }
 
@@ -604,8 +652,8 @@ pub(super) fn print_report(
 ) -> std::io::Result<()> {
     let verb = if clean.apply { "pruned" } else { "would prune" };
     say!(
-        "{}: {} session(s), {} assistant message(s) looked at, {} left to the last {} turn(s)",
-        report.status,
+        "{}: {} session(s), {} assistant message(s) looked at, and {} more left alone in the last {} turn(s)",
+        report.status.as_str(),
         report.sessions,
         report.considered,
         report.kept_recent,
@@ -702,7 +750,11 @@ pub(super) fn print_report(
     }
     say!("nothing to prune: {} message(s)", report.nothing_to_prune)?;
     for (reason, count) in &report.skipped {
-        say!("skipped ({reason}): {count} message(s){}", explain(reason))?;
+        say!(
+            "skipped ({}): {count} message(s){}",
+            reason.as_str(),
+            explain(*reason)
+        )?;
     }
     for (reason, count) in &report.blocked {
         match report.blocked_because.get(reason) {

@@ -275,7 +275,7 @@ pub fn entity_of(
 /// the snapshots a survey reads.
 ///
 /// Errors: SQLite's.
-fn named(
+pub(crate) fn named(
     conn: &Connection,
     kind: SnapshotKind,
     data: rusqlite::types::ValueRef<'_>,
@@ -725,9 +725,9 @@ mod tests {
             ),
             (
                 SnapshotKind::Part,
-                br#" {"p\u0061rt":{"\u0069d":"prt_\u0031\n","messageID":"m\"1"}} "#.to_vec(),
-                Some("prt_1\n"),
-                Some("m\"1"),
+                b" {\"part\" :\n{\"id\":\"prt_1\",\t\"messageID\":\"m1\"}}\r\n".to_vec(),
+                Some("prt_1"),
+                Some("m1"),
             ),
             (SnapshotKind::Part, br#"{"part":{"id":42,"messageID":true}}"#.to_vec(), None, None),
             (SnapshotKind::Part, br#"{"part":{"id":null,"messageID":1.5}}"#.to_vec(), None, None),
@@ -801,6 +801,34 @@ mod tests {
             (br#"{"part":{"id":"a"}"#.to_vec(), None),
             (br#"{"part":{"id":"a"}} x"#.to_vec(), None),
             (br#"{"part":{"id":"a\u0000b"}}"#.to_vec(), Some("a\0b")),
+            (
+                br#" {"p\u0061rt":{"\u0069d":"prt_\u0031\n","messageID":"m\"1"}} "#.to_vec(),
+                Some("prt_1\n"),
+            ),
+            (br#"{"part":{"id":"prt_\u0031"}}"#.to_vec(), Some("prt_1")),
+            // SQLite compares an escaped name up to a decoded U+0000, and reads malformed UTF-8
+            // in it leniently.
+            (
+                br#"{"part":{"id\u0000x":"evil","id":"a"}}"#.to_vec(),
+                Some("evil"),
+            ),
+            (
+                br#"{"part\u0000zzz":{"id":"b"},"part":{"id":"a"}}"#.to_vec(),
+                Some("b"),
+            ),
+            (br#"{"part\u0000":{"id":"a"}}"#.to_vec(), Some("a")),
+            (
+                b"{\"part\":{\"\xC1\xA9\\u0064\":\"shadow\",\"id\":\"a\"}}".to_vec(),
+                Some("shadow"),
+            ),
+            // A control character in a key is JSON5 to SQLite, not JSON.
+            (
+                b"{\"part\":{\"id\":\"a\",\"te\txt\":\"new\"}}".to_vec(),
+                None,
+            ),
+            (b"{\"pa\x01rt\":1,\"part\":{\"id\":\"a\"}}".to_vec(), None),
+            // SQLite reads text up to a U+0000.
+            (b"{\"part\":{\"id\":\"a\"}}\x00junk".to_vec(), Some("a")),
             (br#"{part:{id:'a'}}"#.to_vec(), None),
             (b"{\"part\":{\"id\":\"a\tb\"}}".to_vec(), None),
             (
@@ -829,9 +857,8 @@ mod tests {
         assert_eq!(snapshot::named(blob, true), None);
     }
 
-    /// A prune's index of part snapshots (`snapshot::part_id`) names no part in text SQLite
-    /// does not read as JSON for nesting too deep, and the part in text nested as deep as it
-    /// reads.
+    /// The reading names no part in text SQLite does not read as JSON for nesting too deep, and
+    /// the part in text nested as deep as it reads.
     #[test]
     fn a_part_snapshot_nested_past_sqlites_depth_names_no_part() {
         for (arrays, part) in [(999, Some("a")), (1000, None)] {
@@ -847,7 +874,9 @@ mod tests {
                     .as_deref(),
                 part
             );
-            assert_eq!(snapshot::part_id(value).as_deref(), part, "{arrays} arrays");
+            let conn = Connection::open_in_memory().expect("memory database");
+            let read = named(&conn, SnapshotKind::Part, value).expect("read");
+            assert_eq!(read.entity.as_deref(), part, "{arrays} arrays");
         }
     }
 }

@@ -21,10 +21,10 @@ use std::collections::{HashMap, HashSet};
 use pruning_engine::{Plan, Selection};
 use rusqlite::{params, Connection};
 
+use super::compact::{self, SnapshotKind};
 use super::events::{MESSAGE_UPDATED, PART_UPDATED};
 use super::foreign::ForeignSnapshots;
 use super::runs::Abandoned;
-use super::snapshot;
 use crate::opencode::row_budget;
 
 /// What the store's connection knows of the V1 tables (see the module docs).
@@ -173,7 +173,7 @@ impl Known {
 
     /// The `message.part.updated.1` events of `session_id` that hold one of `part_ids`, as
     /// `(event id, bytes of data)`. The first call for a session reads all of its snapshots once
-    /// (`super::snapshot::part_id` reads which part each names, as SQLite reads it); later
+    /// (`super::compact::named` reads which part each names, as SQLite reads it); later
     /// calls at the same data version answer from that index.
     ///
     /// Errors: SQLite's.
@@ -378,7 +378,8 @@ impl SnapshotIndex {
         let mut rows = stmt.query(params![session_id, PART_UPDATED])?;
         let mut by_part: HashMap<String, Vec<Indexed>> = HashMap::new();
         while let Some(row) = rows.next()? {
-            let Some(part) = snapshot::part_id(row.get_ref(1)?) else {
+            let Some(part) = compact::named(conn, SnapshotKind::Part, row.get_ref(1)?)?.entity
+            else {
                 continue;
             };
             // An event whose id is not text cannot be named for deletion: it stays (and still

@@ -1,16 +1,21 @@
-//! Which part a `message.part.updated.1` snapshot names: its `data`'s `$.part.id`, read as
-//! SQLite's `json_extract` reads it, so that every snapshot SQLite (and so every query of the
-//! database) sees as a copy of a part is deleted with that part. `JSON.stringify` never writes
-//! what would make the two readings differ, but a damaged or hand-edited row can: a key repeated
-//! in an object (SQLite takes the first), or a key holding a lone UTF-16 surrogate escape (valid
-//! JSON, which a reader decoding keys as UTF-8 rejects). Source: docs/ARCHITECTURE.md, "Storage
-//! generations" (V1: every snapshot of a pruned part is deleted).
+//! What a snapshot event names, read from its `data` in one pass: the entity (`$.part.id` of a
+//! `message.part.updated.1` snapshot, `$.info.id` of the others) and, of a part snapshot, its
+//! message (`$.part.messageID`). The rule is SQLite's: `json_extract` of data `json_valid` calls
+//! JSON (`super::compact::entity_sql`), so that every snapshot SQLite (and so every query of the
+//! database, `stats` and the restore's check among them) sees as a copy is the one a compaction
+//! or a prune deletes. Source: docs/ARCHITECTURE.md, "Copies OpenCode keeps".
 //!
-//! Only the keys on the way to `part.id` and that one value are decoded; every other value is
+//! [`named`] answers only where it is sure to answer as SQLite would, and leaves everything else
+//! to SQLite (`super::compact::named` asks it): `JSON.stringify` never writes what would make the
+//! two readings differ, but a damaged or hand-edited row can. What it leaves: text that is not
+//! strict JSON (RFC 8259) as `serde_json` reads it, nesting past SQLite's depth, an object key
+//! holding an escape or a control character on the way to the id (SQLite compares escaped names
+//! its own way: up to a decoded U+0000, reading malformed UTF-8 leniently; it calls a raw control
+//! character JSON5), an id or message id that holds an escape, or is an object or an array
+//! (`json_extract` answers those as JSON text).
+//!
+//! Only the keys on the way to the ids and those values are decoded; every other value is
 //! checked as JSON and skipped.
-//!
-//! [`named`] reads what a compaction's survey needs of any snapshot (its entity, and a part
-//! snapshot's message) the same way, in one pass, and says when only SQLite can tell.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -19,23 +24,47 @@ use rusqlite::types::ValueRef;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-/// `$.part.id` of a snapshot's `data`: `None` when the value is not text holding one JSON
-/// value, or that value has no `part` object whose `id` is a string (such a snapshot names no
-/// part).
-pub fn part_id(data: ValueRef<'_>) -> Option<String> {
+/// How deep SQLite's JSON parser nests arrays and objects: text nested deeper is not JSON to
+/// it (`JSON_MAX_DEPTH` of SQLite's `json.c`), while `serde_json` skips a value it ignores at
+/// any depth.
+const SQLITE_JSON_MAX_DEPTH: usize = 1000;
+
+/// What a snapshot's `data` names, each `None` where SQLite's `json_extract` gives no text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Named {
+    /// The entity's id.
+    pub(crate) entity: Option<String>,
+    /// The message a part snapshot names (`None` for the other kinds).
+    pub(crate) message: Option<String>,
+}
+
+/// [`Named`] of `data` (a part snapshot's when `of_part`, else a message's or a session's), or
+/// `None` when this reading cannot be sure it answers as SQLite's `json_valid` and
+/// `json_extract` would (see the module's docs): the caller then asks SQLite.
+pub(crate) fn named(data: ValueRef<'_>, of_part: bool) -> Option<Named> {
     let ValueRef::Text(bytes) = data else {
         return None;
     };
     if nested_too_deep(bytes) {
         return None;
     }
-    serde_json::from_slice::<PartId>(bytes).ok()?.0
+    let holder: &'static [u8] = if of_part { b"part" } else { b"info" };
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let read = (&mut json)
+        .deserialize_any(Member::<Holder>::named(holder))
+        .ok()?;
+    json.end().ok()?;
+    let holder = read.unwrap_or_default();
+    let message = if of_part {
+        holder.message
+    } else {
+        Field::Absent
+    };
+    Some(Named {
+        entity: holder.id.text()?,
+        message: message.text()?,
+    })
 }
-
-/// How deep SQLite's JSON parser nests arrays and objects: text nested deeper is not JSON to
-/// it (`JSON_MAX_DEPTH` of SQLite's `json.c`), while `serde_json` skips a value it ignores at
-/// any depth.
-const SQLITE_JSON_MAX_DEPTH: usize = 1000;
 
 /// Whether `bytes` nest arrays and objects deeper than [`SQLITE_JSON_MAX_DEPTH`] outside
 /// strings. Inside a string it jumps from one quote or backslash to the next (`memchr`), so the
@@ -71,26 +100,6 @@ fn nested_too_deep(bytes: &[u8]) -> bool {
     false
 }
 
-/// A JSON value read for `$.part.id`.
-struct PartId(Option<String>);
-
-/// A JSON value read for `$.id`.
-struct Id(Option<String>);
-
-impl<'de> Deserialize<'de> for PartId {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let part = deserializer.deserialize_any(Member::<Id>::named(b"part"))?;
-        Ok(PartId(part.and_then(|id| id.0)))
-    }
-}
-
-impl<'de> Deserialize<'de> for Id {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let id = deserializer.deserialize_any(Member::<serde_json::Value>::named(b"id"))?;
-        Ok(Id(id.and_then(|value| value.as_str().map(String::from))))
-    }
-}
-
 /// Visits a JSON value for one member of an object: the member whose key is `key` read as `T`
 /// (the first one when the key repeats); `None` when the value is not an object or has no such
 /// key.
@@ -117,8 +126,8 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Member<T> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut found = None;
-        while let Some(matches) = map.next_key_seed(KeyIs(self.key))? {
-            if matches && found.is_none() {
+        while let Some(key) = map.next_key_seed(KeyOf(&[self.key]))? {
+            if key.is_some() && found.is_none() {
                 found = Some(map.next_value::<T>()?);
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -157,79 +166,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Member<T> {
     }
 }
 
-/// Reads an object key as its decoded bytes (a lone surrogate escape is kept, not refused) and
-/// tells whether it is `.0`.
-struct KeyIs(&'static [u8]);
-
-impl<'de> DeserializeSeed<'de> for KeyIs {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        deserializer.deserialize_bytes(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeyIs {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object key")
-    }
-
-    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<bool, E> {
-        Ok(self.0 == key)
-    }
-
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<bool, E> {
-        self.visit_bytes(key.as_bytes())
-    }
-}
-
-/// What a snapshot's `data` names, read in one pass: the entity (`$.part.id` of a part
-/// snapshot, `$.info.id` of the others) and, of a part snapshot, its message
-/// (`$.part.messageID`), each `None` where SQLite's `json_extract` would give no text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Named {
-    /// The entity's id.
-    pub(crate) entity: Option<String>,
-    /// The message a part snapshot names.
-    pub(crate) message: Option<String>,
-}
-
-/// [`Named`] of `data` (a snapshot of a part when `of_part`, else of a message or session), or
-/// `None` when this reading cannot be sure it answers as SQLite's `json_valid` and
-/// `json_extract` would, so that the caller asks SQLite (`super::compact::entity_sql`): data
-/// that is not text, text that is not strict JSON (RFC 8259) as `serde_json` reads it (a lone
-/// surrogate, a number out of range, nesting past 128, JSON5), an id that is an object or an
-/// array (`json_extract` answers those as JSON text) or text holding U+0000. Everything it does
-/// answer, it answers as SQLite: strict JSON is JSON to SQLite, names are compared decoded, and
-/// the first of repeated names counts.
-pub(crate) fn named(data: ValueRef<'_>, of_part: bool) -> Option<Named> {
-    let ValueRef::Text(bytes) = data else {
-        return None;
-    };
-    if nested_too_deep(bytes) {
-        return None;
-    }
-    let holder: &'static [u8] = if of_part { b"part" } else { b"info" };
-    let mut json = serde_json::Deserializer::from_slice(bytes);
-    let read = (&mut json)
-        .deserialize_any(Member::<Holder>::named(holder))
-        .ok()?;
-    json.end().ok()?;
-    let holder = read.unwrap_or_default();
-    let message = if of_part {
-        holder.message
-    } else {
-        Field::Absent
-    };
-    Some(Named {
-        entity: holder.id.text()?,
-        message: message.text()?,
-    })
-}
-
-/// The members of the object holding the id that [`named`] reads.
+/// The members of the object holding the ids that [`named`] reads.
 #[derive(Default)]
 struct Holder {
     id: Field,
@@ -307,12 +244,12 @@ enum Field {
     /// No such member (SQL NULL).
     #[default]
     Absent,
-    /// A string, decoded.
+    /// A string without escapes.
     Text(String),
     /// A number, `true`, `false` or `null`: SQL gives no text for it.
     Scalar,
-    /// An object or an array: SQL gives its JSON text, which only SQLite spells.
-    Nested,
+    /// A string with escapes, an object or an array: only SQLite can say what text it gives.
+    Unsure,
 }
 
 impl Field {
@@ -320,9 +257,8 @@ impl Field {
     fn text(self) -> Option<Option<String>> {
         match self {
             Self::Absent | Self::Scalar => Some(None),
-            Self::Text(text) if text.contains('\0') => None,
             Self::Text(text) => Some(Some(text)),
-            Self::Nested => None,
+            Self::Unsure => None,
         }
     }
 }
@@ -342,18 +278,24 @@ impl<'de> Visitor<'de> for FieldVisitor {
         f.write_str("a JSON value")
     }
 
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<Field, E> {
+    /// A string read straight from the text: it held no escape (`serde_json` borrows those).
+    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Field, E> {
         Ok(Field::Text(text.to_string()))
+    }
+
+    /// A string `serde_json` had to decode: it held an escape.
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Field, E> {
+        Ok(Field::Unsure)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Field, A::Error> {
         IgnoredAny.visit_map(map)?;
-        Ok(Field::Nested)
+        Ok(Field::Unsure)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Field, A::Error> {
         IgnoredAny.visit_seq(seq)?;
-        Ok(Field::Nested)
+        Ok(Field::Unsure)
     }
 
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Field, E> {
@@ -377,10 +319,13 @@ impl<'de> Visitor<'de> for FieldVisitor {
     }
 }
 
-/// Reads an object key as its decoded bytes and tells which of `.0` it is, if any.
-struct KeyOf(&'static [&'static [u8]]);
+/// Reads an object key and tells which of `.0` it is, if any. A key that holds an escape or a
+/// control character is an error, so that [`named`] leaves the row to SQLite (see the module's
+/// docs): only a key read straight from the text, as SQLite compares a name without escapes
+/// (byte for byte), is compared here.
+struct KeyOf<'k>(&'k [&'static [u8]]);
 
-impl<'de> DeserializeSeed<'de> for KeyOf {
+impl<'de> DeserializeSeed<'de> for KeyOf<'_> {
     type Value = Option<usize>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -388,18 +333,29 @@ impl<'de> DeserializeSeed<'de> for KeyOf {
     }
 }
 
-impl<'de> Visitor<'de> for KeyOf {
+impl<'de> Visitor<'de> for KeyOf<'_> {
     type Value = Option<usize>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object key")
     }
 
-    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<Self::Value, E> {
+    fn visit_borrowed_bytes<E: de::Error>(self, key: &'de [u8]) -> Result<Self::Value, E> {
+        if key.iter().any(|&byte| byte < 0x20) {
+            return Err(E::custom("a control character in a key"));
+        }
         Ok(self.0.iter().position(|name| *name == key))
     }
 
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        self.visit_bytes(key.as_bytes())
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Self::Value, E> {
+        Err(E::custom("an escape in a key"))
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
+        self.visit_borrowed_bytes(key.as_bytes())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Err(E::custom("an escape in a key"))
     }
 }
