@@ -10,8 +10,8 @@ mod common;
 use std::process::Command;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{AuditScope, Journal, SessionStore};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 const SESSIONS: usize = 100;
 const MESSAGES_PER_SESSION: usize = 100;

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pruning_adapters::opencode::{Browser, StoreOptions};
 use pruning_engine::browse::{
     KnownCheckpoint, OutlineRequest, OutlineResult, Target, WindowRequest, WindowResult,
 };
+use pruning_opencode::{Browser, StoreOptions};
 use rusqlite::{params, Connection};
 
 const SESSION: &str = "ses_bench_browse_20k";

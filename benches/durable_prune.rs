@@ -12,8 +12,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 fn durable_prune(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -29,9 +29,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal, PrunedEvent};
 use pruning_journal::{Commit, Intent, IntentState, Selection};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use pruning_server::{AppState, ServerOptions, Workspace, Workspaces};
 use tokio::runtime::Runtime;
 use uuid::Uuid;

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pruning_adapters::opencode::{Browser, StoreOptions};
+use pruning_opencode::{Browser, StoreOptions};
 use serde_json::Value;
 
 struct Options {

@@ -12,8 +12,8 @@
 mod common;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{PreviewRequest, PreviewResult};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use sha2::{Digest, Sha256};
 
 const MESSAGE: &str = "msg_bench_16mib";

@@ -12,11 +12,11 @@ mod common;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult, RestoreRequest,
     RestoreResult,
 };
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 const MESSAGE: &str = "msg_bench_restore_16mib";
 

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::{AuditReport, AuditScope, Engine, Receipt, ENGINE_VERSION};
+use pruning_opencode::OpenCodeStore;
 use serde::Serialize;
 use uuid::Uuid;
 

@@ -1,7 +1,7 @@
 //! The browsing routes (docs/ARCHITECTURE.md, "Browsing"): `GET /api/workspaces/{id}/sessions`
 //! and `POST /api/workspaces/{id}/session-history/{window,outline,outlinePreview,assets,assetRead}`, with the
 //! shapes of CodeNomad's session navigation. They only read, on connections of their own
-//! (`pruning_adapters::opencode::Browser`), and a read whose client goes away is stopped.
+//! (`pruning_opencode::Browser`), and a read whose client goes away is stopped.
 //!
 //! Like CodeNomad's broker: a body that breaks the contract is `400`, a session outside the
 //! workspace `403`; a missing session is `200 {status:"blocked", reason:"not_deletable"}`, a
@@ -12,13 +12,13 @@ use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use pruning_adapters::opencode::{Lease, SessionsPage};
 use pruning_engine::browse::{
     AssetReadRequest, AssetResult, AssetsRequest, AssetsResult, BrowseReason,
     OutlinePreviewRequest, OutlineRequest, OutlineResult, PreviewsResult, WindowRequest,
     WindowResult,
 };
 use pruning_engine::{ContractError, StoreError};
+use pruning_opencode::{Lease, SessionsPage};
 use serde::Serialize;
 
 use super::error::ApiError;

@@ -14,7 +14,6 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::contract::{RawPreview, RawPrune};
 use pruning_engine::restore::RawRestore;
 use pruning_engine::{
@@ -23,6 +22,7 @@ use pruning_engine::{
     PreviewResult, PruneBatchRequest, PruneRequest, PruneResult, Refusal, RestoreRequest,
     RestoreResult, Scope, SessionStore,
 };
+use pruning_opencode::OpenCodeStore;
 use serde::Serialize;
 
 use super::error::ApiError;

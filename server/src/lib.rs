@@ -1,5 +1,5 @@
 //! `pruning-server`: the HTTP API (axum), the engine as a local server for UIs and TUIs. It
-//! works through the engine and the OpenCode store's API (`pruning_adapters::opencode`), never
+//! works through the engine and the OpenCode store's API (`pruning_opencode`), never
 //! through SQL.
 //!
 //! Routes (docs/ARCHITECTURE.md, "HTTP"): `POST

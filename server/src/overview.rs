@@ -6,7 +6,7 @@
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use pruning_adapters::opencode::{Exactness, Overview, OVERVIEW_TOP_MAX};
+use pruning_opencode::{Exactness, Overview, OVERVIEW_TOP_MAX};
 
 use super::error::ApiError;
 use super::responses::{BadRequest, Internal, NotFound, Unauthorized};

@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::auth::Password;
 use super::error::ApiError;
 use super::workspaces::{Workspace, Workspaces};
-use pruning_adapters::opencode::{Browser, Interrupt, Lease, OpenCodeStore, Owner, StoreOptions};
 use pruning_engine::StoreError;
+use pruning_opencode::{Browser, Interrupt, Lease, OpenCodeStore, Owner, StoreOptions};
 
 /// How long event filtering trusts a session's owner once read.
 const OWNER_TTL: Duration = Duration::from_secs(1);

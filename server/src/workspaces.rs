@@ -5,9 +5,9 @@
 //! Source: CodeNomad's broker (it answers 403 "Session does not belong to workspace"); the
 //! discovery itself is the store's (`OpenCodeStore::workspaces`).
 
-use pruning_adapters::opencode::OpenCodeStore;
-pub use pruning_adapters::opencode::Workspace;
 use pruning_engine::StoreError;
+use pruning_opencode::OpenCodeStore;
+pub use pruning_opencode::Workspace;
 use serde::Serialize;
 
 /// A workspace as `GET /api/workspaces` lists it: `{id, directory}`.

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pruning_adapters::opencode::Environment;
 use pruning_engine::Scope;
+use pruning_opencode::Environment;
 
 use super::args::{GlobalArgs, ScopeArgs};
 use super::duration::{duration_flag, parse_duration, ANY_DURATION};
@@ -79,7 +79,7 @@ impl Config {
         let explicit_journal = global.journal.is_some();
         let journal = global.journal.unwrap_or_else(|| default_journal(&db));
         if uses_database {
-            if let Some(why) = pruning_adapters::opencode::empty_database(&db) {
+            if let Some(why) = pruning_opencode::empty_database(&db) {
                 return Err(ConfigError::EmptyDatabase(why));
             }
             if is_database_file(&db, &journal) {
@@ -101,7 +101,7 @@ impl Config {
         let mut invocation = String::from("session-prune");
         if explicit_db {
             invocation.push_str(&format!(" --db {}", shell_word(&db.display().to_string())));
-        } else if global.channel != pruning_adapters::opencode::DEFAULT_CHANNEL {
+        } else if global.channel != pruning_opencode::DEFAULT_CHANNEL {
             invocation.push_str(&format!(" --channel {}", shell_word(&global.channel)));
         }
         if explicit_journal {

@@ -12,9 +12,9 @@ pub enum ConfigError {
     Contract(#[from] ContractError),
     /// No database could be located.
     #[error(transparent)]
-    Path(#[from] pruning_adapters::opencode::PathError),
+    Path(#[from] pruning_opencode::PathError),
     /// The database path names an empty file (the words of
-    /// [`pruning_adapters::opencode::empty_database`]).
+    /// [`pruning_opencode::empty_database`]).
     #[error("{0}")]
     EmptyDatabase(String),
     /// The journal path names the database or one of SQLite's files beside it.

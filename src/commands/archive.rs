@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use pruning_adapters::opencode::{ArchiveStats, PurgeReport};
+use pruning_opencode::{ArchiveStats, PurgeReport};
 
 use super::{open_store, require_opencode, Outcome};
 use crate::cli::config::Config;

@@ -4,8 +4,8 @@
 //! each step is one JSON line `{"step": NAME, ...}`.
 
 use anyhow::{bail, Context};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use serde_json::json;
 
 use super::{preview, prune, Outcome};

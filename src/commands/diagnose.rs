@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use pruning_adapters::opencode::{free_space, read_only_media};
+use pruning_opencode::{free_space, read_only_media};
 
 use crate::cli::config::Config;
 use crate::output;

@@ -147,7 +147,7 @@ impl Command {
         if self.writes() {
             // Before SQLite opens the file: an open would create a new -wal and -shm beside
             // the deleted ones another process still uses.
-            pruning_adapters::opencode::refuse_detached(&config.db)?;
+            pruning_opencode::refuse_detached(&config.db)?;
         }
         match self {
             Command::Sessions(args) => sessions::run(args, config),

@@ -3,8 +3,8 @@
 //! process holds.
 
 use anyhow::Context;
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 use crate::cli::config::Config;
 
@@ -262,19 +262,16 @@ pub fn open_engine(
 }
 
 /// Opens the database read-only for browsing session `session_id` (`window`, `outline`): one
-/// lease of a [`pruning_adapters::opencode::Browser`] over it.
+/// lease of a [`pruning_opencode::Browser`] over it.
 ///
 /// Errors: the database cannot be opened or is not OpenCode's; [`super::UnknownSession`] (exit
 /// 2) when it has no such session.
-pub fn open_reader(
-    config: &Config,
-    session_id: &str,
-) -> anyhow::Result<pruning_adapters::opencode::Lease> {
+pub fn open_reader(config: &Config, session_id: &str) -> anyhow::Result<pruning_opencode::Lease> {
     let store = open_store(config)?;
     require_opencode(&store, &config.db)?;
     if !store.session_exists(session_id)? {
         return Err(super::UnknownSession(session_id.to_string()).into());
     }
-    let browser = pruning_adapters::opencode::Browser::over(store, StoreOptions::default())?;
+    let browser = pruning_opencode::Browser::over(store, StoreOptions::default())?;
     Ok(browser.lease()?)
 }

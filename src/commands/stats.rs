@@ -1,7 +1,7 @@
 //! `session-prune stats [--top N] [--exact]`: where the bytes of the database are (read-only).
 //! The technical content and the copies are estimated from a sample of rows unless `--exact`.
 
-use pruning_adapters::opencode::{Exactness, Volume};
+use pruning_opencode::{Exactness, Volume};
 
 use super::{open_store, Outcome};
 use crate::cli::config::Config;

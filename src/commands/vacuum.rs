@@ -2,7 +2,7 @@
 //! changing nothing, while other processes have the database open (unless `--force`) and when
 //! the disk lacks the room VACUUM needs; reports the size before and after.
 
-use pruning_adapters::opencode::{free_space, other_processes, process_named, Needs, VacuumError};
+use pruning_opencode::{free_space, other_processes, process_named, Needs, VacuumError};
 use serde::Serialize;
 
 use super::{open_store_for_writing, Outcome};

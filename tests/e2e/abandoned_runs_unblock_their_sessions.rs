@@ -10,8 +10,8 @@ use crate::common;
 
 use common::cli::{json, run, run_with_stdin};
 use common::*;
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{AbandonedRun, BlockedReason, Engine, PruneRequest, PruneResult};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 /// Makes the many-turns session look killed mid-tool in its last turn, as OpenCode leaves it:
 /// the newest assistant message loses `time.completed` and one of its tool parts is `running`.

@@ -9,11 +9,11 @@ use std::sync::Mutex;
 use crate::common;
 
 use common::*;
-use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::{
     Applied, AuditScope, DryRun, Engine, Journal, PreviewRequest, PreviewResult, PruneCommand,
     PruneRequest, Receipt, Refusal, SessionStore, StoreAudit, StoreError, StoredMessage,
 };
+use pruning_opencode::OpenCodeStore;
 
 /// The OpenCode store, whose first audit stops right after reading the database until told to
 /// go on.

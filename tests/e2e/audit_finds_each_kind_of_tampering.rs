@@ -476,8 +476,8 @@ fn an_empty_session_is_bad_input_and_changes_nothing() {
 #[test]
 fn an_item_put_back_into_a_v2_message_is_found() {
     use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
-    use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
     use pruning_engine::{Engine, Journal, PreviewRequest, PreviewResult, PruneRequest};
+    use pruning_opencode::{OpenCodeStore, StoreOptions};
 
     let fx = V2Fixture::new();
     fx.skip_audit();

@@ -9,8 +9,8 @@ use common::audit::audit;
 use common::cli::{assert_exit, json, run};
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
 use common::*;
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{Engine, Journal};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use serde_json::Value;
 
 #[test]

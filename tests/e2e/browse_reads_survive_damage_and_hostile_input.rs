@@ -3,8 +3,8 @@
 //! row of the wrong type is `unsupported_storage`; an interrupt of a finished read never
 //! reaches the request its connection is lent to next; answers are compact JSON.
 
-use pruning_adapters::opencode::{Browser, StoreOptions};
 use pruning_engine::browse::{Target, WindowRequest, WindowResult};
+use pruning_opencode::{Browser, StoreOptions};
 use serde_json::json;
 
 use crate::common::app::App;

@@ -6,8 +6,8 @@
 use crate::common;
 
 use common::*;
-use pruning_adapters::opencode::{CleanPolicy, OpenCodeStore, Planned};
 use pruning_engine::{BlockedReason, Engine, PruneRequest, PruneResult};
+use pruning_opencode::{CleanPolicy, OpenCodeStore, Planned};
 
 /// Plans the clean of `message` (of the many-turns session), keeping no turn.
 fn plan(engine: &Engine<OpenCodeStore>, message: &str) -> PruneRequest {

@@ -11,8 +11,8 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
-use pruning_adapters::opencode::{OpenCodeStore, PlannedCopy};
 use pruning_engine::{Operation, PruneRequest, PruneResult, COMPACTED_EVENT_TYPE};
+use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 /// Every `event` row, id -> (aggregate, seq, type, data).
 fn events(fx: &Fixture) -> BTreeMap<String, (String, i64, String, String)> {

@@ -8,9 +8,9 @@
 use crate::common;
 
 use common::*;
-use pruning_adapters::opencode::{OpenCodeStore, PlannedCopy};
 use pruning_engine::revision::event_log_revision;
 use pruning_engine::{BlockedReason, Engine, IntentState, Journal, PruneRequest, PruneResult};
+use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 /// The compaction of `session` bound to its event log now.
 fn compaction(fx: &Fixture, session: &str) -> PruneRequest {

@@ -8,10 +8,10 @@
 use crate::common;
 
 use common::*;
-use pruning_adapters::opencode::PlannedCopy;
 use pruning_engine::{
     BlockedReason, IntentState, Journal, Operation, PruneRequest, PruneResult, PRUNED_EVENT_TYPE,
 };
+use pruning_opencode::PlannedCopy;
 use serde_json::Value;
 
 /// `data` of the message row.

@@ -4,8 +4,8 @@
 use crate::common;
 
 use common::*;
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{BlockedReason, IntentState, Journal, PruneRequest, PruneResult, Scope};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 /// Runs one refused prune on a prepared fixture and checks everything that must not change.
 fn assert_refused(

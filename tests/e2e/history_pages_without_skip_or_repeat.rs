@@ -9,9 +9,9 @@ use common::ROWS_ONLY;
 use std::collections::HashSet;
 
 use common::v2::{V2Fixture, V2_SESSION};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::history::{history_with, HistoryPage};
 use pruning_engine::{ContractError, EngineError, HistoryRequest, HistoryResult, Purpose, Scope};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 /// The V2 fixture's session grown to 257 messages: user and assistant turns, one per ms.
 fn session_of_257() -> V2Fixture {

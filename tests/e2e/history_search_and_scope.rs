@@ -8,9 +8,9 @@ use crate::common;
 use common::{prune_listing, ROWS_ONLY};
 
 use common::v2::{V2Fixture, V2_SESSION};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::history::{history_with, HistoryPage, SearchKind};
 use pruning_engine::{BlockedReason, HistoryRequest, HistoryResult, Purpose, Scope};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 fn store(fx: &V2Fixture) -> OpenCodeStore {
     OpenCodeStore::open(&fx.db, StoreOptions::default()).unwrap()

@@ -94,7 +94,7 @@ fn v2(conn: &Connection, session_id: &str, id: &str, time: i64) {
 /// Every page of a scan: the `(sessionID, messageID)` of each page's hits; `between(n)` runs
 /// after page `n`.
 fn pages_of(
-    store: &pruning_adapters::opencode::OpenCodeStore,
+    store: &pruning_opencode::OpenCodeStore,
     first: HistoryRequest,
     limits: PageLimits,
     between: impl Fn(usize),
@@ -207,11 +207,9 @@ fn v2_rows_come_session_by_session_then_by_time_and_id() {
     v2(&conn, "ses_a", "msg_3", 60);
     v2(&conn, "ses_c", "msg_2", 5);
     drop(conn);
-    let store = pruning_adapters::opencode::OpenCodeStore::open(
-        &fx.db,
-        pruning_adapters::opencode::StoreOptions::default(),
-    )
-    .unwrap();
+    let store =
+        pruning_opencode::OpenCodeStore::open(&fx.db, pruning_opencode::StoreOptions::default())
+            .unwrap();
     // The fixture's own session holds no "entry": its two rows are scanned, without a hit.
     let request = every_entry();
     let HistoryResult::Page(page) = history_with(&store, &request, rows(32)).unwrap().result else {
@@ -428,11 +426,9 @@ fn a_message_table_without_row_numbers_is_refused_in_words() {
          DROP TABLE session_message;
          ALTER TABLE numbered_not RENAME TO session_message;",
     );
-    let store = pruning_adapters::opencode::OpenCodeStore::open(
-        &fx.db,
-        pruning_adapters::opencode::StoreOptions::default(),
-    )
-    .unwrap();
+    let store =
+        pruning_opencode::OpenCodeStore::open(&fx.db, pruning_opencode::StoreOptions::default())
+            .unwrap();
     let outcome = history_with(&store, &every_entry(), rows(32)).unwrap();
     assert_eq!(
         outcome.result,

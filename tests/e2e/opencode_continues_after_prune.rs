@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use opencode_real::{http, query_value, MockModel, OpenCode, RequestKind, REPLY_TEXT};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     Engine, Journal, PartKind, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
 };
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::{json, Value};
 

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use pruning_adapters::opencode::{Browser, StoreOptions};
 use pruning_engine::browse::{KnownCheckpoint, OutlineRequest};
+use pruning_opencode::{Browser, StoreOptions};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 

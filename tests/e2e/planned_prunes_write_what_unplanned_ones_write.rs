@@ -9,8 +9,8 @@ use crate::common;
 
 use common::archive::{fixture_named, FIXTURES};
 use common::*;
-use pruning_adapters::opencode::{CleanPolicy, OpenCodeStore, Planned};
 use pruning_engine::{BlockedReason, Engine, PruneRequest, PruneResult, SessionStore};
+use pruning_opencode::{CleanPolicy, OpenCodeStore, Planned};
 use sha2::{Digest, Sha256};
 
 /// A clean's policy that keeps no turn.

@@ -10,13 +10,13 @@ use common::{prune_listing, ROWS_ONLY};
 use std::ops::ControlFlow;
 
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::history::{HistoryCandidate, HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
     Applied, BatchItem, BlockedReason, DryRun, Engine, HistoryResult, IntentState, Journal,
     PreviewRequest, PreviewResult, PruneBatchRequest, PruneCommand, PruneRequest, PruneResult,
     Receipt, Refusal, SessionStore, StoreError, StoredMessage,
 };
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 const MORE: [&str; 3] = ["msg_v2_more_0003", "msg_v2_more_0004", "msg_v2_more_0005"];
 

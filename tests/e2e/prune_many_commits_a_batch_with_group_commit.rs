@@ -120,13 +120,13 @@ fn a_batch_costs_two_journal_syncs_and_one_store_sync() {
 
 /// The OpenCode store whose `make_durable` fails (an fsync error) its first `.1` times.
 struct SyncFails(
-    pruning_adapters::opencode::OpenCodeStore,
+    pruning_opencode::OpenCodeStore,
     std::sync::atomic::AtomicU32,
 );
 
 impl SyncFails {
     /// Fails every sync.
-    fn always(store: pruning_adapters::opencode::OpenCodeStore) -> Self {
+    fn always(store: pruning_opencode::OpenCodeStore) -> Self {
         Self(store, u32::MAX.into())
     }
 }

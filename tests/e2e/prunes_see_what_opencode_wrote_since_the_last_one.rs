@@ -13,7 +13,7 @@ const FIRST: &str = TURN1;
 
 /// Prunes every technical part of `message` (of the many-turns session) at its current revision.
 fn prune_all(
-    engine: &pruning_engine::Engine<pruning_adapters::opencode::OpenCodeStore>,
+    engine: &pruning_engine::Engine<pruning_opencode::OpenCodeStore>,
     message: &str,
 ) -> PruneResult {
     let revision = preview(engine, MANY_TURNS, message).0;

@@ -70,23 +70,19 @@ fn intent_applied_but_not_committed_is_completed_on_open_and_replayable() {
 /// times: the outcome is unknown to the engine. With `commits`, the transaction did commit
 /// before the failure; without, it did not.
 struct CommitReportsFailure {
-    store: pruning_adapters::opencode::OpenCodeStore,
+    store: pruning_opencode::OpenCodeStore,
     commits: bool,
     failures: std::sync::atomic::AtomicU32,
 }
 
 impl CommitReportsFailure {
     /// Every commit commits and reports a failure.
-    fn always(store: pruning_adapters::opencode::OpenCodeStore) -> Self {
+    fn always(store: pruning_opencode::OpenCodeStore) -> Self {
         Self::first(store, true, u32::MAX)
     }
 
     /// The first `failures` commits report a failure, having committed when `commits`.
-    fn first(
-        store: pruning_adapters::opencode::OpenCodeStore,
-        commits: bool,
-        failures: u32,
-    ) -> Self {
+    fn first(store: pruning_opencode::OpenCodeStore, commits: bool, failures: u32) -> Self {
         Self {
             store,
             commits,

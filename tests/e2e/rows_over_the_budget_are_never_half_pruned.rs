@@ -9,8 +9,8 @@ use crate::common;
 
 use common::cli::{assert_exit, json, run};
 use common::Fixture;
-use pruning_adapters::opencode::PlannedCopy;
 use pruning_engine::{BlockedReason, IntentState, Journal, PruneResult};
+use pruning_opencode::PlannedCopy;
 
 /// More than the budget, in bytes.
 const OVER: usize = 16 * 1024 * 1024 + 4096;

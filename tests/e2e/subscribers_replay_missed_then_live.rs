@@ -7,9 +7,9 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::JournalReplay;
 use pruning_engine::{Delivery, Engine, PruneRequest, PrunedEvent, Subscription};
+use pruning_opencode::OpenCodeStore;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -6,10 +6,10 @@
 use crate::common;
 
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     BlockedReason, Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
 };
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use serde_json::{json, Value};
 
 fn open_engine(fx: &V2Fixture) -> Engine<OpenCodeStore> {

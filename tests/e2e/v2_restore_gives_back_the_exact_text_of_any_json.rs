@@ -7,11 +7,11 @@
 use crate::common;
 
 use common::v2::*;
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult, RestoreRequest,
     RestoreResult,
 };
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 
 fn engine(fx: &V2Fixture) -> Engine<OpenCodeStore> {
     let options = StoreOptions {

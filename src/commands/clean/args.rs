@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use pruning_adapters::opencode::CleanPolicy;
 use pruning_engine::PreviewRequest;
+use pruning_opencode::CleanPolicy;
 
 use crate::cli::duration::{duration_flag, ANY_DURATION};
 use crate::cli::error::ConfigError;

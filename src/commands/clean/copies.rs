@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pruning_adapters::opencode::{OpenCodeStore, PlannedCopy};
 use pruning_engine::{Engine, PruneRequest};
+use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 use super::progress::Progress;
 use super::report::{CompactionReport, CopyOutcome, DiffsReport, Report, UntilLiveSize};

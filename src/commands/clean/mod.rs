@@ -19,8 +19,8 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use pruning_adapters::opencode::{spill_folder, OpenCodeStore};
 use pruning_engine::Engine;
+use pruning_opencode::{spill_folder, OpenCodeStore};
 
 use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::Config;
@@ -238,7 +238,7 @@ impl Opened {
 /// `--until-live-size`, which orders messages across sessions, every listing is kept.
 struct Listings {
     ids: Vec<String>,
-    kept_listings: Vec<pruning_adapters::opencode::Listing>,
+    kept_listings: Vec<pruning_opencode::Listing>,
     read_again: bool,
     /// Messages the walk looks at.
     total: u64,
@@ -284,7 +284,7 @@ impl Listings {
         store: &OpenCodeStore,
         clean: &CleanConfig,
         session_id: &str,
-    ) -> Result<pruning_adapters::opencode::Listing, pruning_engine::StoreError> {
+    ) -> Result<pruning_opencode::Listing, pruning_engine::StoreError> {
         store.clean_listing_before(
             session_id,
             clean.policy.keep_last_turns,

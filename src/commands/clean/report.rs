@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pruning_adapters::opencode::SkipReason;
 use pruning_engine::{AbandonedRun, DryRun, EngineError, Operation, PruneResult};
+use pruning_opencode::SkipReason;
 use serde::Serialize;
 
 use super::CleanConfig;
@@ -107,7 +107,7 @@ pub(super) struct Report {
     /// With `--timings`: how long the clean's write transactions (and the dry runs that take
     /// the lock) held SQLite's write lock, which OpenCode waits up to 5 s for.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) write_lock: Option<pruning_adapters::opencode::LockSummary>,
+    pub(super) write_lock: Option<pruning_opencode::LockSummary>,
     /// With `--before-compaction` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) before_compaction: Option<BeforeCompaction>,

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pruning_adapters::opencode::{OpenCodeStore, Planned};
 use pruning_engine::{DryRun, Engine, PruneRequest, Selection};
+use pruning_opencode::{OpenCodeStore, Planned};
 
 use super::args::CleanConfig;
 use super::progress::Progress;

@@ -135,7 +135,7 @@ fn read_only(error: &anyhow::Error) -> bool {
 /// journal file, an empty one in memory: nothing was journaled there).
 fn open_read_only_engine(
     config: &Config,
-) -> anyhow::Result<pruning_engine::Engine<pruning_adapters::opencode::OpenCodeStore>> {
+) -> anyhow::Result<pruning_engine::Engine<pruning_opencode::OpenCodeStore>> {
     let store = super::open_store(config)?;
     let journal = match super::open_journal_for_reading(&config.journal)? {
         Some(journal) => journal,

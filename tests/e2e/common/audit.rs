@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{AuditReport, AuditScope, Journal};
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use redb::ReadableTable;
 use serde_json::Value;
 

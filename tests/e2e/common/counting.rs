@@ -9,12 +9,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use pruning_adapters::opencode::OpenCodeStore;
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
     Applied, DryRun, PreviewRequest, PruneCommand, PruneRequest, Receipt, Refusal, SessionStore,
     StoreError, StoredMessage,
 };
+use pruning_opencode::OpenCodeStore;
 use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
 

@@ -8,10 +8,10 @@ pub mod browse;
 
 use std::path::{Path, PathBuf};
 
-use pruning_adapters::opencode::{OpenCodeStore, StoreOptions};
 use pruning_engine::{
     Engine, Journal, PreviewRequest, PreviewResult, PruneRequest, PruneResult, Receipt,
 };
+use pruning_opencode::{OpenCodeStore, StoreOptions};
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;

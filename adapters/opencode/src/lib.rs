@@ -1,0 +1,68 @@
+//! OpenCode's SQLite storage: where the database is, its schema profile, the store over both
+//! generations (V1 `message` + `part`, V2 `session_message`), the fence, the engine's own
+//! receipt tables inside it, and what the CLI and the server ask of it (listings, stats, clean's
+//! selection, spill files, vacuum, OpenCode's workspaces).
+//!
+//! The modules are private: callers use [`OpenCodeStore`], its methods, and the types and few
+//! functions re-exported here. No caller outside this crate holds the connection or writes SQL.
+//! The HTTP server is its own crate (`pruning-server`); `adapters/` is the home of adapters, and
+//! this is the one for OpenCode.
+
+#![warn(missing_docs)]
+
+mod archive;
+mod archive_retention;
+mod audit;
+mod browse;
+mod cached;
+mod clean;
+mod copies;
+mod generation;
+mod group;
+mod history;
+mod holders;
+mod ids;
+mod lock_times;
+mod media;
+mod ownership;
+mod paths;
+mod queries;
+mod receipt_chain;
+mod receipts;
+mod restore;
+mod row_budget;
+mod schema;
+mod sessions;
+mod soundness;
+mod spill;
+mod sql_errors;
+mod sql_functions;
+mod standing;
+mod stats;
+mod store;
+mod v1;
+mod v2;
+mod vacuum;
+mod values;
+mod workspaces;
+mod write;
+
+pub use archive_retention::{ArchiveStats, PurgeReport};
+pub use browse::{Browser, Exactness, Interrupt, Lease, Overview, SessionsPage, OVERVIEW_TOP_MAX};
+pub use clean::{CleanPolicy, Freed, Listing, Planned, SkipReason};
+pub use copies::PlannedCopy;
+pub use holders::process_named;
+pub use lock_times::LockSummary;
+pub use media::read_only_media;
+pub use ownership::Owner;
+pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
+pub use schema::{EventLog, Schema};
+pub use sessions::{MessageSummary, SessionSummary};
+pub use spill::folder as spill_folder;
+pub use stats::{Copies, Estimate, EventVolume, Spill, Stats, TableVolume, Technical, Volume};
+pub use store::{
+    empty_database, refuse_detached, OpenCodeStore, StoreOptions, DEFAULT_ABANDONED_AFTER,
+    DEFAULT_QUIET_PERIOD,
+};
+pub use vacuum::{free_space, other_processes, Needs, VacuumError};
+pub use workspaces::Workspace;

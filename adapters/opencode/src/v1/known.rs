@@ -1,0 +1,403 @@
+//! What a store's connection has learnt about the V1 tables, kept between its transactions so
+//! that a clean of many messages does not pay for it once per message: the sessions whose fence
+//! passed, one session's snapshot index (part id -> its `message.part.updated.1` events), the
+//! prunes a clean planned ([`PlannedPrune`]: the message need not be read and hashed again by
+//! its prune), and the snapshots filed under another aggregate ([`ForeignSnapshots`], which
+//! keeps itself current by `rowid`).
+//!
+//! The first three hold while SQLite's `PRAGMA data_version` holds: it changes when another
+//! connection (OpenCode) commits and never for this connection's own commits. So what was learnt
+//! inside one transaction is still true inside a later one at the same data version, except for
+//! this connection's own writes in between, which are either told to [`Known`] (the snapshots a
+//! prune deleted; a planned prune is taken out by the prune of its message, whatever it does) or
+//! cannot change what was learnt (a prune deletes its own message's parts and their snapshots,
+//! appends `message.part.removed.1` events with the session's next seqs, and inserts a receipt:
+//! a fence that passed still passes, and another message's rows are untouched). A transaction
+//! that rolls back after writing makes everything be read again ([`Known::forget`]). Source:
+//! docs/ARCHITECTURE.md, "Bulk work".
+
+use std::collections::{HashMap, HashSet};
+
+use pruning_engine::{Plan, Selection};
+use rusqlite::{params, Connection};
+
+use super::compact::{self, SnapshotKind};
+use super::events::{MESSAGE_UPDATED, PART_UPDATED};
+use super::foreign::ForeignSnapshots;
+use super::runs::Abandoned;
+use crate::row_budget;
+
+/// What the store's connection knows of the V1 tables (see the module docs).
+#[derive(Debug, Default)]
+pub struct Known {
+    /// `PRAGMA data_version` when the fence passes and the snapshot index were learnt; `None`
+    /// when nothing is known.
+    data_version: Option<i64>,
+    /// Session id -> its `time_updated` (ms since the Unix epoch) when every scope-independent
+    /// check of the V1 fence passed at `data_version`, and the abandoned run it admitted.
+    fence_passed: HashMap<String, (i64, Option<Abandoned>)>,
+    /// One session's snapshot index at `data_version`.
+    snapshots: Option<SnapshotIndex>,
+    /// Message id -> the prune a clean planned for it at `data_version`.
+    planned: HashMap<String, PlannedPrune>,
+    /// One session's newest `message.updated.1` of each message at `data_version`.
+    message_snapshots: Option<MessageSnapshotIndex>,
+    /// Snapshots filed under another aggregate (valid across data versions on its own terms).
+    pub foreign: ForeignSnapshots,
+}
+
+/// How many planned prunes [`Known`] keeps at most: a clean plans one batch ahead of its prunes
+/// (its `--batch-size`, 1,000 by default); beyond this a plan is not kept and its prune reads
+/// the message again.
+const MAX_PLANNED: usize = 10_000;
+
+/// A V1 prune that a clean planned from the message as one read transaction saw it: what the
+/// prune's own transaction needs when nothing was committed by another connection since (the
+/// same `PRAGMA data_version`), so that it deletes the planned rows without reading, parsing and
+/// hashing the message again. Source: docs/ARCHITECTURE.md, "Bulk work".
+#[derive(Debug, Clone)]
+pub struct PlannedPrune {
+    /// The message's session.
+    pub session_id: String,
+    /// The request's selection, as planned.
+    pub selection: Selection,
+    /// Ids of the part rows the plan removes, in `plan.remove` order.
+    pub part_ids: Vec<String>,
+    /// The planner's decision (its `revision_before` is the revision the request names).
+    pub plan: Plan,
+}
+
+/// One `message.part.updated.1` event in a [`SnapshotIndex`].
+#[derive(Debug, Clone)]
+struct Indexed {
+    /// `event.id`, `None` when it is not text (the row cannot be named for deletion).
+    id: Option<String>,
+    /// `event.seq`, `None` when it is not an integer.
+    seq: Option<i64>,
+    /// Bytes of `event.data`.
+    len: i64,
+}
+
+/// The `message.part.updated.1` events of one session, by the part they hold.
+#[derive(Debug)]
+struct SnapshotIndex {
+    /// The session (the events' `aggregate_id`).
+    session_id: String,
+    /// Part id -> every snapshot of it in the session, in the order read.
+    by_part: HashMap<String, Vec<Indexed>>,
+}
+
+impl Known {
+    /// Forgets the fence passes and the snapshot index when another connection committed since
+    /// they were learnt. Call first inside each transaction that uses them.
+    ///
+    /// Errors: SQLite's.
+    pub fn refresh(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let now: i64 = crate::cached::query_row(conn, "PRAGMA data_version", [], |row| row.get(0))?;
+        if self.data_version != Some(now) {
+            self.fence_passed.clear();
+            self.snapshots = None;
+            self.planned.clear();
+            self.message_snapshots = None;
+            self.data_version = Some(now);
+        }
+        Ok(())
+    }
+
+    /// Forgets the fence passes and the snapshot index (after a transaction of this connection
+    /// that wrote and then rolled back, or whose commit may have failed).
+    pub fn forget(&mut self) {
+        self.fence_passed.clear();
+        self.snapshots = None;
+        self.planned.clear();
+        self.message_snapshots = None;
+        self.data_version = None;
+    }
+
+    /// Keeps the prune a clean planned for message `message_id` inside the read transaction on
+    /// `conn` that read the message, until that message's prune takes it
+    /// ([`Self::take_planned`]) or another connection commits. Not kept beyond
+    /// [`MAX_PLANNED`] plans.
+    ///
+    /// Errors: SQLite's.
+    pub fn remember_planned(
+        &mut self,
+        conn: &Connection,
+        message_id: &str,
+        planned: PlannedPrune,
+    ) -> rusqlite::Result<()> {
+        self.refresh(conn)?;
+        if self.planned.len() < MAX_PLANNED {
+            self.planned.insert(message_id.to_string(), planned);
+        }
+        Ok(())
+    }
+
+    /// Takes out the prune planned for message `message_id` of session `session_id`, when one
+    /// was planned at this data version ([`Self::refresh`] first in the transaction). Every
+    /// prune of the message takes it, whether it uses it or not.
+    pub fn take_planned(&mut self, session_id: &str, message_id: &str) -> Option<PlannedPrune> {
+        self.planned
+            .remove(message_id)
+            .filter(|planned| planned.session_id == session_id)
+    }
+
+    /// The prune planned for message `message_id` of session `session_id`, left in place (see
+    /// [`Self::take_planned`]).
+    pub fn peek_planned(&self, session_id: &str, message_id: &str) -> Option<&PlannedPrune> {
+        self.planned
+            .get(message_id)
+            .filter(|planned| planned.session_id == session_id)
+    }
+
+    /// The session's `time_updated` (ms) when its fence last passed at this data version, and
+    /// the abandoned run it admitted.
+    pub fn fence_passed(&self, session_id: &str) -> Option<(i64, Option<Abandoned>)> {
+        self.fence_passed.get(session_id).cloned()
+    }
+
+    /// Records that every scope-independent check of the fence passed for the session, whose
+    /// `time_updated` is `updated` (ms), beside `abandoned` when it admitted an abandoned run.
+    pub fn record_fence_pass(
+        &mut self,
+        session_id: &str,
+        updated: i64,
+        abandoned: Option<Abandoned>,
+    ) {
+        if self.data_version.is_some() {
+            self.fence_passed
+                .insert(session_id.to_string(), (updated, abandoned));
+        }
+    }
+
+    /// The `message.part.updated.1` events of `session_id` that hold one of `part_ids`, as
+    /// `(event id, bytes of data)`. The first call for a session reads all of its snapshots once
+    /// (`super::compact::named` reads which part each names, as SQLite reads it); later
+    /// calls at the same data version answer from that index.
+    ///
+    /// Errors: SQLite's.
+    pub fn snapshots_of(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+        part_ids: &HashSet<&str>,
+    ) -> rusqlite::Result<Vec<(String, i64)>> {
+        let index = self.snapshot_index(conn, session_id)?;
+        let mut found: Vec<(String, i64)> = Vec::new();
+        for part in part_ids {
+            if let Some(events) = index.by_part.get(*part) {
+                found.extend(
+                    events
+                        .iter()
+                        .filter_map(|event| Some((event.id.clone()?, event.len))),
+                );
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    /// Of the `message.part.updated.1` events of `session_id` that hold one of `part_ids`, the
+    /// ids of those the session's compaction deletes: superseded by a newer snapshot of the
+    /// same part, by the one rule of supersession (`super::compact::split`). What a prune of
+    /// those parts after the compaction no longer finds.
+    ///
+    /// Errors: SQLite's.
+    pub fn superseded_of(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+        part_ids: &HashSet<&str>,
+    ) -> rusqlite::Result<HashSet<String>> {
+        let index = self.snapshot_index(conn, session_id)?;
+        let mut superseded = HashSet::new();
+        for part in part_ids {
+            let Some(events) = index.by_part.get(*part) else {
+                continue;
+            };
+            let shape: Vec<(Option<i64>, bool)> = events
+                .iter()
+                .map(|event| (event.seq, event.id.is_some()))
+                .collect();
+            if let Some(split) = super::compact::split(&shape) {
+                superseded.extend(
+                    split
+                        .superseded
+                        .into_iter()
+                        .filter_map(|i| events[i].id.clone()),
+                );
+            }
+        }
+        Ok(superseded)
+    }
+
+    /// The session's snapshot index at this data version, read when it is not at hand.
+    fn snapshot_index(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+    ) -> rusqlite::Result<&SnapshotIndex> {
+        let current = self
+            .snapshots
+            .as_ref()
+            .is_some_and(|index| index.session_id == session_id);
+        if !current || self.data_version.is_none() {
+            self.snapshots = Some(SnapshotIndex::read(conn, session_id)?);
+        }
+        // Just read when it was not at hand: the empty index is never what is returned.
+        Ok(self.snapshots.get_or_insert_with(|| SnapshotIndex {
+            session_id: session_id.to_string(),
+            by_part: HashMap::new(),
+        }))
+    }
+
+    /// The newest `message.updated.1` event of message `message_id` in the aggregate of session
+    /// `session_id` (highest `seq`), as `(event id, seq)`. The first call for a session reads
+    /// which message each of its message snapshots holds (`data.info.id`, as SQLite's
+    /// `json_extract` reads it), once; later calls at the same data version answer from that
+    /// index. This connection's own writes keep it true: a diffs prune rewrites that event in
+    /// place, a compaction deletes only snapshots older than it.
+    ///
+    /// Errors: SQLite's.
+    pub fn newest_message_snapshot(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+        message_id: &str,
+    ) -> rusqlite::Result<Option<(String, i64)>> {
+        let current = self
+            .message_snapshots
+            .as_ref()
+            .is_some_and(|index| index.session_id == session_id);
+        if !current || self.data_version.is_none() {
+            self.message_snapshots = Some(MessageSnapshotIndex::read(conn, session_id)?);
+        }
+        Ok(self
+            .message_snapshots
+            .as_ref()
+            .and_then(|index| index.newest.get(message_id).cloned()))
+    }
+
+    /// Records that this connection deleted the session's snapshot events `event_ids` (a
+    /// compaction, in a transaction it then commits; if it does not, call [`Self::forget`]):
+    /// they leave the session's snapshot index, which stays true without them (a compaction
+    /// deletes rows and writes none).
+    pub fn events_deleted(&mut self, session_id: &str, event_ids: &HashSet<&str>) {
+        let Some(index) = self
+            .snapshots
+            .as_mut()
+            .filter(|index| index.session_id == session_id)
+        else {
+            return;
+        };
+        index.by_part.retain(|_, events| {
+            events.retain(|event| event.id.as_deref().is_none_or(|id| !event_ids.contains(id)));
+            !events.is_empty()
+        });
+    }
+
+    /// Records that this connection deleted the snapshots of `part_ids` (in a transaction it then
+    /// commits; if it does not, call [`Self::forget`]).
+    pub fn snapshots_deleted(&mut self, part_ids: &HashSet<&str>) {
+        if let Some(index) = &mut self.snapshots {
+            for part in part_ids {
+                index.by_part.remove(*part);
+            }
+        }
+    }
+}
+
+/// The newest `message.updated.1` event of each message of one session.
+#[derive(Debug)]
+struct MessageSnapshotIndex {
+    /// The session (the events' `aggregate_id`).
+    session_id: String,
+    /// Message id -> `(event id, seq)` of its newest snapshot; a message whose snapshots cannot
+    /// all be placed (a `seq` that is not an integer, two with the newest one) is left out.
+    newest: HashMap<String, (String, i64)>,
+}
+
+impl MessageSnapshotIndex {
+    /// Reads every `message.updated.1` event of the session once.
+    fn read(conn: &Connection, session_id: &str) -> rusqlite::Result<Self> {
+        let data = row_budget::data("", "event");
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT id, CASE typeof(seq) WHEN 'integer' THEN seq END, \
+                    CASE WHEN json_valid({data}) THEN json_extract({data}, '$.info.id') END \
+             FROM event WHERE aggregate_id = ?1 AND type = ?2"
+        ))?;
+        let mut rows = stmt.query(params![session_id, MESSAGE_UPDATED])?;
+        // Message id -> its newest snapshot so far, `None` once it cannot be told.
+        let mut newest: HashMap<String, Option<(Option<String>, i64)>> = HashMap::new();
+        while let Some(row) = rows.next()? {
+            let rusqlite::types::ValueRef::Text(message) = row.get_ref(2)? else {
+                continue;
+            };
+            let Ok(message) = std::str::from_utf8(message) else {
+                continue;
+            };
+            let id = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Text(id) => {
+                    std::str::from_utf8(id).ok().map(str::to_string)
+                }
+                _ => None,
+            };
+            let seq: Option<i64> = row.get(1)?;
+            let entry = newest
+                .entry(message.to_string())
+                .or_insert(Some((None, i64::MIN)));
+            *entry = match (entry.take(), seq) {
+                (Some((_, best)), Some(seq)) if seq > best => Some((id, seq)),
+                (Some((_, best)), Some(seq)) if seq == best => None,
+                (Some(kept), Some(_)) => Some(kept),
+                (_, None) | (None, _) => None,
+            };
+        }
+        Ok(Self {
+            session_id: session_id.to_string(),
+            newest: newest
+                .into_iter()
+                .filter_map(|(message, found)| match found {
+                    Some((Some(id), seq)) => Some((message, (id, seq))),
+                    _ => None,
+                })
+                .collect(),
+        })
+    }
+}
+
+impl SnapshotIndex {
+    /// Reads every `message.part.updated.1` event of the session once.
+    fn read(conn: &Connection, session_id: &str) -> rusqlite::Result<Self> {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT id, {}, octet_length(data), CASE typeof(seq) WHEN 'integer' THEN seq END \
+             FROM event WHERE aggregate_id = ?1 AND type = ?2",
+            row_budget::data("", "event")
+        ))?;
+        let mut rows = stmt.query(params![session_id, PART_UPDATED])?;
+        let mut by_part: HashMap<String, Vec<Indexed>> = HashMap::new();
+        while let Some(row) = rows.next()? {
+            let Some(part) = compact::named(conn, SnapshotKind::Part, row.get_ref(1)?)?.entity
+            else {
+                continue;
+            };
+            // An event whose id is not text cannot be named for deletion: it stays (and still
+            // supersedes older snapshots of its part).
+            let id = match row.get_ref(0)? {
+                rusqlite::types::ValueRef::Text(id) => {
+                    std::str::from_utf8(id).ok().map(str::to_string)
+                }
+                _ => None,
+            };
+            by_part.entry(part).or_default().push(Indexed {
+                id,
+                seq: row.get(3)?,
+                len: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+            });
+        }
+        Ok(Self {
+            session_id: session_id.to_string(),
+            by_part,
+        })
+    }
+}
