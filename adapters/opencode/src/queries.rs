@@ -7,11 +7,12 @@ use std::path::Path;
 use pruning_engine::StoreError;
 
 use super::browse::overview::{self, Exactness, Overview};
+use super::clean::copies::PlannedCopy;
+use super::clean::{self, copies};
 use super::clean::{CleanPolicy, Freed, Listing, Planned};
-use super::copies::PlannedCopy;
 use super::sessions::{MessageSummary, SessionSummary};
 use super::vacuum::{Needs, VacuumError};
-use super::{clean, copies, sessions, spill, vacuum, OpenCodeStore};
+use super::{sessions, spill, vacuum, OpenCodeStore};
 
 fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(Box::new(error))

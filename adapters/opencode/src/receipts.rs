@@ -9,7 +9,7 @@ use pruning_engine::{BlockedReason, Receipt, Refusal};
 use rusqlite::{Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
-use super::receipt_chain::OptionalColumns;
+use super::audit::receipt_chain::OptionalColumns;
 
 /// Receipt table name.
 pub const RECEIPT_TABLE: &str = "session_prune_receipt";
@@ -207,7 +207,7 @@ pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String
     )
 }
 
-/// Inserts a receipt and chains it (see `super::receipt_chain`). Call inside the write
+/// Inserts a receipt and chains it (see `super::audit::receipt_chain`). Call inside the write
 /// transaction, after [`ensure_tables`]. A receipt with an abandoned run adds
 /// [`ABANDONED_COLUMN`] to a table made without it, an archived one [`ARCHIVE_COLUMN`].
 pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
@@ -300,7 +300,7 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
     conn.prepare_cached(&sql)?
         .execute(rusqlite::params_from_iter(values))?;
     let rowid = conn.last_insert_rowid();
-    super::receipt_chain::extend(conn, has, rowid)
+    super::audit::receipt_chain::extend(conn, has, rowid)
 }
 
 /// The receipt stored under a request key (lowercase hex), if any.
@@ -412,7 +412,7 @@ pub fn list(conn: &Connection, session_id: Option<&str>) -> rusqlite::Result<Vec
     // The order they committed in: the chain's, which no clock can disturb (a wall clock that
     // stepped back gives a later receipt an earlier time); rows without a place (made before
     // the chain, or behind the engine's back) by insertion order, before the chained ones.
-    let order = if super::receipt_chain::has_chain_columns(conn)? {
+    let order = if super::audit::receipt_chain::has_chain_columns(conn)? {
         "chain_seq IS NOT NULL, chain_seq, rowid"
     } else {
         "rowid"

@@ -8,7 +8,7 @@
 use pruning_engine::{BlockedReason, Refusal, StoreError};
 use rusqlite::ErrorCode;
 
-use super::soundness::is_damage;
+use super::schema::soundness::is_damage;
 
 /// The words of a read that met damaged pages (`SQLITE_CORRUPT`): no SQLite text, what to do.
 pub(crate) const DAMAGED_HERE: &str = "the database file is damaged where this is stored \

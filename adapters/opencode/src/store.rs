@@ -19,18 +19,18 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 use uuid::Uuid;
 
+use super::archive::restore;
 use super::archive::StoreArchive;
 use super::audit;
 use super::generation::{self, Generation};
 use super::history;
-use super::media::{
-    hot_journal, immutable_is_safe, immutable_uri, read_only_cause, read_only_media,
-};
 use super::ownership;
 use super::receipts;
-use super::restore;
+use super::schema::media::{
+    hot_journal, immutable_is_safe, immutable_uri, read_only_cause, read_only_media,
+};
+use super::schema::soundness;
 use super::schema::{self, Schema};
-use super::soundness;
 use super::sql_errors::{classify, sql_refusal};
 use super::v1::compact::Survey;
 use super::v1::fence::FenceLimits;
@@ -94,13 +94,13 @@ pub struct OpenCodeStore {
     known: Mutex<Known>,
     read_only: bool,
     /// Why this store writes nothing more: the words of the damage a check or a write found
-    /// (`super::soundness`). Set once, never cleared.
+    /// (`super::schema::soundness`). Set once, never cleared.
     damage: Mutex<Option<String>>,
     /// Whether [`OpenCodeStore::check_sound`] ran (its integrity check reads every page: once
     /// per store).
     integrity_checked: Mutex<bool>,
     /// When the processes holding the database's files were last looked at, before a write
-    /// (`super::soundness::detached_files`); `None` before the first look.
+    /// (`super::schema::soundness::detached_files`); `None` before the first look.
     holders_checked: Mutex<Option<std::time::Instant>>,
     /// The prune archive, when prunes are archived ([`OpenCodeStore::archive_prunes`]). Locked
     /// after the connection, never before.
@@ -646,15 +646,15 @@ impl OpenCodeStore {
     }
 
     /// What the prune archive beside the database holds (read without a lock; see
-    /// `super::archive_retention`).
+    /// `super::archive::retention`).
     ///
     /// Errors: [`StoreError::Archive`] when the file is not an archive; [`StoreError::Storage`].
     pub fn archive_stats(&self) -> Result<super::ArchiveStats, StoreError> {
-        super::archive_retention::stats(&self.connection(), &self.path)
+        super::archive::retention::stats(&self.connection(), &self.path)
     }
 
     /// Purges the archive entries written before `cutoff_ms`, except each message's newest
-    /// receipt's, and drops those no receipt names (see `super::archive_retention::purge`);
+    /// receipt's, and drops those no receipt names (see `super::archive::retention::purge`);
     /// `now_ms` is recorded as the purge time. With `dry_run`, only counts.
     ///
     /// Only the archive is written: the store may be read-only. A process that archives prunes
@@ -671,7 +671,8 @@ impl OpenCodeStore {
         let conn = self.connection();
         // The receipts and the archive as of one snapshot.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let purged = super::archive_retention::purge(&conn, &self.path, cutoff_ms, now_ms, dry_run);
+        let purged =
+            super::archive::retention::purge(&conn, &self.path, cutoff_ms, now_ms, dry_run);
         let _ = conn.execute_batch("COMMIT");
         purged
     }

@@ -60,7 +60,7 @@ pub fn free_space(path: &Path) -> std::io::Result<(u64, u64)> {
 /// Other processes with the database, its WAL or its shared-memory file open (see
 /// `holders`: Linux only; nothing is found elsewhere), sorted, each once.
 pub fn other_processes(database: &Path) -> Vec<u32> {
-    let mut pids: Vec<u32> = super::holders::held(database, false)
+    let mut pids: Vec<u32> = super::schema::holders::held(database, false)
         .into_iter()
         .map(|held| held.pid)
         .collect();

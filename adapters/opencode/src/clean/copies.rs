@@ -10,14 +10,14 @@ use std::time::Duration;
 use pruning_engine::{PruneRequest, StoreError};
 use rusqlite::Connection;
 
-use super::clean::{kept_boundary, SkipReason};
-use super::row_budget;
-use super::schema::Schema;
-use super::v1::compact;
-use super::v1::diffs::{self, NotEmptied};
-use super::v1::events::{MESSAGE_UPDATED, PART_UPDATED, SESSION_UPDATED};
-use super::values::lenient_text;
-use super::OpenCodeStore;
+use crate::clean::{kept_boundary, SkipReason};
+use crate::row_budget;
+use crate::schema::Schema;
+use crate::v1::compact;
+use crate::v1::diffs::{self, NotEmptied};
+use crate::v1::events::{MESSAGE_UPDATED, PART_UPDATED, SESSION_UPDATED};
+use crate::values::lenient_text;
+use crate::OpenCodeStore;
 
 /// What a clean does with one of the copies: prune it with a request, nothing, or leave it
 /// alone and why.

@@ -1,7 +1,7 @@
 //! The receipt hash chain: every receipt row carries its place in the chain (`chain_seq`, 1, 2,
 //! ...) and a hash over its own stored columns and the previous receipt's hash (`chain_hash`),
 //! and the meta table keeps the chain's head. A receipt row deleted or edited after the fact no
-//! longer fits the chain, which `super::audit` checks.
+//! longer fits the chain, which `crate::audit` checks.
 //!
 //! `chain_hash` of receipt n is the lowercase hex SHA-256 of the bytes of `chain_hash` of receipt
 //! n - 1 (64 hex characters; nothing for receipt 1) followed by [`link_payload`] of receipt n.

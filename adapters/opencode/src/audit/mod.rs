@@ -1,10 +1,12 @@
 //! The store's side of the audit, read-only: the receipt chain walked and every link hashed
-//! again (see `super::receipt_chain`), then each receipt checked against the database: no part
+//! again (see `receipt_chain`), then each receipt checked against the database: no part
 //! it removed is back (in `part`, in a `message.part.updated.1` snapshot, in a V2 message's
 //! content), and each pruned message still has its newest receipt's revision, or is reported as
 //! changed since (written, deleted, unreadable).
 //!
 //! Source: docs/ARCHITECTURE.md, "Audit".
+
+pub(crate) mod receipt_chain;
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,7 +21,6 @@ use serde_json::Value;
 use pruning_archive::ArchiveReader;
 
 use super::archive::entry_key;
-use super::receipt_chain::{self, Recorded};
 use super::receipts;
 use super::row_budget;
 use super::schema::Schema;
@@ -27,6 +28,7 @@ use super::v1::compact::{self as v1_compact, SnapshotKind};
 use super::v1::events::PART_UPDATED;
 use super::v1::read::{self as v1_read, Texts};
 use super::{v1, v2};
+use receipt_chain::Recorded;
 
 /// One receipt row as the audit reads it: its place in the chain, the receipt (or why it cannot
 /// be read as one), and its chain link's payload.

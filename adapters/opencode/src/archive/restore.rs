@@ -14,18 +14,18 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use uuid::Uuid;
 
-use super::archive::{archive_error, entry_key, StoreArchive};
-use super::generation::Generation;
-use super::lock_times::LockTimes;
-use super::receipts;
-use super::row_budget;
-use super::schema::Schema;
-use super::standing::{revision_of, Kind};
-use super::v1::events::PART_REMOVED;
-use super::v1::fence::{self, FenceInput, FenceLimits};
-use super::v1::known::Known;
-use super::write::{self, Failure, Step};
-use super::{v1, v2};
+use crate::archive::{archive_error, entry_key, StoreArchive};
+use crate::generation::Generation;
+use crate::lock_times::LockTimes;
+use crate::receipts;
+use crate::row_budget;
+use crate::schema::Schema;
+use crate::standing::{revision_of, Kind};
+use crate::v1::events::PART_REMOVED;
+use crate::v1::fence::{self, FenceInput, FenceLimits};
+use crate::v1::known::Known;
+use crate::write::{self, Failure, Step};
+use crate::{v1, v2};
 
 /// Where a restore reads the archive: the store's own archive handle (a store that archives
 /// prunes), or the file beside the database.

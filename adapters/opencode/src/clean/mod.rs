@@ -7,6 +7,8 @@
 //! assistant message created before the session's last `keep_last_turns` user messages (V1
 //! `role`, V2 row `type`; both generations together, by `time_created`).
 
+pub(crate) mod copies;
+
 use std::time::Duration;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;

@@ -9,7 +9,7 @@ use std::path::Path;
 use pruning_engine::StoreError;
 use rusqlite::{Connection, ErrorCode};
 
-use super::holders::{self, Held, HeldState};
+use crate::schema::holders::{self, Held, HeldState};
 
 /// How many findings of the integrity check are read: the first one names the damage, the
 /// count says how much there is (past this many, "at least").

@@ -16,6 +16,10 @@
 //!   `session_message` of 1.14 and 1.15 has no `seq` and holds only agent and model switches,
 //!   not messages: it is not V2 history and is ignored.
 
+pub(crate) mod holders;
+pub(crate) mod media;
+pub(crate) mod soundness;
+
 use std::collections::{HashMap, HashSet};
 
 use rusqlite::{Connection, OptionalExtension};

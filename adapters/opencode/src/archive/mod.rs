@@ -10,6 +10,9 @@
 //! entry. An entry no receipt names (its prune was refused, stopped or rolled back) is
 //! discarded: at the end of a batch, or by the recovery of the next open.
 
+pub(crate) mod restore;
+pub(crate) mod retention;
+
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 

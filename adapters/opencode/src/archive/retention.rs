@@ -13,8 +13,8 @@ use pruning_engine::StoreError;
 use rusqlite::Connection;
 use serde::Serialize;
 
-use super::archive::{archive_error, cut_torn_tail, named_entries};
-use super::receipts;
+use crate::archive::{archive_error, cut_torn_tail, named_entries};
+use crate::receipts;
 
 /// What the archive beside a database holds. JSON keys are camelCase; times are ms since the
 /// Unix epoch.
