@@ -271,8 +271,8 @@ pub fn entity_of(
 /// What the `data` of a snapshot of `kind` names, as [`entity_sql`] reads it (and, of a part
 /// snapshot, `$.part.messageID` as `json_extract` reads it): in Rust where
 /// [`snapshot::named`] is sure to answer as SQLite does, else by SQLite (a statement that reads
-/// no table). One pass over each row instead of SQLite's JSON parser, several times faster on
-/// the snapshots a survey reads.
+/// no table). The one reading of a snapshot's entity for every reader in Rust: the survey, a
+/// prune's index of part snapshots, the audit; SQL readers use [`entity_sql`] itself.
 ///
 /// Errors: SQLite's.
 pub(crate) fn named(
