@@ -121,7 +121,7 @@ fn clean_under_strace(strace: &str, fx: &Fixture, kill_at: Option<usize>, log: &
     let status = cmd
         .arg("-P")
         .arg(format!("{}-wal", fx.db.display()))
-        .arg(env!("CARGO_BIN_EXE_session-prune"))
+        .arg(crate::common::cli::BINARY)
         .arg("--db")
         .arg(&fx.db)
         .args(CLEAN)

@@ -178,7 +178,7 @@ fn watch_args(fx: &Fixture, files: &[&str]) -> Vec<String> {
 /// The binary on `fx` with `args`, its output discarded; under `strace -f -qq` with the given
 /// arguments when `traced` names strace.
 fn command(fx: &Fixture, args: &[&str], traced: Option<(&str, Vec<String>)>) -> Command {
-    let bin = env!("CARGO_BIN_EXE_session-prune");
+    let bin = crate::common::cli::BINARY;
     let mut cmd = match traced {
         Some((strace, strace_args)) => {
             let mut cmd = Command::new(strace);

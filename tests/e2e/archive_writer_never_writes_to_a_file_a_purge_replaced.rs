@@ -79,7 +79,7 @@ fn clean_stopped_after_opening_the_archive(strace: &str, db: &Path) -> std::proc
             "-e",
             "inject=openat:signal=SIGSTOP:when=1",
         ])
-        .arg(env!("CARGO_BIN_EXE_session-prune"))
+        .arg(crate::common::cli::BINARY)
         .arg("--db")
         .arg(db)
         .args([

@@ -14,7 +14,6 @@
 use crate::opencode_real;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -44,7 +43,7 @@ fn prompts_in(db: &Path, session: &str) -> i64 {
 
 /// One `clean --all --apply` with the write lock's holds reported; its exit code and report.
 fn clean(db: &Path) -> (Option<i32>, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .arg("--db")
         .arg(db)
         .args(["--json", "--quiet-period", "0", "clean", "--all", "--apply"])

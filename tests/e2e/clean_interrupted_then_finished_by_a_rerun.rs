@@ -44,7 +44,7 @@ fn sigint_stops_after_the_current_message_and_a_rerun_finishes() {
     let fx = Fixture::new();
     let mut args: Vec<&str> = CLEAN.to_vec();
     args.extend(["1", "--pause-ms", "300"]);
-    let child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let child = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .args(&args)

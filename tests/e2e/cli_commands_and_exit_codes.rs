@@ -4,7 +4,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cli::{assert_exit, assert_json_error, json};
@@ -12,12 +12,7 @@ use common::*;
 use serde_json::Value;
 
 fn cli(fx: &Fixture, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_session-prune"))
-        .arg("--db")
-        .arg(&fx.db)
-        .args(args)
-        .output()
-        .unwrap()
+    crate::common::cli::run(&fx.db, args)
 }
 
 /// Runs the binary on `db` with the journal at `journal`.
@@ -26,7 +21,7 @@ fn cli_with_journal(
     journal: impl AsRef<std::ffi::OsStr>,
     args: &[&str],
 ) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    crate::common::cli::session_prune()
         .arg("--db")
         .arg(db)
         .arg("--journal")
@@ -167,7 +162,7 @@ fn blocked_prune_exits_3_and_prints_the_blocked_shape() {
 #[test]
 fn missing_database_exits_1_with_a_clear_error() {
     let fx = Fixture::new();
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .arg("--db")
         .arg(fx.dir.path().join("nope.db"))
         .arg("sessions")
@@ -191,7 +186,7 @@ fn database_is_found_under_xdg_data_home() {
     let data = fx.dir.path().join("xdg");
     std::fs::create_dir_all(data.join("opencode")).unwrap();
     std::fs::copy(&fx.db, data.join("opencode/opencode.db")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .env_remove("OPENCODE_DB")
         .env("XDG_DATA_HOME", &data)
         .args(["--json", "sessions"])
@@ -205,7 +200,7 @@ fn database_is_found_under_xdg_data_home() {
 
 #[test]
 fn demo_runs_the_whole_flow() {
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .args(["--json", "demo"])
         .output()
         .unwrap();
@@ -234,7 +229,7 @@ fn demo_runs_the_whole_flow() {
 #[test]
 fn events_follow_prints_prunes_made_by_another_process() {
     let fx = Fixture::new();
-    let mut follower = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let mut follower = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .args(["--json", "events", "--follow", "--poll-ms", "50"])
@@ -524,7 +519,7 @@ fn usage_errors_with_json_are_one_json_document() {
 #[test]
 fn a_reader_that_goes_away_ends_output_quietly() {
     let fx = Fixture::new();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let mut child = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .args(["--json", "sessions"])
@@ -577,7 +572,7 @@ fn a_refused_prune_exits_3_even_when_nobody_reads_its_answer() {
     let fx = Fixture::new();
     let rev = "0".repeat(64);
     for json in [true, false] {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_session-prune"));
+        let mut command = crate::common::cli::session_prune();
         command.arg("--db").arg(&fx.db);
         if json {
             command.arg("--json");
@@ -615,7 +610,7 @@ fn an_argument_that_is_not_utf8_is_bad_input_not_a_crash() {
     let fx = Fixture::new();
     let before = fx.file_digest();
     let bad = std::ffi::OsStr::from_bytes(b"ses_\xff");
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .arg("--json")

@@ -3,8 +3,6 @@
 
 use crate::common;
 
-use std::process::Command;
-
 use common::*;
 use pruning_engine::{ContractError, PreviewRequest, PruneRequest, Selection};
 use serde_json::json;
@@ -194,7 +192,7 @@ fn cli_bad_input_exits_2_and_journals_nothing() {
         ],
     ];
     for args in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        let out = crate::common::cli::session_prune()
             .arg("--db")
             .arg(&fx.db)
             .arg("prune")

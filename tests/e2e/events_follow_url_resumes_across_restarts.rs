@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
 
@@ -50,7 +50,7 @@ struct Client {
 
 impl Client {
     fn start(url: &str, cursor_file: &Path, password: &str, json: bool) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_session-prune"));
+        let mut command = crate::common::cli::session_prune();
         command
             .args(["events", "--follow", "--url", url, "--cursor-file"])
             .arg(cursor_file)
@@ -297,7 +297,7 @@ fn a_request_the_server_refuses_ends_the_client_with_exit_2_and_its_cursor_kept(
             "answered 200: the answer is not an event stream",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        let out = crate::common::cli::session_prune()
             .args(["events", "--follow", "--url", &url, "--cursor-file"])
             .arg(&cursor_file)
             .arg("--json")
@@ -347,7 +347,7 @@ fn bad_flags_are_refused_before_anything_is_read() {
             "its folder /nonexistent/folder does not exist",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        let out = crate::common::cli::session_prune()
             .args(["events", "--follow", "--json"])
             .args(&args)
             .output()
@@ -362,7 +362,7 @@ fn bad_flags_are_refused_before_anything_is_read() {
     assert_eq!(std::fs::read_to_string(&bad).unwrap(), "seven\n");
     // A password no header can carry, as `serve` refuses it.
     for password in ["a\nb", " padded"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        let out = crate::common::cli::session_prune()
             .args([
                 "events",
                 "--follow",
@@ -388,7 +388,7 @@ fn bad_flags_are_refused_before_anything_is_read() {
         vec!["events", "--url", "http://127.0.0.1:1/e"],
         vec!["events", "--follow", "--cursor-file", "c"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+        let out = crate::common::cli::session_prune()
             .args(&args)
             .output()
             .unwrap();

@@ -17,7 +17,6 @@ use crate::opencode_real;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use opencode_real::{http, query_value, Layout, MockModel, OpenCode, RequestKind, Stopped};
@@ -262,7 +261,7 @@ fn assert_clean_result(db: &Path, manifest: &Manifest) {
 /// Runs `session-prune --db DB --quiet-period 0 clean --all --apply --keep-last-turns 0
 /// --json`, asserts exit 0 and returns its report.
 fn clean_everything(db: &Path) -> Value {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_session-prune"));
+    let mut cmd = crate::common::cli::session_prune();
     cmd.arg("--db")
         .arg(db)
         .args(["--quiet-period", "0", "clean", "--all", "--apply"])

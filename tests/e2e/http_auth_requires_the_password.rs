@@ -146,7 +146,7 @@ fn listening_beyond_loopback_needs_a_password() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the password is empty"));
 
     // A password that is set but is not UTF-8 is refused, never taken for no password.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .args(["serve", "--listen", "127.0.0.1:0"])

@@ -10,7 +10,6 @@ use crate::opencode_real;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use opencode_real::{http, query_value, MockModel, OpenCode, RequestKind};
@@ -24,7 +23,7 @@ const PRUNED: [&str; 2] = ["TOOL_CANARY_T05", "REASONING_CANARY_T05"];
 
 /// Runs `session-prune --db DB ARGS --json` and returns its JSON document.
 fn session_prune(db: &Path, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .arg("--db")
         .arg(db)
         .arg("--json")

@@ -32,7 +32,7 @@ fn named_files(text: &str) -> BTreeSet<String> {
 fn serve_prints_the_page_url_and_the_page_answers_there() {
     use std::io::{BufRead, BufReader, Read, Write};
     let fx = Fixture::new();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let mut child = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .args(["serve", "--listen", "127.0.0.1:0"])

@@ -41,7 +41,7 @@ fn sync_calls(strace: &str, db: &Path, args: &[&str]) -> (i32, Vec<String>) {
         .arg(format!("trace={}", SYNC_CALLS.join(",")))
         .arg("-o")
         .arg(&log)
-        .arg(env!("CARGO_BIN_EXE_session-prune"))
+        .arg(crate::common::cli::BINARY)
         .arg("--db")
         .arg(db)
         .arg("--quiet-period")

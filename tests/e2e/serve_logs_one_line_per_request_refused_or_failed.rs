@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
@@ -49,7 +49,7 @@ fn raw_request(address: &str, raw: &[u8]) -> String {
 fn log_of_requests(args: &[&str]) -> String {
     let fx = Fixture::new();
     let log = fx.dir.path().join("serve.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let mut child = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .args(["serve", "--listen", "127.0.0.1:0", "--workspace"])

@@ -3,7 +3,6 @@
 //! `SESSION_PRUNE_WRITE_CLI_REFERENCE=1` the test writes the section instead of checking it.
 
 use std::path::Path;
-use std::process::Command;
 
 /// Where the generated section starts and ends in docs/cli.md.
 const BEGIN: &str = "<!-- generated: every command's --help (tests/e2e/the_cli_reference_holds_every_commands_help.rs) -->";
@@ -11,7 +10,7 @@ const END: &str = "<!-- end of generated help -->";
 
 /// `session-prune ARGS --help`, as a pipe (not a terminal) gets it.
 fn help(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .args(args)
         .arg("--help")
         .env_remove("COLUMNS")

@@ -89,7 +89,7 @@ fn a_short_temporary_folder_is_named_with_its_free_space_and_the_remedy_that_hel
     };
     let fx = Fixture::new();
     let before = fx.file_digest();
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&fx.db)
         .args(["--json", "vacuum"])
@@ -127,7 +127,7 @@ fn too_little_room_beside_the_database_says_sqlite_tmpdir_does_not_help() {
     )
     .unwrap();
     let room = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let out = crate::common::cli::session_prune()
         .arg("--db")
         .arg(&db)
         .args(["--json", "vacuum"])

@@ -6,9 +6,19 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+/// The one way tests start the binary: a command for `session-prune` built by this test run,
+/// to add arguments, environment and pipes to.
+pub fn session_prune() -> Command {
+    Command::new(BINARY)
+}
+
+/// The path of the binary this test run built (for a test that starts it through another
+/// program: `strace`, `python3`, a shell).
+pub const BINARY: &str = env!("CARGO_BIN_EXE_session-prune");
+
 /// Runs the binary on `db` with `args`.
 pub fn run(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    session_prune()
         .arg("--db")
         .arg(db)
         .args(args)
@@ -19,7 +29,7 @@ pub fn run(db: &Path, args: &[&str]) -> Output {
 /// Runs the binary on `db` with `args`, writing `stdin` to its standard input.
 pub fn run_with_stdin(db: &Path, args: &[&str], stdin: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_session-prune"))
+    let mut child = session_prune()
         .arg("--db")
         .arg(db)
         .args(args)

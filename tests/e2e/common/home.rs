@@ -34,7 +34,7 @@ impl OpenCodeHome {
     /// Runs `script` with `bash -euo pipefail` in a clean environment: this home, and a PATH
     /// that finds the built `session-prune` first.
     pub fn bash(&self, script: &str) -> Output {
-        let binary = Path::new(env!("CARGO_BIN_EXE_session-prune"));
+        let binary = Path::new(crate::common::cli::BINARY);
         let path = format!(
             "{}:{}",
             binary.parent().expect("binary folder").display(),

@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -48,7 +48,7 @@ impl Server {
     /// Serves `db` with exactly `args` after `serve --json` (and `--listen 127.0.0.1:0` unless
     /// `args` has a `--listen`), and `env`.
     pub fn start_exactly(db: &Path, args: &[String], env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_session-prune"));
+        let mut command = crate::common::cli::session_prune();
         command
             .arg("--db")
             .arg(db)

@@ -72,7 +72,7 @@ pub fn measured(db: &Path, args: &[&str]) -> Option<Run> {
         .arg("-c")
         .arg(SPAWNER)
         .arg(&report)
-        .arg(env!("CARGO_BIN_EXE_session-prune"))
+        .arg(crate::common::cli::BINARY)
         .arg("--db")
         .arg(db)
         .args(args)

@@ -92,7 +92,7 @@ pub fn record(strace: &str, folder: &Path, args: &[String]) -> (Recording, i32) 
             "-e",
             "trace=openat,close,pwrite64,write,ftruncate,fsync,fdatasync,unlink,unlinkat,rename,renameat,renameat2,link,linkat",
         ])
-        .arg(env!("CARGO_BIN_EXE_session-prune"))
+        .arg(crate::common::cli::BINARY)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
