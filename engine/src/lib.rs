@@ -1,8 +1,11 @@
-//! The session-pruning engine: the CodeNomad-compatible contract, the revision, the planner, the
-//! [`SessionStore`] trait and the [`Engine`] that journals, applies and announces prunes.
+//! The session-pruning engine: the CodeNomad-compatible contract (`contract`, and the browsing
+//! requests and answers in `browse`), the revision, the planner, scope, the request key, history
+//! paging (`history`), batches (`batch`), restores (`restore`), receipts, the [`SessionStore`]
+//! trait, the audit's journal side and report (`audit`), and the [`Engine`] that journals,
+//! applies and announces every prune and restore (`engine`).
 //!
-//! Storage-specific code lives in the adapters crate; the journal and the event hub are their own
-//! crates. This crate knows the contract and the rules, not SQL.
+//! Storage-specific code lives in the OpenCode store (`pruning-opencode`); the journal and the
+//! event hub are their own crates. This crate knows the contract and the rules, not SQL.
 
 #![warn(missing_docs)]
 

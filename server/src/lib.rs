@@ -4,17 +4,19 @@
 //!
 //! Routes (docs/ARCHITECTURE.md, "HTTP"): `POST
 //! /api/workspaces/{id}/session-pruning/{preview,prune,
-//! history,prune-batch}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
-//! `GET .../receipts/{receiptID}` (audit); `GET .../events` (Server-Sent Events, resumable);
+//! history,prune-batch,restore}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
+//! `GET .../receipts/{receiptID}` and `GET .../audit` (`audit`); `GET .../events` (Server-Sent
+//! Events, resumable); `GET /api/workspaces/{id}/stats` (the overview: `overview`);
 //! the browsing routes `GET /api/workspaces/{id}/sessions` and `POST
 //! /api/workspaces/{id}/session-history/{window,outline,outlinePreview,assets,assetRead}` (read-only, on
 //! connections of their own: `browse`);
 //! `GET /api/workspaces`; `GET /openapi.json` (the OpenAPI 3.1 document, derived from the
-//! handlers and the types they answer with: `openapi`); `GET /health`.
+//! handlers and the types they answer with: `openapi`); `GET /health`; the page at `GET /` and
+//! `GET /page/{name}` (`page`, built into the binary).
 //!
 //! This crate owns HTTP concerns only: routes, JSON answers and their status codes,
-//! authentication, the body limit, workspace scoping, the event stream and the bounds on
-//! connections (`connections`). The engine does the work, on tokio's blocking pool.
+//! authentication, the body limit, workspace scoping, CORS (`cors`), the event stream, the log
+//! lines of refused and failed requests, and the bounds on connections (`connections`). The engine does the work, on tokio's blocking pool.
 
 #![warn(missing_docs)]
 
