@@ -11,23 +11,27 @@ use super::CleanConfig;
 use crate::output;
 use crate::output::say;
 
-/// How a clean ended, as its report names it (`status`, and the first word of the text).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// How a clean ended, as its report names it (`status`, and the first word of the text): the
+/// name is [`Status::as_str`]'s, which `--json` writes too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) enum Status {
     /// `--apply` ran to the end.
-    #[serde(rename = "cleaned")]
     Cleaned,
     /// A dry run ran to the end.
     #[default]
-    #[serde(rename = "dry-run")]
     DryRun,
     /// Stopped by Ctrl-C.
-    #[serde(rename = "interrupted")]
     Interrupted,
 }
 
+impl Serialize for Status {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 impl Status {
-    /// The name `--json` gives it.
+    /// Its name in the report: `cleaned`, `dry-run` or `interrupted`.
     pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::Cleaned => "cleaned",

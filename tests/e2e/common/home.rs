@@ -9,12 +9,14 @@ use tempfile::TempDir;
 /// `~/.local/share/opencode/` with a copy of the coding-work fixture as `opencode.db` and one
 /// spill file in `tool-output/`, in a home of its own.
 pub struct OpenCodeHome {
+    /// The home folder.
     pub home: TempDir,
     /// The data folder.
     pub data: PathBuf,
 }
 
 impl OpenCodeHome {
+    /// A new home in a temporary folder (removed when dropped).
     pub fn new() -> Self {
         let home = tempfile::tempdir().expect("home");
         let data = home.path().join(".local/share/opencode");

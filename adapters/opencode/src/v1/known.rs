@@ -9,7 +9,7 @@
 //! connection (OpenCode) commits and never for this connection's own commits. So what was learnt
 //! inside one transaction is still true inside a later one at the same data version, except for
 //! this connection's own writes in between, which are either told to [`Known`] (the snapshots a
-//! prune deleted; a planned prune is taken out by the prune of its message, whatever it does) or
+//! prune or a compaction deleted; a planned prune is taken out by the prune of its message, whatever it does) or
 //! cannot change what was learnt (a prune deletes its own message's parts and their snapshots,
 //! appends `message.part.removed.1` events with the session's next seqs, and inserts a receipt:
 //! a fence that passed still passes, and another message's rows are untouched). A transaction
