@@ -262,7 +262,10 @@ impl PruneRequest {
     }
 }
 
-pub(crate) fn check_body_size(body: &str) -> Result<(), ContractError> {
+/// Refuses a body over [`MAX_REQUEST_BYTES`] (1 MiB), as every route of the contract does.
+///
+/// Errors: [`ContractError::BodyTooLarge`].
+pub fn check_body_size(body: &str) -> Result<(), ContractError> {
     if body.len() > MAX_REQUEST_BYTES {
         return Err(ContractError::BodyTooLarge {
             bytes: body.len(),
@@ -272,7 +275,11 @@ pub(crate) fn check_body_size(body: &str) -> Result<(), ContractError> {
     Ok(())
 }
 
-pub(crate) fn check_id(field: &'static str, id: &str) -> Result<(), ContractError> {
+/// Refuses an id (`sessionID`, `messageID`) that is empty or over [`MAX_ID_LEN`] UTF-16 code
+/// units, as CodeNomad's contract does.
+///
+/// Errors: [`ContractError::IdLength`].
+pub fn check_id(field: &'static str, id: &str) -> Result<(), ContractError> {
     let len = id.encode_utf16().count();
     if len == 0 || len > MAX_ID_LEN {
         return Err(ContractError::IdLength {

@@ -140,8 +140,10 @@ impl ContractError {
     }
 
     /// Parses a request body into its raw shape, turning serde's error into a contract error
-    /// that names the offending field.
-    pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Self> {
+    /// that names the offending field (the shape of every route's 400).
+    ///
+    /// Errors: [`Self::Malformed`], [`Self::UnknownKey`].
+    pub fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Self> {
         let mut deserializer = serde_json::Deserializer::from_str(body);
         let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
             let path = error.path().to_string();

@@ -8,7 +8,7 @@
 import { Api, ApiError, workspacePaths } from "./api.js";
 import { EventStream } from "./stream.js";
 import { bytes, normalize, render, text } from "./messages.js";
-import { planClean } from "./clean.js";
+import { describe, pruneBodies, samePrunes } from "./clean.js";
 
 const PRUNED = "rpc.codenomad.session-pruning.pruned";
 const RESTORED = "rpc.codenomad.session-pruning.restored";
@@ -16,8 +16,6 @@ const RESTORED = "rpc.codenomad.session-pruning.restored";
 const COMPACTED = "rpc.codenomad.session-pruning.compacted";
 /** Session pages the list reads by itself (100 sessions each); the rest on request. */
 const SESSION_PAGES_AT_ONCE = 50;
-/** Candidates per `prune-batch` call (the contract's most). */
-const BATCH = 16;
 /** The outline's `known` holds at most this many checkpoints (the contract's most). */
 const MOST_KNOWN = 512;
 /** How near the view (px) an edge of the messages must come for the window beyond it to be read. */
@@ -25,9 +23,12 @@ const EDGE_MARGIN = 400;
 /** Events the log keeps on screen. */
 const LOG_LINES = 100;
 
+/** What each refusal reason means; the quiet period is the server's (`serve --quiet-period`). */
 const REASONS = {
-  maintenance_required:
-    "OpenCode may be using the session (a run, a compaction, a staged revert, or a write in the last 30 s), or another process holds the database: try again later.",
+  get maintenance_required() {
+    const quiet = state.health ? `${Math.round(state.health.quietPeriodMs / 1000)} s` : "quiet period";
+    return `OpenCode may be using the session (a run, a compaction, a staged revert, or a write in the last ${quiet}), or another process holds the database: try again later.`;
+  },
   conflict: "The message changed since its preview: preview it again.",
   not_deletable:
     "Nothing here can be pruned: not a completed assistant message, no tool or reasoning part selected, or the session is gone.",
@@ -73,6 +74,10 @@ const state = {
   cleaning: null,
   /** The workspace whose overview is being read, or null. */
   overviewLoading: null,
+  /** Events could not be applied: everything is read again once the server answers. */
+  needsReload: false,
+  /** Whether the notice shown concerns the open session only (opening another hides it). */
+  noticeOfSession: false,
 };
 
 /** An overview that took longer than this to read is read again on request, not after each prune. */
@@ -833,45 +838,18 @@ async function preview(messageID, { checked = [], fresh = true } = {}) {
 
 $("clean").addEventListener("click", () => state.open && cleanDryRun(state.open));
 
-/**
- * What a clean is planned from, read now: the outline (revalidated), every message (the
- * windows from the oldest on) and the prune candidates. Null when a read is refused (the panel
- * says why).
- */
-async function readForClean(open, say) {
-  await loadOutline(open);
-  const messages = new Map();
-  let target = { kind: "oldest" };
-  while (target) {
-    const answer = await api.post(state.paths.history("window"), { sessionID: open.id, target });
-    if (state.open !== open) return null;
-    if (answer.status !== "window") {
-      panel("Clean this session", text("p", "blocked", `blocked: ${answer.reason} — ${READ_REASONS[answer.reason] ?? ""}`));
-      return null;
-    }
-    for (const message of answer.messages.map(normalize)) messages.set(message.id, message);
-    say(`Reading the session: ${messages.size} messages…`);
-    target = answer.newer;
+/** The server's plan of a clean of the session keeping `turns` turns; null when refused (said). */
+async function readPlan(open, turns) {
+  const answer = await api.post(state.paths.pruning("clean-plan"), { sessionID: open.id, keepLastTurns: turns });
+  if (state.open !== open) return null;
+  if (answer.status !== "plan") {
+    panel("Clean this session", blockedLine(answer.reason));
+    return null;
   }
-  const candidates = [];
-  let cursor = null;
-  do {
-    const body = { sessionID: open.id, purpose: "prune" };
-    if (cursor) body.cursor = cursor;
-    const page = await api.post(state.paths.pruning("history"), body);
-    if (state.open !== open) return null;
-    if (page.status !== "page") {
-      panel("Clean this session", blockedLine(page.reason));
-      return null;
-    }
-    candidates.push(...page.candidates);
-    cursor = page.cursor;
-  } while (cursor);
-  const entries = open.chunks.flatMap((c) => c.entries);
-  return { entries, messages, candidates };
+  return answer;
 }
 
-/** The dry run of a clean: what `planClean` takes, counted; then the apply. */
+/** The dry run of a clean, as the server plans it; then the apply. */
 async function cleanDryRun(open, note = "") {
   if (state.cleaning) return;
   open.previewing = null;
@@ -880,40 +858,41 @@ async function cleanDryRun(open, note = "") {
   keep.min = "0";
   keep.value = String(open.keepTurns ?? 2);
   keep.id = "keep-turns";
-  const summary = text("p", "summary", "Reading the prunable messages…");
-  panel("Clean this session", summary);
-  const read = await readForClean(open, (line) => {
-    summary.textContent = line;
-  });
-  if (!read) return;
-  let plan;
-  const replan = () => {
-    const turns = Math.max(0, Math.floor(Number(keep.value)) || 0);
-    keep.value = String(turns);
-    open.keepTurns = turns;
-    plan = planClean(read.entries, read.messages, read.candidates, turns);
-    summary.textContent = `Dry run: ${plan.chosen.length} message(s), ${plan.parts} tool and reasoning part(s) would be pruned; ${plan.recent} prunable message(s) are in the last ${turns} turn(s) and kept${plan.skillOnly ? `, ${plan.skillOnly} hold(s) only skill output` : ""}. Text and skill output are never removed. Whether OpenCode is using the session is checked as each message is pruned.`;
-  };
-  replan();
-  keep.addEventListener("change", replan);
+  const summary = text("p", "summary", "Planning the clean…");
   const apply = text("button", "apply", "Apply the clean");
   apply.type = "button";
-  apply.addEventListener("click", () => cleanApply(open, plan, Number(keep.value)));
+  apply.disabled = true;
   const label = text("label", "", "Keep the last turns: ");
   label.append(keep);
   panel("Clean this session", ...(note ? [text("p", "blocked", note)] : []), label, summary, apply);
+  let plan = null;
+  const replan = async () => {
+    const turns = Math.max(0, Math.floor(Number(keep.value)) || 0);
+    keep.value = String(turns);
+    open.keepTurns = turns;
+    apply.disabled = true;
+    const read = await readPlan(open, turns);
+    // A later change of the kept turns planned again meanwhile: its plan is the one shown.
+    if (!read || read.keepLastTurns !== Number(keep.value)) return;
+    plan = read;
+    summary.textContent = describe(plan, bytes);
+    apply.disabled = plan.prunes.length === 0;
+  };
+  keep.addEventListener("change", replan);
+  apply.addEventListener("click", () => plan && cleanApply(open, plan));
+  await replan();
 }
 
 /**
- * Applies a clean: the plan is made again first, and when the session changed since the dry
- * run (a turn added or removed, a message written) the new dry run is shown instead. Then
- * `prune-batch`, 16 at a time, for messages whose every technical part goes, and `prune` with
- * the chosen indexes for the others; the progress stays above the panel until it ends.
+ * Applies a clean: the server plans it again first, and when the session changed since the dry
+ * run (a turn added or removed, a message written) the new dry run is shown instead. Then one
+ * `prune` per planned message, the request `clean` makes; the progress stays above the panel
+ * until it ends.
  */
-async function cleanApply(open, dry, turns) {
+async function cleanApply(open, dry) {
   const progress = document.createElement("progress");
   const line = text("p", "summary", "Checking the session again…");
-  const stop = text("button", "stop", "Stop after this batch");
+  const stop = text("button", "stop", "Stop after this message");
   stop.type = "button";
   let stopping = false;
   stop.addEventListener("click", () => {
@@ -925,52 +904,37 @@ async function cleanApply(open, dry, turns) {
   state.cleaning = section;
   panel("Cleaning");
   try {
-    const read = await readForClean(open, () => {});
-    if (!read) {
+    const plan = await readPlan(open, dry.keepLastTurns);
+    if (!plan) {
       line.textContent = "Nothing was pruned.";
       return;
     }
-    const plan = planClean(read.entries, read.messages, read.candidates, turns);
-    if (JSON.stringify(plan.chosen) !== JSON.stringify(dry.chosen)) {
+    if (!samePrunes(plan, dry)) {
       state.cleaning = null;
       await cleanDryRun(open, "The session changed since the dry run: this is the dry run of it now. Nothing was pruned.");
       return;
     }
-    const chosen = plan.chosen;
-    progress.max = chosen.length;
+    const bodies = pruneBodies(plan);
+    progress.max = bodies.length;
     progress.value = 0;
     const counts = new Map();
     let done = 0;
-    const count = (result) => {
-      const key = result.status === "blocked" ? result.reason : result.status;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    };
     const counted = () => [...counts].map(([k, n]) => `${n} ${k}`).join(", ");
-    const whole = chosen.filter((c) => c.indexes === null).map(({ indexes, ...candidate }) => candidate);
-    const some = chosen.filter((c) => c.indexes !== null);
-    const steps = [];
-    for (let start = 0; start < whole.length; start += BATCH) steps.push({ batch: whole.slice(start, start + BATCH) });
-    for (const one of some) steps.push({ one });
-    for (const step of steps) {
+    for (const body of bodies) {
       if (stopping) break;
       try {
-        if (step.batch) {
-          const answer = await api.post(state.paths.pruning("prune-batch"), { sessionID: open.id, candidates: step.batch });
-          for (const { result } of answer.results) count(result);
-          done += step.batch.length;
-        } else {
-          const { messageID, revision, indexes } = step.one;
-          count(await api.post(state.paths.pruning("prune"), { sessionID: open.id, messageID, revision, indexes }));
-          done += 1;
-        }
+        const result = await api.post(state.paths.pruning("prune"), body);
+        const key = result.status === "blocked" ? result.reason : result.status;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        done += 1;
       } catch (error) {
-        line.textContent = `Stopped: ${error.message}; ${done} of ${chosen.length} message(s) done: ${counted()}.`;
+        line.textContent = `Stopped: ${error.message}; ${done} of ${bodies.length} message(s) done: ${counted()}.`;
         return;
       }
       progress.value = done;
-      line.textContent = `${done} of ${chosen.length}: ${counted()}`;
+      line.textContent = `${done} of ${bodies.length}: ${counted()}`;
     }
-    line.textContent = `${stopping ? "Stopped" : "Done"}: ${done} of ${chosen.length} message(s); ${counted() || "nothing to do"}.`;
+    line.textContent = `${stopping ? "Stopped" : "Done"}: ${done} of ${bodies.length} message(s); ${counted() || "nothing to do"}.`;
   } finally {
     stop.remove();
     if (state.cleaning === section) {

@@ -1,43 +1,31 @@
-// What the page's clean takes, by `clean`'s default policy: the tool and reasoning parts of
-// the completed assistant messages before the session's last N user turns (a session with
-// fewer user turns than N keeps every message), every tool but `skill` (whose output is
-// instructions the model goes on following; `clean --skip-tools` says the same).
+// The page's clean in words and steps. What it takes comes from the server's `clean-plan`
+// route, which plans as `clean --session ID --keep-last-turns N` does: the rule is written once,
+// in Rust. Nothing here touches the page, so `node --test` can run it.
 
-/** Tools whose parts a clean keeps, as `clean`'s default `--skip-tools skill`. */
-export const KEPT_TOOLS = ["skill"];
-
-/**
- * The plan of a clean: `entries` the outline's entries in order (`{id, seq, type}`),
- * `messages` the session's messages by id (as `messages.js` draws them), `candidates` the
- * `history` route's prune candidates (`{messageID, revision, toolCount, reasoningCount}`),
- * `turns` the user turns kept. Returns `{chosen, recent, skillOnly, parts}`: each chosen
- * candidate with `indexes` (null: every technical part, as `prune-batch` takes them; else the
- * parts to prune, `skill` left out), the prunable messages kept for their turn (or not read)
- * and for holding only skill output, and the parts the clean takes.
- */
-export function planClean(entries, messages, candidates, turns) {
-  const users = entries.filter((e) => e.type === "user");
-  const from = turns === 0 ? Infinity : users.length < turns ? -Infinity : users[users.length - turns].seq;
-  const seqs = new Map(entries.map((e) => [e.id, e.seq]));
-  const chosen = [];
-  let recent = 0;
-  let skillOnly = 0;
-  let parts = 0;
-  for (const candidate of candidates) {
-    const seq = seqs.get(candidate.messageID);
-    const message = messages.get(candidate.messageID);
-    if (seq === undefined || seq >= from || !message) {
-      recent += 1;
-      continue;
-    }
-    const technical = message.parts.filter((p) => p.technical);
-    const taken = technical.filter((p) => !KEPT_TOOLS.includes(p.tool));
-    if (taken.length === 0) {
-      skillOnly += 1;
-      continue;
-    }
-    parts += taken.length;
-    chosen.push({ ...candidate, indexes: taken.length === technical.length ? null : taken.map((p) => p.index) });
+/** The dry run in words, from a `clean-plan` answer of status `plan`. */
+export function describe(plan, bytes) {
+  const refused = plan.prunes.filter((p) => p.blocked !== null);
+  const byReason = new Map();
+  for (const prune of refused) byReason.set(prune.blocked, (byReason.get(prune.blocked) ?? 0) + 1);
+  const skipped = Object.entries(plan.skipped).map(([reason, n]) => `${n} ${reason}`);
+  const lines = [
+    `Dry run: ${plan.prunes.length - refused.length} message(s), ${plan.parts} tool and reasoning part(s), ${bytes(plan.bytes)} would be pruned.`,
+    `${plan.lookedAt} assistant message(s) looked at, and ${plan.keptInTurns} more left alone in the last ${plan.keepLastTurns} turn(s)${plan.nothingToPrune ? `; ${plan.nothingToPrune} with nothing to prune` : ""}${skipped.length ? `; skipped: ${skipped.join(", ")}` : ""}.`,
+  ];
+  if (refused.length > 0) {
+    lines.push(`Refused now: ${[...byReason].map(([reason, n]) => `${n} ${reason}`).join(", ")}.`);
   }
-  return { chosen, recent, skillOnly, parts };
+  lines.push("Text and skill output are never removed. Whether OpenCode is using the session is checked again as each message is pruned.");
+  return lines.join(" ");
+}
+
+/** Whether two plans make the same prunes (same messages, revisions and parts). */
+export function samePrunes(a, b) {
+  const key = (plan) => JSON.stringify(plan.prunes.map((p) => [p.messageID, p.revision, p.indexes]));
+  return key(a) === key(b);
+}
+
+/** The `prune` bodies that apply a plan, in its order (each the request `clean` makes). */
+export function pruneBodies(plan) {
+  return plan.prunes.map(({ messageID, revision, indexes }) => ({ sessionID: plan.sessionID, messageID, revision, indexes }));
 }

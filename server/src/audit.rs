@@ -33,6 +33,10 @@ pub struct Health {
     /// The newest event's sequence number (0 before any prune).
     #[serde(rename = "lastSeq")]
     last_seq: u64,
+    /// The fence's quiet period (`serve --quiet-period`), ms: a session OpenCode wrote to more
+    /// recently is refused (`maintenance_required`).
+    #[serde(rename = "quietPeriodMs")]
+    quiet_period_ms: u64,
 }
 
 /// The one value of `status` in [`Health`].
@@ -43,8 +47,9 @@ enum Healthy {
     Ok,
 }
 
-/// `GET /health` -> `{status:"ok", version, databaseID, lastSeq}`: the engine is open and its
-/// journal readable; `lastSeq` is the newest event's sequence number (0 before any prune).
+/// `GET /health` -> `{status:"ok", version, databaseID, lastSeq, quietPeriodMs}`: the engine is
+/// open and its journal readable; `lastSeq` is the newest event's sequence number (0 before any
+/// prune); `quietPeriodMs` the fence's quiet period, which the page states in its refusals.
 #[utoipa::path(
     get,
     path = "/health",
@@ -56,10 +61,11 @@ enum Healthy {
     )
 )]
 pub async fn health(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let (database_id, last_seq) = state
+    let (database_id, last_seq, quiet_period) = state
         .read(|engine| {
             let last = engine.journal().last_seq();
-            (engine.database_id().to_string(), last)
+            let quiet_period = engine.store().options().quiet_period;
+            (engine.database_id().to_string(), last, quiet_period)
         })
         .await?;
     let last_seq = last_seq
@@ -69,6 +75,7 @@ pub async fn health(State(state): State<AppState>) -> Result<Response, ApiError>
         version: ENGINE_VERSION,
         database_id,
         last_seq,
+        quiet_period_ms: u64::try_from(quiet_period.as_millis()).unwrap_or(u64::MAX),
     }))
 }
 

@@ -24,6 +24,7 @@ mod audit;
 pub mod auth;
 mod body;
 mod browse;
+mod clean;
 pub mod connections;
 mod contract;
 mod cors;

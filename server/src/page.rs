@@ -35,7 +35,7 @@ pub async fn index() -> Response {
 
 /// The page's scripts and style, by name: `app.js` (views, cache invalidation), `api.js` (calls
 /// and the password), `stream.js` (the event stream, resumed by `Last-Event-ID`),
-/// `messages.js` (V1 and V2 messages drawn), `clean.js` (what the page's clean takes),
+/// `messages.js` (V1 and V2 messages drawn), `clean.js` (the clean's dry run in words and the prunes that apply the server's plan),
 /// `app.css`.
 const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", include_str!("../page/app.js"), JAVASCRIPT),

@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::openapi::{Closed, Fixed};
 use super::responses::Unauthorized;
 use super::state::AppState;
-use super::{audit, browse, contract, events, overview, page};
+use super::{audit, browse, clean, contract, events, overview, page};
 
 /// Every route with its OpenAPI description: the one list both the router and the document
 /// ([`openapi`]) are made from.
@@ -27,6 +27,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(contract::history))
         .routes(routes!(contract::prune_batch))
         .routes(routes!(contract::restore))
+        .routes(routes!(clean::clean_plan))
         .routes(routes!(audit::receipts))
         .routes(routes!(audit::receipt))
         .routes(routes!(audit::audit))

@@ -215,6 +215,35 @@ fn every_answer_of_every_route_matches_the_document() {
         200,
     );
     assert_eq!(blocked["status"], "blocked", "{blocked}");
+    // The clean's plan of the session: both messages, every technical part of each.
+    let plan = api.expect(
+        &route("POST", "clean-plan"),
+        &path(PROJECT, "clean-plan"),
+        json!({ "sessionID": SESSION, "keepLastTurns": 0 }),
+        200,
+    );
+    assert_eq!(plan["status"], "plan", "{plan}");
+    let planned: Vec<&Value> = plan["prunes"]
+        .as_array()
+        .expect("prunes")
+        .iter()
+        .map(|p| &p["messageID"])
+        .collect();
+    assert_eq!(
+        planned,
+        [&json!(messages[0]), &json!(messages[1])],
+        "{plan}"
+    );
+    let blocked = api.expect(
+        &route("POST", "clean-plan"),
+        &path(PROJECT, "clean-plan"),
+        json!({ "sessionID": "ses_nowhere" }),
+        200,
+    );
+    assert_eq!(
+        blocked,
+        json!({ "status": "blocked", "reason": "not_deletable" })
+    );
     let prune = json!({
         "sessionID": SESSION, "messageID": messages[0],
         "revision": preview["revision"], "indexes": [preview["parts"][0]["index"]],
@@ -332,7 +361,14 @@ fn every_answer_of_every_route_matches_the_document() {
     assert_eq!(resync[0].1, json!({ "firstKept": 1, "resumeAfter": 2 }));
 
     // 400: bodies that break the contract, unknown parameters, a malformed id or cursor.
-    for name in ["preview", "prune", "history", "prune-batch", "restore"] {
+    for name in [
+        "preview",
+        "prune",
+        "history",
+        "prune-batch",
+        "restore",
+        "clean-plan",
+    ] {
         let error = api.expect(
             &route("POST", name),
             &path(PROJECT, name),
@@ -375,6 +411,7 @@ fn every_answer_of_every_route_matches_the_document() {
         ("prune", prune.clone()),
         ("history", json!({ "sessionID": SESSION })),
         ("prune-batch", batch.clone()),
+        ("clean-plan", json!({ "sessionID": SESSION })),
     ];
     for (name, body) in &contract_bodies {
         api.expect(
@@ -420,7 +457,14 @@ fn every_answer_of_every_route_matches_the_document() {
     );
 
     // 408 and 413: a body that never comes, and one over 1 MiB.
-    for name in ["preview", "prune", "history", "prune-batch", "restore"] {
+    for name in [
+        "preview",
+        "prune",
+        "history",
+        "prune-batch",
+        "restore",
+        "clean-plan",
+    ] {
         api.body_never_arrives(&route("POST", name), &path(PROJECT, name));
         let mut big = prune.clone();
         big["sessionID"] = json!("s".repeat(1024 * 1024));

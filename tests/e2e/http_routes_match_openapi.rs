@@ -38,6 +38,7 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         format!("POST {pruning}/history"),
         format!("POST {pruning}/prune-batch"),
         format!("POST {pruning}/restore"),
+        format!("POST {pruning}/clean-plan"),
         format!("GET {pruning}/receipts"),
         format!("GET {pruning}/receipts/{{receiptID}}"),
         format!("GET {pruning}/audit"),

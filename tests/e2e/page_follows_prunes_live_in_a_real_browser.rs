@@ -286,9 +286,8 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
         )
         .await;
     browser.click("#clean").await;
-    // As `clean --keep-last-turns 2`: a session of fewer user turns than kept (it has none)
-    // keeps every message.
-    let summary = "return document.querySelector('#panel-body .summary')?.textContent";
+    // The server plans it as `clean --keep-last-turns 2`: a session of fewer user turns than
+    // kept (it has none) keeps every message.
     let dry = browser
         .until(
             "the clean's dry run",
@@ -297,22 +296,32 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
         .await;
     assert!(
         dry.as_str().expect("text").starts_with(
-            "Dry run: 0 message(s), 0 tool and reasoning part(s) would be pruned; 40 prunable \
-             message(s) are in the last 2 turn(s) and kept. Text and skill output are never \
-             removed."
+            "Dry run: 0 message(s), 0 tool and reasoning part(s), 0 B would be pruned. 0 \
+             assistant message(s) looked at, and 40 more left alone in the last 2 turn(s). \
+             Text and skill output are never removed."
         ),
         "{dry}"
     );
-    // Keeping no turn takes them all (a value that is not whole is taken down to one).
+    // Keeping no turn takes them all but the one holding only skill output (a value that is
+    // not whole is taken down to one).
     browser
         .eval("const k = document.getElementById('keep-turns'); k.value = '0.5'; k.dispatchEvent(new Event('change')); return true")
         .await;
-    let dry = browser.eval(summary).await;
+    let dry = browser
+        .until(
+            "the clean's dry run keeping no turn",
+            "const t = document.querySelector('#panel-body .summary')?.textContent ?? ''; return t.startsWith('Dry run: 39') && t",
+        )
+        .await;
+    let dry = dry.as_str().expect("text");
     assert!(
-        dry.as_str().expect("text").starts_with(
-            "Dry run: 39 message(s), 39 tool and reasoning part(s) would be pruned; 0 \
-             prunable message(s) are in the last 0 turn(s) and kept, 1 hold(s) only skill \
-             output."
+        dry.starts_with("Dry run: 39 message(s), 39 tool and reasoning part(s), "),
+        "{dry}"
+    );
+    assert!(
+        dry.contains(
+            " would be pruned. 40 assistant message(s) looked at, and 0 more left alone in the \
+             last 0 turn(s); 1 with nothing to prune. Text and skill output are never removed."
         ),
         "{dry}"
     );

@@ -743,6 +743,11 @@ impl OpenCodeStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The options the store was opened with (its fence's quiet period, ...).
+    pub fn options(&self) -> StoreOptions {
+        self.options
+    }
+
     /// The V1 fence's limits from [`StoreOptions`].
     fn fence_limits(&self) -> FenceLimits {
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);

@@ -8,6 +8,9 @@
 //! `role`, V2 row `type`; both generations together, by `time_created`).
 
 pub(crate) mod copies;
+mod session;
+
+pub use session::{plan_session, CleanPlanRequest, PlannedMessage, SessionPlan};
 
 use std::time::Duration;
 
@@ -110,6 +113,9 @@ pub enum Planned {
         request: PruneRequest,
         /// Sum of the selected parts' `bytes`.
         bytes: u64,
+        /// Whether the selected parts are every tool and reasoning part of the message, as
+        /// `prune-batch` (which takes them all) would take them.
+        every_technical: bool,
         /// Spill files the selected tool parts point at (`state.metadata.outputPath` in V1,
         /// `state.outputPaths` in V2), as stored, once per part that names them.
         spill_files: Vec<String>,
@@ -707,7 +713,11 @@ fn select(
     let mut indexes = Vec::new();
     let mut bytes = 0u64;
     let mut spill_files = Vec::new();
+    let mut technical = 0usize;
     for (index, part) in message.parts.iter().enumerate() {
+        if matches!(part.class, PartClass::Reasoning | PartClass::Tool(_)) {
+            technical += 1;
+        }
         let wanted = match part.class {
             PartClass::Reasoning => policy.reasoning,
             PartClass::Tool(_) => {
@@ -748,6 +758,7 @@ fn select(
         .plan_measured(measured, &request.selection, &request.revision)
         .ok();
     let planned = Planned::Prune {
+        every_technical: indexes.len() == technical,
         request,
         bytes,
         spill_files,
