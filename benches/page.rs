@@ -148,9 +148,18 @@ fn main() {
             for path in [
                 "/",
                 "/page/app.js",
+                "/page/state.js",
+                "/page/overview.js",
+                "/page/sessions.js",
+                "/page/session.js",
+                "/page/panel.js",
                 "/page/api.js",
                 "/page/stream.js",
                 "/page/messages.js",
+                "/page/reasons.js",
+                "/page/events.js",
+                "/page/open-session.js",
+                "/page/clean.js",
                 "/page/app.css",
             ] {
                 drop(get(path));

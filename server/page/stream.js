@@ -14,16 +14,23 @@ const RETRY_FIRST_MS = 250;
 const RETRY_MOST_MS = 4000;
 
 /**
- * Follows the stream at `path` until `stop()`. `onEvent({type, id, data})` gets every event
- * (`id` is null for a retry's event the stream has already passed); `onStatus(text, live)`
- * says whether it is connected. A fresh page with no stored id starts at `startAfter` (the
- * journal's `lastSeq` when the page loaded: what came before is in what it reads).
- * `beforeConnect()` runs before each connection: `"go"` connects, `"wait"` tries again after
- * the next delay (the server cannot say which database it serves), `"stop"` ends the stream
- * (the server now serves another database: the page starts anew).
+ * Follows the stream at `path` until `stop()`. Its options:
+ *
+ * - `api`: the page's `Api` (its password goes with each connection);
+ * - `path`: the workspace's events route;
+ * - `storeKey`: the localStorage key of the last id (per database and workspace), also the
+ *   name of the BroadcastChannel and the Web Lock the tabs share;
+ * - `startAfter`: where a fresh page with no stored id starts (the journal's `lastSeq` when
+ *   the page loaded: what came before is in what it reads);
+ * - `onEvent({type, id, data})`: every event (`id` is null for a retry's event the stream has
+ *   already passed);
+ * - `onStatus(text, live)`: whether it is connected;
+ * - `beforeConnect()`: runs before each connection: `"go"` connects, `"wait"` tries again after
+ *   the next delay (the server cannot say which database it serves), `"stop"` ends the stream
+ *   (the server now serves another database: the page starts anew).
  */
 export class EventStream {
-  constructor(api, path, storeKey, startAfter, onEvent, onStatus, beforeConnect) {
+  constructor({ api, path, storeKey, startAfter, onEvent, onStatus, beforeConnect }) {
     this.api = api;
     this.path = path;
     this.storeKey = storeKey;

@@ -1,5 +1,5 @@
 //! `POST /api/workspaces/{id}/session-pruning/clean-plan`: the dry run of a clean of one
-//! session's technical parts, as `clean --session ID --keep-last-turns N` plans it
+//! session's technical parts, as `clean ID --keep-last-turns N` plans it
 //! (`pruning_opencode::plan_session`). The page applies what it answers with `prune` and
 //! `prune-batch`, so the clean policy is written once, in Rust. Nothing is written.
 //!
@@ -39,8 +39,8 @@ pub enum CleanPlanResult {
 #[utoipa::path(
     post,
     path = "/api/workspaces/{id}/session-pruning/clean-plan",
-    summary = "The dry run of a clean of one session's tool and reasoning parts, as `clean \
-        --session ID --keep-last-turns N` plans it: the prunes it would make (each a `prune` \
+    summary = "The dry run of a clean of one session's tool and reasoning parts, as `clean ID \
+        --keep-last-turns N` plans it: the prunes it would make (each a `prune` \
         body) and the messages it leaves alone. Nothing is written.",
     params(("id" = String, Path, description = "A workspace id from GET /api/workspaces")),
     request_body = CleanPlanRequest,

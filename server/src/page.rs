@@ -33,26 +33,39 @@ pub async fn index() -> Response {
     )
 }
 
-/// The page's scripts and style, by name: `app.js` (views, cache invalidation), `api.js` (calls
-/// and the password), `stream.js` (the event stream, resumed by `Last-Event-ID`),
-/// `messages.js` (V1 and V2 messages drawn), `clean.js` (the clean's dry run in words and the prunes that apply the server's plan),
-/// `app.css`.
+/// The page's scripts and style, by name (docs/ARCHITECTURE.md, "The page", says what each
+/// holds): the controller `app.js`, the declared state `state.js`, the views `overview.js`,
+/// `sessions.js`, `session.js` and `panel.js`; `api.js`, `stream.js`, `messages.js`,
+/// `reasons.js`; the pure modules `events.js`, `open-session.js` and `clean.js` (unit-tested by
+/// `node --test server/page/test/`); `app.css`.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("app.js", include_str!("../page/app.js"), JAVASCRIPT),
-    ("api.js", include_str!("../page/api.js"), JAVASCRIPT),
-    ("stream.js", include_str!("../page/stream.js"), JAVASCRIPT),
-    (
-        "messages.js",
-        include_str!("../page/messages.js"),
-        JAVASCRIPT,
-    ),
-    ("clean.js", include_str!("../page/clean.js"), JAVASCRIPT),
+    script("app.js", include_str!("../page/app.js")),
+    script("state.js", include_str!("../page/state.js")),
+    script("overview.js", include_str!("../page/overview.js")),
+    script("sessions.js", include_str!("../page/sessions.js")),
+    script("session.js", include_str!("../page/session.js")),
+    script("panel.js", include_str!("../page/panel.js")),
+    script("api.js", include_str!("../page/api.js")),
+    script("stream.js", include_str!("../page/stream.js")),
+    script("messages.js", include_str!("../page/messages.js")),
+    script("reasons.js", include_str!("../page/reasons.js")),
+    script("events.js", include_str!("../page/events.js")),
+    script("open-session.js", include_str!("../page/open-session.js")),
+    script("clean.js", include_str!("../page/clean.js")),
     (
         "app.css",
         include_str!("../page/app.css"),
         "text/css; charset=utf-8",
     ),
 ];
+
+/// One of the page's scripts: its name, its text and the JavaScript type.
+const fn script(
+    name: &'static str,
+    body: &'static str,
+) -> (&'static str, &'static str, &'static str) {
+    (name, body, JAVASCRIPT)
+}
 
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 
@@ -61,7 +74,7 @@ const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
     get,
     path = "/page/{name}",
     summary = "One of the page's scripts or its style",
-    params(("name" = String, Path, description = "`app.js`, `api.js`, `stream.js`, `messages.js`, `clean.js` or `app.css`")),
+    params(("name" = String, Path, description = "A script of the page (`app.js`, `state.js`, `api.js`, `stream.js`, ...: each one `app.js` imports) or `app.css`")),
     responses(
         (
             status = 200,

@@ -154,3 +154,93 @@ fn audit_answers_the_report_the_cli_prints() {
     assert_eq!(parse(&whole)["receipts"], 11);
     assert!(parse(&of_session)["receipts"].as_u64().unwrap() < 11);
 }
+
+/// `(request key, bytes removed)` of every receipt of `fixture`, in the order they committed.
+fn receipt_keys(fixture: &Fixture) -> Vec<(String, u64)> {
+    common::receipts(fixture)
+        .into_iter()
+        .map(|r| (r.request_key, r.bytes_removed))
+        .collect()
+}
+
+#[test]
+fn clean_plan_plans_what_the_cli_clean_prunes() {
+    let through_cli = Fixture::new();
+    let through_http = Fixture::new();
+    let app = App::start(&through_http);
+    // The route plans the session's tool and reasoning parts: the CLI's clean without its
+    // compaction of superseded snapshots.
+    let clean = [
+        "--json",
+        "clean",
+        MANY_TURNS,
+        "--keep-last-turns",
+        "1",
+        "--no-compact",
+    ];
+    let dry = run(&through_cli.db, &clean);
+    assert_exit(&dry, 0);
+    let dry: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    let body = json!({ "sessionID": MANY_TURNS, "keepLastTurns": 1 }).to_string();
+    let (status, plan) = app.post(&app.route("clean-plan"), &body);
+    assert_eq!(status, 200, "{plan}");
+    let plan = parse(&plan);
+    assert_eq!(plan["status"], "plan", "{plan}");
+    let prunes = plan["prunes"].as_array().unwrap();
+    assert!(prunes.iter().all(|p| p["blocked"].is_null()), "{plan}");
+    assert_eq!(prunes.len(), 9, "{plan}");
+    assert_eq!(dry["pruned"], 9, "{dry}");
+    assert_eq!(plan["lookedAt"], dry["considered"]);
+    assert_eq!(plan["keptInTurns"], dry["keptRecent"]);
+    assert_eq!(plan["nothingToPrune"], dry["nothingToPrune"]);
+    assert_eq!(plan["alreadyPruned"], dry["alreadyPruned"]);
+    assert_eq!(plan["skipped"], dry["skipped"]);
+    assert_eq!(plan["parts"], dry["parts"]);
+    assert_eq!(plan["bytes"], dry["bytes"]);
+
+    // Applied, the plan's prunes commit the receipts the CLI's clean commits.
+    let mut apply = clean.to_vec();
+    apply.push("--apply");
+    assert_exit(&run(&through_cli.db, &apply), 0);
+    for prune in prunes {
+        let body = json!({
+            "sessionID": MANY_TURNS,
+            "messageID": prune["messageID"],
+            "revision": prune["revision"],
+            "indexes": prune["indexes"],
+        })
+        .to_string();
+        let (status, answer) = app.post(&app.route("prune"), &body);
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(parse(&answer)["status"], "pruned", "{answer}");
+    }
+    app.stop();
+    let expected = receipt_keys(&through_cli);
+    assert_eq!(expected.len(), 9);
+    assert_eq!(receipt_keys(&through_http), expected);
+}
+
+#[test]
+fn clean_plan_refuses_kept_turns_that_are_not_a_whole_number() {
+    let fx = Fixture::new();
+    let app = App::start(&fx);
+    let (database, journal) = (fx.file_digest(), fx.journal_digest());
+    for kept in [
+        json!(-1),
+        json!(1.5),
+        json!("2"),
+        json!(null),
+        json!(4_294_967_296_u64),
+    ] {
+        let body = json!({ "sessionID": MANY_TURNS, "keepLastTurns": kept }).to_string();
+        let (status, answer) = app.post(&app.route("clean-plan"), &body);
+        assert_eq!(status, 400, "{kept}: {answer}");
+        let answer = parse(&answer);
+        assert_eq!(answer["field"], "keepLastTurns", "{kept}: {answer}");
+    }
+    // Nothing was written.
+    assert_eq!(fx.file_digest(), database);
+    assert_eq!(fx.journal_digest(), journal);
+    app.stop();
+    assert!(common::receipts(&fx).is_empty());
+}

@@ -115,8 +115,16 @@ fn the_page_and_every_file_it_loads_are_served_without_the_password() {
             "app.css",
             "app.js",
             "clean.js",
+            "events.js",
             "messages.js",
-            "stream.js"
+            "open-session.js",
+            "overview.js",
+            "panel.js",
+            "reasons.js",
+            "session.js",
+            "sessions.js",
+            "state.js",
+            "stream.js",
         ]
         .map(String::from)
         .into_iter()
