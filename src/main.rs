@@ -1,7 +1,8 @@
 //! `session-prune`: prune tool output and reasoning from OpenCode session databases.
 //!
 //! Exit codes: 0 done (pruned), 1 failure (storage, journal, I/O), 2 bad input (nothing
-//! journaled or written), 3 blocked (the engine refused; nothing changed), 130 interrupted by
+//! journaled or written), 3 blocked (the engine refused; nothing changed, but for a `clean --apply` whose other
+//! prunes committed: run it again later), 130 interrupted by
 //! Ctrl-C (`clean`: what committed stays committed).
 
 mod cli;

@@ -2,7 +2,9 @@
 // workspaces, the address), follows the workspace's event stream and applies what arrives.
 // On every `pruned` (or `restored`, `compacted`) event it drops exactly what the event names
 // from what it holds: the message (read again and drawn anew), the outline chunks whose
-// checkpoint moved, the session's sizes; nothing else is read again. The views are their own
+// checkpoint moved, the session's sizes, the panel's preview and receipts when they show that
+// session, and the overview (a second later, when reading it is cheap); nothing else is read
+// again. The views are their own
 // files (overview.js, sessions.js, session.js, panel.js) around one declared state (state.js).
 
 import { ApiError, workspacePaths } from "./api.js";

@@ -1,6 +1,7 @@
 // The page's clean in words and steps. What it takes comes from the server's `clean-plan`
-// route, which plans as `clean ID --keep-last-turns N` does: the rule is written once,
-// in Rust. Nothing here touches the page, so `node --test` can run it.
+// route, which plans as `clean ID --keep-last-turns N --no-compact` does (the tool and
+// reasoning parts, not the superseded snapshots a `clean` also compacts): the rule is written
+// once, in Rust. Nothing here touches the page, so `node --test` can run it.
 
 /** The dry run in words, from a `clean-plan` answer of status `plan`. */
 export function describe(plan, bytes) {

@@ -3,7 +3,7 @@
 // the applied ones name (sessions, messages). Nothing here touches the page, so `node --test`
 // runs it; app.js reads what it answers and reads again what it names.
 
-/** The events the page applies (docs/http.md, "Events"). */
+/** The events the page applies (docs/http.md, "The event stream"). */
 export const PRUNED = "rpc.codenomad.session-pruning.pruned";
 export const RESTORED = "rpc.codenomad.session-pruning.restored";
 /** A compaction deleted snapshots of a session's event log: no message changed, its size did. */

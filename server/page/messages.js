@@ -2,6 +2,8 @@
 // `{info, parts}` as OpenCode's own API answers it, a V2 message the stored row with its `id`
 // and `type` (its items in `content`). Tool and reasoning parts are what a prune removes;
 // their index is their position in `parts` (V1) or `content` (V2), the contract's index.
+// Also the small drawing helpers every view imports: `text` (an element with a class and
+// text) and `bytes` (a size in words).
 
 const EXCERPT = 600;
 

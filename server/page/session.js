@@ -1,7 +1,8 @@
 // One session: its head (title and sizes), its outline (read again chunk by chunk, keeping the
 // chunks whose checkpoint did not move) and the window of messages that loads as it scrolls;
-// after events, the messages they named are read again and drawn anew. What the page holds of
-// the session is open-session.js's; this file draws it.
+// after events, the messages they named are read again and drawn anew. This file makes those
+// reads and draws them; what the page holds of the session, and which read is the latest, is
+// open-session.js's.
 
 import { bytes, normalize, render, text } from "./messages.js";
 import {

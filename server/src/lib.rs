@@ -4,7 +4,7 @@
 //!
 //! Routes (docs/ARCHITECTURE.md, "HTTP"): `POST
 //! /api/workspaces/{id}/session-pruning/{preview,prune,
-//! history,prune-batch,restore}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
+//! history,prune-batch,restore,clean-plan}` with exactly the CodeNomad-compatible shapes; `GET .../receipts`,
 //! `GET .../receipts/{receiptID}` and `GET .../audit` (`audit`); `GET .../events` (Server-Sent
 //! Events, resumable); `GET /api/workspaces/{id}/stats` (the overview: `overview`);
 //! the browsing routes `GET /api/workspaces/{id}/sessions` and `POST

@@ -13,6 +13,7 @@ use pruning_engine::{
     BatchItem, BatchResult, BlockedReason, DryRun, EngineError, PruneBatchRequest, PruneRequest,
     PruneResult, MAX_BATCH,
 };
+use pruning_opencode::AutoVacuum;
 use serde::Serialize;
 
 use super::prune::DryRunDocument;
@@ -232,6 +233,14 @@ fn prune(
         }
     }
     let blocked = results.len() - pruned - again;
+    // On a file switched by `vacuum --online-shrink`, the pages the prunes freed go back to the
+    // disk now, while OpenCode runs; the prunes stand whatever comes of it.
+    let store = engine.store();
+    let given = if pruned > 0 && store.auto_vacuum()? == AutoVacuum::Incremental {
+        Some(store.give_back_pages(&|| false))
+    } else {
+        None
+    };
     if config.json {
         output::json_document(&BatchResult { results })?;
     } else {
@@ -240,9 +249,25 @@ fn prune(
             pruned + again + blocked,
             output::bytes(bytes)
         )?;
-        if pruned > 0 {
-            say!("the file shrinks only after VACUUM (with OpenCode stopped); SQLite reuses the freed pages meanwhile")?;
+        match &given {
+            Some(Ok(given)) => say!(
+                "given back: {} of free pages to the disk in {} step(s) of at most 50 ms; the file: {} -> {}",
+                output::bytes(given.bytes),
+                given.steps,
+                output::bytes(given.file_bytes_before),
+                output::bytes(given.file_bytes_after)
+            )?,
+            Some(Err(_)) => {}
+            None if pruned > 0 => say!("the file shrinks only after VACUUM (with OpenCode stopped); SQLite reuses the freed pages meanwhile")?,
+            None => {}
         }
+    }
+    if let Some(Err(error)) = given {
+        eprintln!(
+            "error: {}",
+            super::diagnose::explain(&format!("giving free pages back: {error}"), config)
+        );
+        return Ok(Outcome::Failed);
     }
     if let Some(cause) = unjournaled {
         eprintln!(

@@ -9,6 +9,11 @@
 //!   session's text but none of the pruned tool output or reasoning, and stores the reply;
 //! - stops on SIGTERM and logs no error about the database.
 //!
+//! Each runs twice: on the fixture as OpenCode left it (`auto_vacuum = NONE`), and on the
+//! fixture switched by `vacuum --online-shrink` (`auto_vacuum = INCREMENTAL`), where the clean
+//! gives every freed page back and the release must read, write and export the file as any
+//! other, and leave it switched.
+//!
 //! What is expected comes from each fixture's `manifest.json`, never from constants. Binaries:
 //! `support/binary.rs` ([`opencode_real::binary_of`]); without one a test prints
 //! `SKIPPED` and why and returns, except under `CI=true`, where it fails.
@@ -386,7 +391,34 @@ fn fixture_dir(name: &str) -> PathBuf {
 }
 
 /// The whole check for one fixture folder, with OpenCode `version`.
-fn release_continues_after_clean(fixture: &str, version: &str) {
+/// Whether the copy is switched to online shrink before the clean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum File {
+    AsOpenCodeLeftIt,
+    OnlineShrink,
+}
+
+/// Runs `session-prune --db DB vacuum --online-shrink --json` and asserts the switch.
+fn switch_to_online_shrink(db: &Path) {
+    let mut cmd = crate::common::cli::session_prune();
+    cmd.arg("--db")
+        .arg(db)
+        .args(["vacuum", "--online-shrink", "--json"]);
+    let out = opencode_real::run_bounded(&mut cmd, CLEAN_TIMEOUT)
+        .unwrap_or_else(|e| panic!("session-prune vacuum: {e}"));
+    assert!(out.status.success(), "{}\n{}", out.stdout, out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("vacuum's JSON");
+    assert_eq!(doc["status"], "vacuumed", "{doc}");
+    assert_eq!(doc["autoVacuum"], "incremental", "{doc}");
+}
+
+/// `PRAGMA name` of the database.
+fn pragma(conn: &Connection, name: &str) -> i64 {
+    conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+        .unwrap_or_else(|e| panic!("PRAGMA {name}: {e}"))
+}
+
+fn release_continues_after_clean(fixture: &str, version: &str, file: File) {
     let Some(bin) = opencode_real::binary_of(version) else {
         return;
     };
@@ -409,8 +441,11 @@ fn release_continues_after_clean(fixture: &str, version: &str) {
         "{fixture}: the work tree must have the fixture's project id"
     );
 
-    // 1. Clean a copy of the fixture as it is.
+    // 1. Clean a copy of the fixture as it is (or switched to online shrink first).
     let db = env.copy_fixture(&source);
+    if file == File::OnlineShrink {
+        switch_to_online_shrink(&db);
+    }
     let report = clean_everything(&db);
     assert_eq!(report["status"], "cleaned", "{report}");
     assert_eq!(
@@ -420,6 +455,20 @@ fn release_continues_after_clean(fixture: &str, version: &str) {
     );
     assert_eq!(report["failed"], 0, "{report}");
     assert_clean_result(&db, &manifest);
+    if file == File::OnlineShrink {
+        // Every page the clean freed went back: the file holds no free page.
+        let given = &report["givenBack"];
+        assert!(
+            given["pages"].as_u64().unwrap_or(0) > 0,
+            "{fixture}: {report}"
+        );
+        assert_eq!(given["leftPages"], 0, "{fixture}: {report}");
+        let conn = Connection::open(&db).expect("open the cleaned copy");
+        assert_eq!(pragma(&conn, "freelist_count"), 0, "{fixture}");
+        assert_eq!(pragma(&conn, "auto_vacuum"), 2, "{fixture}");
+    } else {
+        assert_eq!(report.get("givenBack"), None, "{fixture}: {report}");
+    }
 
     // 2. OpenCode opens that copy, its sessions moved to the work tree it runs in.
     env.relocate_sessions();
@@ -511,6 +560,9 @@ fn release_continues_after_clean(fixture: &str, version: &str) {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .expect("integrity_check");
     assert_eq!(integrity, "ok");
+    // OpenCode leaves the file's mode as it found it.
+    let mode = if file == File::OnlineShrink { 2 } else { 0 };
+    assert_eq!(pragma(&conn, "auto_vacuum"), mode, "{fixture}");
     drop(conn);
 
     // What the model was sent: the session's text, none of what was pruned.
@@ -542,7 +594,7 @@ fn release_continues_after_clean(fixture: &str, version: &str) {
         }
     }
     eprintln!(
-        "{fixture} with opencode {version}: pruned {} messages, {} bytes; {} exports; \
+        "{fixture} ({file:?}) with opencode {version}: pruned {} messages, {} bytes; {} exports; \
          continued {} ({} chat requests); {stopped:?}; {:.1} s",
         report["pruned"],
         report["bytes"],
@@ -555,40 +607,105 @@ fn release_continues_after_clean(fixture: &str, version: &str) {
 
 #[test]
 fn release_1_2_27_continues_its_database_after_clean() {
-    release_continues_after_clean("opencode-1.2.27", "1.2.27");
+    release_continues_after_clean("opencode-1.2.27", "1.2.27", File::AsOpenCodeLeftIt);
+}
+
+#[test]
+fn release_1_2_27_continues_its_database_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean("opencode-1.2.27", "1.2.27", File::OnlineShrink);
 }
 
 #[test]
 fn release_1_3_2_continues_its_database_after_clean() {
-    release_continues_after_clean("opencode-1.3.2", "1.3.2");
+    release_continues_after_clean("opencode-1.3.2", "1.3.2", File::AsOpenCodeLeftIt);
+}
+
+#[test]
+fn release_1_3_2_continues_its_database_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean("opencode-1.3.2", "1.3.2", File::OnlineShrink);
 }
 
 #[test]
 fn release_1_14_48_continues_its_database_after_clean() {
-    release_continues_after_clean("opencode-1.14.48", "1.14.48");
+    release_continues_after_clean("opencode-1.14.48", "1.14.48", File::AsOpenCodeLeftIt);
+}
+
+#[test]
+fn release_1_14_48_continues_its_database_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean("opencode-1.14.48", "1.14.48", File::OnlineShrink);
 }
 
 #[test]
 fn release_1_15_13_continues_its_database_after_clean() {
-    release_continues_after_clean("opencode-1.15.13", "1.15.13");
+    release_continues_after_clean("opencode-1.15.13", "1.15.13", File::AsOpenCodeLeftIt);
+}
+
+#[test]
+fn release_1_15_13_continues_its_database_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean("opencode-1.15.13", "1.15.13", File::OnlineShrink);
 }
 
 #[test]
 fn release_1_17_19_continues_its_database_after_clean() {
-    release_continues_after_clean("opencode-1.17.19", "1.17.19");
+    release_continues_after_clean("opencode-1.17.19", "1.17.19", File::AsOpenCodeLeftIt);
+}
+
+#[test]
+fn release_1_17_19_continues_its_database_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean("opencode-1.17.19", "1.17.19", File::OnlineShrink);
 }
 
 #[test]
 fn release_1_18_34_continues_its_database_after_clean() {
-    release_continues_after_clean("opencode-1.18.34-matrix", opencode_real::VERSION);
+    release_continues_after_clean(
+        "opencode-1.18.34-matrix",
+        opencode_real::VERSION,
+        File::AsOpenCodeLeftIt,
+    );
+}
+
+#[test]
+fn release_1_18_34_continues_its_database_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean(
+        "opencode-1.18.34-matrix",
+        opencode_real::VERSION,
+        File::OnlineShrink,
+    );
 }
 
 #[test]
 fn release_1_18_34_continues_a_1_2_27_database_it_upgraded_after_clean() {
-    release_continues_after_clean("opencode-1.2.27-upgraded-1.18.34", opencode_real::VERSION);
+    release_continues_after_clean(
+        "opencode-1.2.27-upgraded-1.18.34",
+        opencode_real::VERSION,
+        File::AsOpenCodeLeftIt,
+    );
+}
+
+#[test]
+fn release_1_18_34_continues_a_1_2_27_database_it_upgraded_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean(
+        "opencode-1.2.27-upgraded-1.18.34",
+        opencode_real::VERSION,
+        File::OnlineShrink,
+    );
 }
 
 #[test]
 fn release_1_18_34_continues_a_1_14_48_database_it_upgraded_after_clean() {
-    release_continues_after_clean("opencode-1.14.48-upgraded-1.18.34", opencode_real::VERSION);
+    release_continues_after_clean(
+        "opencode-1.14.48-upgraded-1.18.34",
+        opencode_real::VERSION,
+        File::AsOpenCodeLeftIt,
+    );
+}
+
+#[test]
+fn release_1_18_34_continues_a_1_14_48_database_it_upgraded_switched_to_online_shrink_after_clean()
+{
+    release_continues_after_clean(
+        "opencode-1.14.48-upgraded-1.18.34",
+        opencode_real::VERSION,
+        File::OnlineShrink,
+    );
 }

@@ -492,7 +492,7 @@ fn a_vacuum_between_the_plans_and_their_batch_prunes_as_without_plans() {
         same_with_and_without_plans(&Fixture::new, &|fx, engine, planner| {
             let requests = plan_all(planner, &every_turn());
             if own {
-                engine.store().vacuum().unwrap();
+                engine.store().vacuum(false).unwrap();
             } else {
                 fx.exec("VACUUM");
             }

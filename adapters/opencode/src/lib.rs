@@ -1,7 +1,8 @@
 //! OpenCode's SQLite storage: where the database is, its schema profile, the store over both
 //! generations (V1 `message` + `part`, V2 `session_message`), the fence, the engine's own
 //! receipt tables inside it, and what the CLI and the server ask of it (listings, stats, clean's
-//! selection, spill files, vacuum, OpenCode's workspaces).
+//! selection, spill files, vacuum and the online shrink that gives freed pages back while OpenCode
+//! runs, OpenCode's workspaces).
 //!
 //! The modules are private: callers use [`OpenCodeStore`], its methods, and the types and few
 //! functions re-exported here. No caller outside this crate holds the connection or writes SQL.
@@ -27,6 +28,7 @@ mod receipts;
 mod row_budget;
 mod schema;
 mod sessions;
+mod shrink;
 mod spill;
 mod sql_errors;
 mod sql_functions;
@@ -54,6 +56,7 @@ pub use schema::holders::process_named;
 pub use schema::media::read_only_media;
 pub use schema::{EventLog, Schema};
 pub use sessions::{MessageSummary, SessionSummary};
+pub use shrink::{AutoVacuum, GivenBack};
 pub use spill::folder as spill_folder;
 pub use stats::{Copies, Estimate, EventVolume, Spill, Stats, TableVolume, Technical, Volume};
 pub use store::{

@@ -284,10 +284,12 @@ impl OpenCodeStore {
     }
 
     /// Runs `VACUUM` and truncates the WAL; `true` when the WAL could be truncated (see
-    /// `vacuum::run`).
+    /// `vacuum::run`). With `online_shrink` the file is switched to `auto_vacuum =
+    /// INCREMENTAL` by that VACUUM: from then on [`Self::give_back_pages`] gives freed pages
+    /// back while OpenCode runs.
     ///
     /// Errors: [`VacuumError`].
-    pub fn vacuum(&self) -> Result<bool, VacuumError> {
-        vacuum::run(&self.connection())
+    pub fn vacuum(&self, online_shrink: bool) -> Result<bool, VacuumError> {
+        vacuum::run(&self.connection(), online_shrink)
     }
 }

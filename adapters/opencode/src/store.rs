@@ -31,6 +31,7 @@ use super::schema::media::{
 };
 use super::schema::soundness;
 use super::schema::{self, Schema};
+use super::shrink::{give_back, AutoVacuum, GivenBack};
 use super::sql_errors::{classify, sql_refusal};
 use super::v1::compact::Survey;
 use super::v1::fence::FenceLimits;
@@ -722,6 +723,47 @@ impl OpenCodeStore {
             &source,
             &input,
         )
+    }
+
+    /// The file's `auto_vacuum` mode: [`AutoVacuum::Incremental`] once `vacuum
+    /// --online-shrink` switched it, else OpenCode's [`AutoVacuum::None`].
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn auto_vacuum(&self) -> Result<AutoVacuum, StoreError> {
+        AutoVacuum::of(&self.connection()).map_err(storage)
+    }
+
+    /// Gives the file's free pages back to the file system while OpenCode runs, in write
+    /// transactions of at most 50 ms each (see `super::shrink`), until none are left or
+    /// `stop()` answers true (it is asked before each step: Ctrl-C, a deadline). Nothing is done on a file that is not [`AutoVacuum::Incremental`],
+    /// on a store opened read-only, or where no write may run now (damage found, a deleted
+    /// file held open): [`GivenBack::stopped`] says why. Each step's hold is in
+    /// [`Self::write_lock`].
+    ///
+    /// Errors: [`StoreError::Storage`] (a full disk, an I/O error: the steps before it stand),
+    /// [`StoreError::Damaged`] for damage SQLite met on the way.
+    pub fn give_back_pages(&self, stop: &dyn Fn() -> bool) -> Result<GivenBack, StoreError> {
+        let refused = if self.read_only {
+            Some("it was opened for reading only".to_string())
+        } else {
+            self.write_gate().map(|refusal| refusal.detail)
+        };
+        if let Some(detail) = refused {
+            let conn = self.connection();
+            let size = std::fs::metadata(&self.path).map_or(0, |meta| meta.len());
+            let free: i64 = conn
+                .query_row("PRAGMA freelist_count", [], |row| row.get(0))
+                .map_err(storage)?;
+            return Ok(GivenBack {
+                left_pages: free.max(0) as u64,
+                stopped: Some(detail),
+                file_bytes_before: size,
+                file_bytes_after: size,
+                ..GivenBack::default()
+            });
+        }
+        let given = give_back(&self.connection(), &self.path, &self.lock_times, stop);
+        self.noting_damage(given.map_err(storage))
     }
 
     /// The database file.

@@ -81,19 +81,24 @@ pub enum VacuumError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// Runs `VACUUM`, then truncates the WAL it filled (`wal_checkpoint(TRUNCATE)`). Returns
-/// whether the WAL was truncated: a reader of another process keeps it from being (the file
-/// then shrinks at OpenCode's next checkpoint).
+/// Runs `VACUUM`, then truncates the WAL it filled (`wal_checkpoint(TRUNCATE)`). With
+/// `online_shrink` the VACUUM also switches the file to `auto_vacuum = INCREMENTAL` (the mode
+/// changes only with a VACUUM), so that later cleans give freed pages back while OpenCode runs
+/// (`super::shrink`). Returns whether the WAL was truncated: a reader of another process keeps
+/// it from being (the file then shrinks at OpenCode's next checkpoint).
 ///
 /// Errors: [`VacuumError::Busy`] while another connection reads or writes;
 /// [`VacuumError::Sqlite`] for anything else.
-pub fn run(conn: &Connection) -> Result<bool, VacuumError> {
+pub fn run(conn: &Connection, online_shrink: bool) -> Result<bool, VacuumError> {
     let busy = |error: rusqlite::Error| match error.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             VacuumError::Busy(error.to_string())
         }
         _ => VacuumError::Sqlite(error),
     };
+    if online_shrink {
+        conn.execute_batch("PRAGMA auto_vacuum = INCREMENTAL")?;
+    }
     conn.execute_batch("VACUUM").map_err(busy)?;
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
     if mode.eq_ignore_ascii_case("wal") {

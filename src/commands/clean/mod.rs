@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pruning_engine::Engine;
-use pruning_opencode::{spill_folder, OpenCodeStore};
+use pruning_opencode::{spill_folder, AutoVacuum, OpenCodeStore};
 
 use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::Config;
@@ -74,6 +74,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         live_bytes: live_before,
         after_vacuum: live_before,
         live_after: None,
+        auto_vacuum: store.auto_vacuum()?,
     };
     let now = pruning_engine::now_ms();
     let mut until = clean
@@ -389,6 +390,22 @@ fn finish(
                 report.first_failure.get_or_insert_with(|| {
                     format!("{doing} spill files in {}: {error}", folder.display())
                 });
+            }
+        }
+    }
+    if clean.apply
+        && report.status != Status::Interrupted
+        && report.file.auto_vacuum == AutoVacuum::Incremental
+    {
+        // The pages the prunes freed go back to the disk while OpenCode runs; the prunes stand
+        // whatever comes of it.
+        match store.give_back_pages(&|| stop.load(Ordering::SeqCst)) {
+            Ok(given) => report.given_back = Some(given),
+            Err(error) => {
+                report.failed += 1;
+                report
+                    .first_failure
+                    .get_or_insert_with(|| format!("giving free pages back: {error}"));
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pruning_engine::{AbandonedRun, DryRun, EngineError, Operation, PruneResult};
-use pruning_opencode::SkipReason;
+use pruning_opencode::{AutoVacuum, SkipReason};
 use serde::Serialize;
 
 use super::CleanConfig;
@@ -130,6 +130,10 @@ pub(super) struct Report {
     pub(super) bytes_by_kind: BytesByKind,
     /// The database file's size and what `vacuum` would leave of it.
     pub(super) file: FileSize,
+    /// With `--apply` on a file `vacuum --online-shrink` switched: the free pages given back to
+    /// the disk after the prunes, while OpenCode runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) given_back: Option<pruning_opencode::GivenBack>,
 }
 
 /// Bytes of row data a clean removed (or would remove), by kind.
@@ -156,7 +160,8 @@ impl BytesByKind {
     }
 }
 
-/// The database file's size and, after the clean, what `vacuum` would leave of it (bytes).
+/// The database file's size and, after the clean, what `vacuum` (or, on a file switched to
+/// online shrink, the clean itself) would leave of it (bytes).
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct FileSize {
@@ -173,6 +178,10 @@ pub(super) struct FileSize {
     /// part-full pages it packs), measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) live_after: Option<u64>,
+    /// The file's `auto_vacuum` mode: `incremental` (switched by `vacuum --online-shrink`: an
+    /// apply gives its freed pages back, and `afterVacuum` is what the file comes to without a
+    /// `vacuum`), or `none`, OpenCode's (the file shrinks only at `vacuum`).
+    pub(super) auto_vacuum: AutoVacuum,
 }
 
 /// What the compactions took (or would take): counts of sessions unless named otherwise.
@@ -698,18 +707,7 @@ pub(super) fn print_report(
         output::bytes(kinds.diffs),
         output::bytes(kinds.total())
     )?;
-    match report.file.live_after {
-        Some(live) => say!(
-            "file: {}; {} of pages in use now, what `vacuum` leaves at most",
-            output::bytes(report.file.bytes),
-            output::bytes(live)
-        )?,
-        None => say!(
-            "file: {}; at most about {} after `vacuum` (an estimate: the pages in use, less the row data the clean would remove)",
-            output::bytes(report.file.bytes),
-            output::bytes(report.file.after_vacuum)
-        )?,
-    }
+    print_file(report)?;
     if let Some(archived) = report.archive_bytes {
         say!(
             "archived: {} written to the prune archive for them (their rows, compressed; `restore RECEIPT` puts one back)",
@@ -824,12 +822,53 @@ pub(super) fn print_report(
     }
     if !clean.apply {
         say!("dry run: nothing written; add --apply to do it")?;
-    } else if report.freed_bytes() > 0 {
-        say!("the file shrinks only after `{invocation} vacuum` (with OpenCode stopped)")?;
+    } else if report.freed_bytes() > 0 && report.given_back.is_none() {
+        say!(
+            "the file shrinks only after `{invocation} vacuum` (with OpenCode stopped); `{invocation} vacuum --online-shrink`, once, makes every clean give the pages it frees back while OpenCode runs"
+        )?;
     }
     Ok(())
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// The file's lines: its size, what it comes to, and what the online shrink gave back.
+fn print_file(report: &Report) -> std::io::Result<()> {
+    let file = &report.file;
+    let shrinks = file.auto_vacuum == AutoVacuum::Incremental;
+    match (file.live_after, &report.given_back) {
+        (Some(_), Some(given)) => {
+            say!(
+                "given back: {} of free pages to the disk in {} step(s) of at most 50 ms, while OpenCode may run; the file: {} -> {}",
+                output::bytes(given.bytes),
+                given.steps,
+                output::bytes(given.file_bytes_before),
+                output::bytes(given.file_bytes_after)
+            )?;
+            if let Some(why) = &given.stopped {
+                say!(
+                    "given back: {} free page(s) left ({why}): the next clean gives them back",
+                    given.left_pages
+                )?;
+            }
+        }
+        (Some(live), None) => say!(
+            "file: {}; {} of pages in use now, what `vacuum` leaves at most",
+            output::bytes(file.bytes),
+            output::bytes(live)
+        )?,
+        (None, _) if shrinks => say!(
+            "file: {}; about {} once the clean gives its pages back (an estimate: the pages in use, less the row data the clean would remove; online shrink is on, no `vacuum` needed)",
+            output::bytes(file.bytes),
+            output::bytes(file.after_vacuum)
+        )?,
+        (None, _) => say!(
+            "file: {}; at most about {} after `vacuum` (an estimate: the pages in use, less the row data the clean would remove)",
+            output::bytes(file.bytes),
+            output::bytes(file.after_vacuum)
+        )?,
+    }
+    Ok(())
 }

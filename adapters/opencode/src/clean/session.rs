@@ -1,8 +1,9 @@
-//! The dry run of a clean of one session's technical parts, whole: every message the clean looks
-//! at, planned by the clean policy ([`super::plan`]) and checked as its prune would be, in the
-//! order `clean` prunes them. The server's `clean-plan` route answers with it, so that the page
-//! prunes what `clean ID` prunes and no rule is written twice (docs/ARCHITECTURE.md,
-//! "Where each rule lives").
+//! The dry run of a clean of one session's technical parts, whole (the compaction of superseded
+//! snapshots a `clean` makes first is not in it: `clean ID --no-compact`): every message the
+//! clean looks at, planned by the clean policy ([`super::plan`]) and checked as its prune would
+//! be, in the order `clean` prunes them. The server's `clean-plan` route answers with it, so
+//! that the page prunes the parts `clean ID` prunes and no rule is written twice
+//! (docs/ARCHITECTURE.md, "Where each rule lives").
 
 use std::collections::BTreeMap;
 
