@@ -20,9 +20,28 @@ export function describe(plan, bytes) {
   return lines.join(" ");
 }
 
-/** Whether two plans make the same prunes (same messages, revisions and parts). */
+/** The most turns `keepLastTurns` takes (the route's: a 32-bit unsigned number). */
+export const MOST_KEPT_TURNS = 4294967295;
+
+/**
+ * The kept turns a person typed: a whole number from 0 to `MOST_KEPT_TURNS` (spaces around it
+ * allowed), or null for anything else, an empty field among them (never read as 0, which
+ * keeps nothing).
+ */
+export function keptTurns(typed) {
+  const value = String(typed).trim();
+  if (!/^\d+$/.test(value)) return null;
+  const turns = Number(value);
+  return turns <= MOST_KEPT_TURNS ? turns : null;
+}
+
+/**
+ * Whether two plans make the same prunes (same messages, revisions and parts) and would meet
+ * the same refusals now: a prune refused at the dry run and admitted since is a change the
+ * person sees before it is applied.
+ */
 export function samePrunes(a, b) {
-  const key = (plan) => JSON.stringify(plan.prunes.map((p) => [p.messageID, p.revision, p.indexes]));
+  const key = (plan) => JSON.stringify(plan.prunes.map((p) => [p.messageID, p.revision, p.indexes, p.blocked]));
   return key(a) === key(b);
 }
 

@@ -12,8 +12,9 @@ export const COMPACTED = "rpc.codenomad.session-pruning.compacted";
 const APPLIED = new Set([PRUNED, RESTORED, COMPACTED]);
 
 /**
- * Takes a batch of `{type, id, data}` (the stream's order; `id` a decimal string or null) after
- * the event numbered `appliedThrough` had been applied. Answers:
+ * Takes a batch of `{type, id, data}` (the stream's order; `id` a decimal string or null: any
+ * other id counts as null, and `data` that is no object as `{}`) after the event numbered
+ * `appliedThrough` had been applied. Answers:
  *
  * - `lines`: `{id, type, data, again}` for the log, one per event shown (not heartbeats);
  *   `again` marks an event already applied: one without a number, or numbered at or below
@@ -27,12 +28,19 @@ const APPLIED = new Set([PRUNED, RESTORED, COMPACTED]);
  */
 export function takeBatch(batch, appliedThrough) {
   const taken = { lines: [], changed: [], appliedThrough, lastEventId: null, resync: false };
-  for (const { type, id, data } of batch) {
+  for (const event of batch) {
+    const { type } = event;
+    // A number is decimal digits (the journal's sequence); anything else counts as none.
+    const id = numbered(event.id) ? event.id : null;
+    const data = event.data !== null && typeof event.data === "object" ? event.data : {};
     if (id !== null) taken.lastEventId = Number(id);
     if (type === "heartbeat") continue;
     if (type === "resync") {
       taken.lines.push({ id, type, data, again: false });
-      taken.appliedThrough = Number(data.resumeAfter);
+      // Without a number to resume after, the page reads everything and keeps its own.
+      const resumeAfter = data.resumeAfter;
+      if (Number.isSafeInteger(resumeAfter) && resumeAfter >= 0) taken.appliedThrough = resumeAfter;
+      else if (numbered(resumeAfter)) taken.appliedThrough = Number(resumeAfter);
       taken.resync = true;
       return taken;
     }
@@ -46,17 +54,23 @@ export function takeBatch(batch, appliedThrough) {
   return taken;
 }
 
+/** Whether `id` is a sequence number as the stream sends it: decimal digits. */
+function numbered(id) {
+  return typeof id === "string" && /^\d+$/.test(id);
+}
+
 /**
  * What the applied events' `data` name, seen from the open session `openID` (or null):
  * `here` (whether any names it), `messages` (its messages they name, once each, in order; a
- * compaction and its restore name none) and `sessions` (every session they name, once each).
+ * compaction and its restore name none) and `sessions` (every session they name, once each;
+ * a `sessionID` that is no string names none).
  */
 export function named(changed, openID) {
   const here = openID === null ? [] : changed.filter((d) => d.sessionID === openID);
   return {
     here: here.length > 0,
     messages: [...new Set(here.map((d) => d.messageID).filter(Boolean))],
-    sessions: [...new Set(changed.map((d) => d.sessionID))],
+    sessions: [...new Set(changed.map((d) => d.sessionID).filter((id) => typeof id === "string"))],
   };
 }
 

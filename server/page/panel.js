@@ -2,10 +2,10 @@
 // the clean of the session (its dry run, planned by the server's `clean-plan` route, then one
 // `prune` per planned message with progress and a Stop button); and the session's receipts.
 
-import { describe, pruneBodies, samePrunes } from "./clean.js";
+import { MOST_KEPT_TURNS, describe, keptTurns, pruneBodies, samePrunes } from "./clean.js";
 import { bytes, text } from "./messages.js";
 import { REASONS } from "./reasons.js";
-import { $, api, state } from "./state.js";
+import { $, api, notice, state } from "./state.js";
 
 /** Fills the panel; a clean that runs keeps its progress and Stop button above whatever else it shows. */
 export function panel(title, ...content) {
@@ -84,7 +84,14 @@ export async function preview(messageID, { checked = [], fresh = true } = {}) {
   panel(`Message ${messageID}`, text("p", "", intro), ...rows, button, result, text("p", "revision", `revision ${answer.revision}`));
 }
 
-$("clean").addEventListener("click", () => state.open && cleanDryRun(state.open));
+$("clean").addEventListener("click", () => {
+  if (!state.open) return;
+  if (state.cleaning) {
+    notice("A clean runs: stop it, or wait for it to end, before planning another.", true);
+    return;
+  }
+  cleanDryRun(state.open);
+});
 
 /** The server's plan of a clean of the session keeping `turns` turns; null when refused (said). */
 async function readPlan(open, turns) {
@@ -104,6 +111,7 @@ async function cleanDryRun(open, note = "") {
   const keep = text("input", "", "");
   keep.type = "number";
   keep.min = "0";
+  keep.max = String(MOST_KEPT_TURNS);
   keep.value = String(open.keepTurns ?? 2);
   keep.id = "keep-turns";
   const summary = text("p", "summary", "Planning the clean…");
@@ -115,13 +123,24 @@ async function cleanDryRun(open, note = "") {
   panel("Clean this session", ...(note ? [text("p", "blocked", note)] : []), label, summary, apply);
   let plan = null;
   const replan = async () => {
-    const turns = Math.max(0, Math.floor(Number(keep.value)) || 0);
-    keep.value = String(turns);
-    open.keepTurns = turns;
     apply.disabled = true;
-    const read = await readPlan(open, turns);
+    const turns = keptTurns(keep.value);
+    if (turns === null) {
+      plan = null;
+      summary.textContent = `Keep the last turns: a whole number from 0 to ${MOST_KEPT_TURNS}.`;
+      return;
+    }
+    open.keepTurns = turns;
+    summary.textContent = "Planning the clean…";
+    let read;
+    try {
+      read = await readPlan(open, turns);
+    } catch (error) {
+      if (keptTurns(keep.value) === turns) summary.textContent = `The clean could not be planned: ${error.message}`;
+      return;
+    }
     // A later change of the kept turns planned again meanwhile: its plan is the one shown.
-    if (!read || read.keepLastTurns !== Number(keep.value)) return;
+    if (!read || read.keepLastTurns !== keptTurns(keep.value)) return;
     plan = read;
     summary.textContent = describe(plan, bytes);
     apply.disabled = plan.prunes.length === 0;
@@ -152,7 +171,13 @@ async function cleanApply(open, dry) {
   state.cleaning = section;
   panel("Cleaning");
   try {
-    const plan = await readPlan(open, dry.keepLastTurns);
+    let plan;
+    try {
+      plan = await readPlan(open, dry.keepLastTurns);
+    } catch (error) {
+      line.textContent = `Not applied: the session could not be planned again (${error.message}). Nothing was pruned.`;
+      return;
+    }
     if (!plan) {
       line.textContent = "Nothing was pruned.";
       return;

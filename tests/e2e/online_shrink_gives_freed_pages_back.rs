@@ -29,7 +29,7 @@ fn parts(fx: &Fixture) -> Vec<(String, String)> {
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .map(Result::unwrap)
-        .collect();
+        .collect()
 }
 
 fn switch(fx: &Fixture) -> Value {

@@ -302,10 +302,21 @@ async fn the_page_prunes_and_every_open_page_follows_the_events() {
         ),
         "{dry}"
     );
-    // Keeping no turn takes them all but the one holding only skill output (a value that is
-    // not whole is taken down to one).
+    // A value that is not a whole number plans nothing and says what is taken.
     browser
         .eval("const k = document.getElementById('keep-turns'); k.value = '0.5'; k.dispatchEvent(new Event('change')); return true")
+        .await;
+    browser
+        .until(
+            "the clean's refusal of a turn count that is not whole",
+            "const t = document.querySelector('#panel-body .summary')?.textContent ?? ''; \
+             return t === 'Keep the last turns: a whole number from 0 to 4294967295.' \
+             && document.querySelector('#panel-body button.apply').disabled",
+        )
+        .await;
+    // Keeping no turn takes them all but the one holding only skill output.
+    browser
+        .eval("const k = document.getElementById('keep-turns'); k.value = '0'; k.dispatchEvent(new Event('change')); return true")
         .await;
     let dry = browser
         .until(

@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { describe, pruneBodies, samePrunes } from "../clean.js";
+import { MOST_KEPT_TURNS, describe, keptTurns, pruneBodies, samePrunes } from "../clean.js";
 
 const bytes = (n) => `${n} B`;
 
@@ -51,6 +51,20 @@ test("a changed revision, part or message makes another plan", () => {
   assert.equal(samePrunes(plan([one, two]), plan([one, { ...two, revision: "c".repeat(64) }])), false);
   assert.equal(samePrunes(plan([one, two]), plan([one, { ...two, indexes: [0, 1] }])), false);
   assert.equal(samePrunes(plan([one, two]), plan([one])), false);
+});
+
+test("a prune refused at the dry run and admitted since makes another plan", () => {
+  const refused = { ...two, blocked: "maintenance_required" };
+  assert.equal(samePrunes(plan([one, refused]), plan([one, two])), false);
+});
+
+test("kept turns are a whole number from 0 to the route's most; anything else is none", () => {
+  assert.equal(keptTurns("0"), 0);
+  assert.equal(keptTurns(" 12 "), 12);
+  assert.equal(keptTurns(String(MOST_KEPT_TURNS)), MOST_KEPT_TURNS);
+  for (const typed of ["", " ", "-1", "1.5", "1e2", "abc", "99999999999", String(MOST_KEPT_TURNS + 1)]) {
+    assert.equal(keptTurns(typed), null, JSON.stringify(typed));
+  }
 });
 
 test("each planned prune becomes the prune body clean makes, in order", () => {

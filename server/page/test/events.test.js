@@ -64,7 +64,7 @@ test("heartbeats move the last id and are neither logged nor applied; other type
 
 test("a resync resumes after its number and takes nothing that follows it", () => {
   const taken = takeBatch(
-    [pruned("4", "ses_a", "msg_1"), { type: "resync", id: "10", data: { resumeAfter: "10" } }, pruned("11", "ses_b", "msg_9")],
+    [pruned("4", "ses_a", "msg_1"), { type: "resync", id: "10", data: { firstKept: 8, resumeAfter: 10 } }, pruned("11", "ses_b", "msg_9")],
     3,
   );
   assert.equal(taken.resync, true);
@@ -111,5 +111,35 @@ test("the log's words for each kind of event", () => {
   assert.equal(describeEvent(PRUNED, { messageID: "msg_1" }), "pruned msg_1");
   assert.equal(describeEvent(RESTORED, { messageID: "msg_1" }), "restored msg_1");
   assert.equal(describeEvent(COMPACTED, { sessionID: "ses_a", snapshots: 4 }), "compacted 4 snapshot(s) of ses_a");
-  assert.equal(describeEvent("resync", { resumeAfter: "12" }), "resync: resumed after #12");
+  assert.equal(describeEvent("resync", { resumeAfter: 12 }), "resync: resumed after #12");
+});
+
+test("an id that is not decimal digits counts as none: the event is a retry's, applied once", () => {
+  for (const id of ["1e3", "0x10", "abc", "", " 7", "-1"]) {
+    const taken = takeBatch([pruned(id, "ses_a", "msg_1")], 3);
+    assert.deepEqual(taken.changed, [], id);
+    assert.equal(taken.appliedThrough, 3, id);
+    assert.equal(taken.lastEventId, null, id);
+    assert.deepEqual(
+      taken.lines.map((l) => [l.id, l.again]),
+      [[null, true]],
+      id,
+    );
+  }
+});
+
+test("a resync without a number to resume after keeps the last applied", () => {
+  for (const data of [{}, { resumeAfter: "x" }, { resumeAfter: -2 }, { resumeAfter: 1.5 }, null]) {
+    const taken = takeBatch([{ type: "resync", id: "9", data }], 3);
+    assert.equal(taken.resync, true);
+    assert.equal(taken.appliedThrough, 3, JSON.stringify(data));
+  }
+  // The stream's own shape, and digits as text, are numbers.
+  assert.equal(takeBatch([{ type: "resync", id: "9", data: { resumeAfter: "12" } }], 3).appliedThrough, 12);
+});
+
+test("an event whose data is no object is applied as naming nothing", () => {
+  const taken = takeBatch([{ type: PRUNED, id: "4", data: null }], 3);
+  assert.deepEqual(taken.changed, [{}]);
+  assert.deepEqual(named(taken.changed, "ses_a"), { here: false, messages: [], sessions: [] });
 });

@@ -29,7 +29,10 @@ pub struct CleanPlanRequest {
     pub session_id: String,
     /// User turns kept, from the newest; 0 keeps none.
     #[serde(default = "default_keep_last_turns")]
-    #[cfg_attr(feature = "openapi", schema(default = 2, minimum = 0))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(default = 2, minimum = 0, maximum = 4_294_967_295_u64)
+    )]
     pub keep_last_turns: u32,
 }
 
