@@ -31,13 +31,13 @@
 mod common;
 
 use common::scale::generate_from;
+use common::{copy_of, release_json as session_prune, size, smaller_pct};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use serde_json::Value;
 
 struct Options {
     db: Option<PathBuf>,
@@ -62,42 +62,6 @@ fn options() -> Options {
         }
     }
     options
-}
-
-/// `target/release/session-prune --db DB --quiet-period 0 --json ARGS`: its document and wall
-/// time. Exit 0 is required, but for `audit`, whose exit code is returned in the document.
-fn session_prune(db: &Path, args: &[&str]) -> (Value, Duration) {
-    let started = Instant::now();
-    let out = Command::new(common::release_binary())
-        .arg("--db")
-        .arg(db)
-        .args(["--quiet-period", "0", "--json"])
-        .args(args)
-        .output()
-        .expect("run target/release/session-prune (cargo build --release first)");
-    let elapsed = started.elapsed();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (serde_json::from_slice(&out.stdout).expect("JSON"), elapsed)
-}
-
-fn size(path: &Path) -> u64 {
-    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
-}
-
-/// A copy of `source` at `dir/NAME.db`, without side files.
-fn copy_of(source: &Path, dir: &Path, name: &str) -> PathBuf {
-    let db = dir.join(format!("{name}.db"));
-    for suffix in ["", "-wal", "-shm", ".prune-journal", ".prune-archive"] {
-        let mut side = db.clone().into_os_string();
-        side.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(side));
-    }
-    std::fs::copy(source, &db).expect("copy the database");
-    db
 }
 
 /// One clean of a copy, then `vacuum` and the audit: the file's size after, and the clean's and
@@ -141,10 +105,6 @@ fn largest(db: &Path) -> Vec<(String, i64)> {
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .expect("query");
     rows.map(Result::unwrap).collect()
-}
-
-fn smaller_pct(before: u64, after: u64) -> f64 {
-    100.0 * (1.0 - after as f64 / before as f64)
 }
 
 fn main() {

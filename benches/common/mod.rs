@@ -5,8 +5,11 @@
 pub mod scale;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection};
+use serde_json::Value;
 
 /// The fixture's "many turns" session.
 pub const SESSION: &str = "ses_dd992af4dffe56B7kwrH3SftqX";
@@ -114,4 +117,46 @@ pub fn insert_message(
         .expect("part");
     }
     written
+}
+
+/// `target/release/session-prune --db DB --quiet-period 0 --json ARGS`: its document and wall
+/// time. Exit 0 is required, but for `audit`, whose exit code is returned in the document.
+pub fn release_json(db: &Path, args: &[&str]) -> (Value, Duration) {
+    let started = Instant::now();
+    let out = Command::new(release_binary())
+        .arg("--db")
+        .arg(db)
+        .args(["--quiet-period", "0", "--json"])
+        .args(args)
+        .output()
+        .expect("run target/release/session-prune (cargo build --release first)");
+    let elapsed = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (serde_json::from_slice(&out.stdout).expect("JSON"), elapsed)
+}
+
+/// The file's size, bytes (0 when it is missing).
+pub fn size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// A copy of `source` at `dir/NAME.db`, without side files.
+pub fn copy_of(source: &Path, dir: &Path, name: &str) -> PathBuf {
+    let db = dir.join(format!("{name}.db"));
+    for suffix in ["", "-wal", "-shm", ".prune-journal", ".prune-archive"] {
+        let mut side = db.clone().into_os_string();
+        side.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(side));
+    }
+    std::fs::copy(source, &db).expect("copy the database");
+    db
+}
+
+/// How much smaller `after` is than `before`, in percent of `before`.
+pub fn smaller_pct(before: u64, after: u64) -> f64 {
+    100.0 * (1.0 - after as f64 / before as f64)
 }

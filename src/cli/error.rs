@@ -67,6 +67,12 @@ pub enum ConfigError {
     /// restore would put back parts naming files that are gone.
     #[error("--include-spill-files with --archive: the archive keeps the rows a prune removes, not the spill files in tool-output/, so a restore would put back parts whose `Full output saved to` names a file that is gone. Clean with --archive alone (spill files stay), or with --include-spill-files alone (no restore)")]
     SpillFilesWithArchive,
+    /// `clean --until-file-size` on a file that keeps its freed pages until `vacuum`.
+    #[error("--until-file-size needs a file that gives freed pages back by itself, and {0} keeps them until `vacuum`: run `session-prune vacuum --online-shrink` once (with OpenCode stopped), or use --until-live-size and `vacuum` afterwards")]
+    NotShrinking(String),
+    /// `clean --quiet --json`.
+    #[error("--quiet with --json: --json prints one document for a script to read, --quiet prints nothing but a failure; choose one")]
+    QuietJson,
     /// `--batch-size 0`.
     #[error("--batch-size must be at least 1")]
     BatchSize,

@@ -126,6 +126,7 @@ mod stats_are_estimated_within_their_margin;
 mod subscribers_replay_missed_then_live;
 mod the_cli_reference_holds_every_commands_help;
 mod the_guides_cron_line_runs_as_written;
+mod the_guides_hourly_recipes_run_as_written;
 mod the_readme_quick_start_runs_as_written;
 mod v2_messages_preview_read_only;
 mod v2_prunes_keep_everything_else;

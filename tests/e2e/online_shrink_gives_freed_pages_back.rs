@@ -253,3 +253,76 @@ fn the_give_back_writes_nothing_through_a_read_only_store_or_on_a_file_not_switc
     );
     assert_eq!(plain.file_digest(), digest);
 }
+
+#[test]
+fn until_file_size_prunes_oldest_first_until_the_file_given_back_is_that_small() {
+    let fx = Fixture::work();
+    switch(&fx);
+    let out = run(
+        &fx.db,
+        &[
+            "--json",
+            "clean",
+            "--all",
+            "--apply",
+            "--until-file-size",
+            "15MB",
+        ],
+    );
+    assert_exit(&out, 0);
+    let report = json(&out);
+    let until = &report["untilFileSize"];
+    assert_eq!(until["target"], 15_000_000, "{report}");
+    assert_eq!(until["reached"], true, "{report}");
+    // Measured after the give back: the file on disk, at most the target.
+    assert_eq!(until["liveAfter"].as_u64().unwrap(), file_size(&fx));
+    assert!(file_size(&fx) <= 15_000_000, "{report}");
+    // It stopped early: a clean without a target prunes more.
+    let whole = Fixture::work();
+    let all = json(&run(&whole.db, &["--json", "clean", "--all"]));
+    assert!(
+        report["pruned"].as_u64().unwrap() < all["pruned"].as_u64().unwrap(),
+        "{report}"
+    );
+    // A target the policies cannot reach says so.
+    let out = run(&fx.db, &["clean", "--all", "--until-file-size", "1"]);
+    assert_exit(&out, 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("(target 1 B); the policies leave too little to reach the target"),
+        "{text}"
+    );
+}
+
+#[test]
+fn until_file_size_on_a_file_not_switched_is_bad_input_and_changes_nothing() {
+    let fx = Fixture::work();
+    let (database, journal) = (fx.file_digest(), fx.journal_digest());
+    let out = run(
+        &fx.db,
+        &["clean", "--all", "--apply", "--until-file-size", "15MB"],
+    );
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("--until-file-size needs a file that gives freed pages back by itself")
+            && stderr.contains("vacuum --online-shrink"),
+        "{stderr}"
+    );
+    assert_eq!(fx.file_digest(), database);
+    assert_eq!(fx.journal_digest(), journal);
+    // With --until-live-size it is refused as a contradiction of flags.
+    let out = run(
+        &fx.db,
+        &[
+            "clean",
+            "--all",
+            "--until-file-size",
+            "1MB",
+            "--until-live-size",
+            "1MB",
+        ],
+    );
+    assert_exit(&out, 2);
+    assert_eq!(fx.file_digest(), database);
+}

@@ -30,6 +30,11 @@ pub struct Args {
     /// from run to run; without it the report is the same for the same database.
     #[arg(long)]
     timings: bool,
+    /// Print nothing (no report, no progress) unless a prune failed: then one line on stderr.
+    /// For cron and timers, which read the exit code: 0 done, 3 some prune refused for now
+    /// (the next run retries it), 1 a failure
+    #[arg(long)]
+    quiet: bool,
     /// Only messages completed at least this long ago: seconds (604800) or a duration (7d,
     /// 12h, 30m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
@@ -66,6 +71,17 @@ pub struct Args {
     /// bytes); every other policy still applies.
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     until_live_size: Option<String>,
+    /// Prune the oldest completed messages first, across sessions, until the database file is
+    /// at most SIZE once the clean has given its freed pages back (a file switched by `vacuum
+    /// --online-shrink`); every other policy still applies. The report says the size reached
+    /// and, when short of SIZE, why
+    #[arg(
+        long,
+        value_name = "SIZE",
+        allow_hyphen_values = true,
+        conflicts_with = "until_live_size"
+    )]
+    until_file_size: Option<String>,
     /// Leave the event log as it is: by default each session's superseded snapshots (full copies
     /// of a part, message or session that a newer snapshot of the same one replaces; OpenCode
     /// never reads them again) are deleted first, with a receipt, as a prune is.
@@ -142,10 +158,16 @@ pub struct CleanConfig {
     pub diffs: bool,
     /// Only messages older than each session's last completed compaction.
     pub before_compaction: bool,
-    /// Oldest first across sessions, until the live data is at most this many bytes.
+    /// Oldest first across sessions, until the live data is at most this many bytes
+    /// (`--until-live-size`, or `--until-file-size`: on a file that gives its pages back, the
+    /// file comes to its live data).
     pub until_live_size: Option<u64>,
+    /// The target is the file's size (`--until-file-size`): the file must give pages back.
+    pub until_file: bool,
     /// Archive what each prune removes (`--archive`).
     pub archive: bool,
+    /// Print nothing unless a prune failed (`--quiet`).
+    pub quiet: bool,
     /// Report the write lock's holds (`--timings`).
     pub timings: bool,
     /// Messages per batch (1 or more).
@@ -184,6 +206,7 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
         sessions: (!args.all).then_some(sessions),
         apply: args.apply,
         timings: args.timings,
+        quiet: args.quiet,
         policy: CleanPolicy {
             older_than,
             keep_last_turns: args.keep_last_turns,
@@ -196,18 +219,25 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
         compact: !args.no_compact,
         diffs: args.diffs,
         before_compaction: args.before_compaction,
-        until_live_size: match args.until_live_size {
-            None => None,
-            Some(text) => Some(whole_bytes(&text).map_err(|problem| ConfigError::Size {
-                flag: "--until-live-size",
-                value: text.clone(),
-                problem,
-            })?),
+        until_live_size: match (args.until_live_size, args.until_file_size.as_ref()) {
+            (None, None) => None,
+            (Some(text), _) => Some(size_flag("--until-live-size", &text)?),
+            (None, Some(text)) => Some(size_flag("--until-file-size", text)?),
         },
+        until_file: args.until_file_size.is_some(),
         archive: args.archive,
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
         listing_budget: args.listing_budget,
+    })
+}
+
+/// A size flag's bytes (see [`whole_bytes`]).
+fn size_flag(flag: &'static str, text: &str) -> Result<u64, ConfigError> {
+    whole_bytes(text).map_err(|problem| ConfigError::Size {
+        flag,
+        value: text.to_string(),
+        problem,
     })
 }
 

@@ -24,6 +24,7 @@ use pruning_opencode::{spill_folder, AutoVacuum, OpenCodeStore};
 
 use super::{open_engine_unless_busy, open_store, Outcome};
 use crate::cli::config::Config;
+use crate::cli::error::ConfigError;
 use crate::output;
 use args::validate;
 pub use args::{Args, CleanConfig};
@@ -84,7 +85,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         &opened,
         clean,
         &stop,
-        config.json,
+        config.json || clean.quiet,
         &sessions.ids,
         now,
         &mut report,
@@ -99,7 +100,7 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         now,
         until,
         report,
-        progress: Progress::new(config.json, sessions.total, "messages"),
+        progress: Progress::new(config.json || clean.quiet, sessions.total, "messages"),
         pending: Pending::default(),
         spilled: Vec::new(),
     };
@@ -121,7 +122,11 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         &spilled,
         &mut report,
     )?;
-    if config.json {
+    if clean.quiet {
+        if let Some(failure) = &report.first_failure {
+            eprintln!("clean: {} prune(s) failed: {failure}", report.failed);
+        }
+    } else if config.json {
         output::json_document(&report)?;
     } else {
         print_report(&report, clean, &config.invocation)?;
@@ -145,12 +150,18 @@ fn stop_on_ctrl_c() -> Arc<AtomicBool> {
 /// Bad input, before anything is opened for writing or a journal made: a file that is not
 /// OpenCode's, or a session it does not hold (exit 2).
 fn check_input(config: &Config, clean: &CleanConfig) -> anyhow::Result<()> {
+    if clean.quiet && config.json {
+        return Err(ConfigError::QuietJson.into());
+    }
     let reader = open_store(config)?;
     super::require_opencode(&reader, &config.db)?;
     for id in clean.sessions.iter().flatten() {
         if !reader.session_exists(id)? {
             return Err(super::UnknownSession(id.clone()).into());
         }
+    }
+    if clean.until_file && reader.auto_vacuum()? != AutoVacuum::Incremental {
+        return Err(ConfigError::NotShrinking(config.db.display().to_string()).into());
     }
     Ok(())
 }
@@ -179,12 +190,14 @@ impl Opened {
                             "status": "blocked", "reason": "maintenance_required"
                         }))?;
                     }
-                    eprintln!("blocked: maintenance_required: {detail}; nothing was done");
+                    if !clean.quiet {
+                        eprintln!("blocked: maintenance_required: {detail}; nothing was done");
+                    }
                     return Ok(None);
                 }
             }
         } else {
-            if let Err(detail) = super::check_binding_unless_busy(config)? {
+            if let (Err(detail), false) = (super::check_binding_unless_busy(config)?, clean.quiet) {
                 eprintln!(
                     "note: {detail}. The dry run goes on; --apply would be refused \
                      (maintenance_required) while the journal is held"
@@ -196,7 +209,7 @@ impl Opened {
             }
         };
         let store = opened.store();
-        if let Some(cause) = store.media_read_only() {
+        if let (Some(cause), false) = (store.media_read_only(), clean.quiet) {
             eprintln!(
                 "note: {} cannot be written ({cause}): its messages are counted as skipped \
                  (read_only), and --apply would be refused",
@@ -349,9 +362,6 @@ fn finish(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let store = opened.store();
-    if clean.timings {
-        report.write_lock = Some(store.write_lock());
-    }
     if clean.archive {
         report.archive_bytes = opened
             .engine
@@ -361,10 +371,6 @@ fn finish(
     report.file.after_vacuum = live_before.saturating_sub(report.bytes_by_kind.total());
     if clean.apply {
         report.file.live_after = Some(store.vacuum_needs()?.live_bytes);
-    }
-    if let Some(mut until) = until {
-        until.live_after = report.file.live_after;
-        report.until_live_size = Some(until);
     }
     if stop.load(Ordering::SeqCst) {
         report.status = Status::Interrupted;
@@ -408,6 +414,23 @@ fn finish(
                     .get_or_insert_with(|| format!("giving free pages back: {error}"));
             }
         }
+    }
+    if let Some(mut until) = until {
+        if clean.until_file {
+            // The file after its pages were given back.
+            until.live_after = report
+                .given_back
+                .as_ref()
+                .map(|given| given.file_bytes_after);
+            report.until_file_size = Some(until);
+        } else {
+            until.live_after = report.file.live_after;
+            report.until_live_size = Some(until);
+        }
+    }
+    // Measured last: the give back's steps hold the lock too.
+    if clean.timings {
+        report.write_lock = Some(store.write_lock());
     }
     if let Some(failure) = report.first_failure.take() {
         report.first_failure = Some(super::diagnose::explain(&failure, config));

@@ -118,6 +118,10 @@ pub(super) struct Report {
     /// With `--until-live-size` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) until_live_size: Option<UntilLiveSize>,
+    /// With `--until-file-size` only: the same figures, the file being its live data once its
+    /// pages are given back; `liveAfter` is the file's size measured after the give back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) until_file_size: Option<UntilLiveSize>,
     /// Each session's superseded snapshots, compacted before its messages are pruned (absent
     /// with `--no-compact`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -724,6 +728,33 @@ pub(super) fn print_report(
         say!(
             "beside runs OpenCode left incomplete (idle for --abandoned-after; their own messages are left alone): {} run(s)",
             report.abandoned_runs
+        )?;
+    }
+    if let Some(until) = &report.until_file_size {
+        let measured = until
+            .live_after
+            .map(|after| format!(", {} measured", output::bytes(after)))
+            .unwrap_or_default();
+        let short = match (&report.given_back, until.reached) {
+            (Some(given), _) if given.left_pages > 0 => format!(
+                "; {} free page(s) are still in the file ({}): the next clean gives them back",
+                given.left_pages,
+                given.stopped.as_deref().unwrap_or("stopped")
+            ),
+            (_, false) => "; the policies leave too little to reach the target".to_string(),
+            (_, true) => match until.live_after {
+                Some(after) if after > until.target => format!(
+                    "; {} over it: the rows freed left part-full pages, which stay; the same clean again takes more",
+                    output::bytes(after - until.target)
+                ),
+                _ => String::new(),
+            },
+        };
+        say!(
+            "file size: {} of pages in use before, about {} after its pages are given back{measured} (target {}){short}",
+            output::bytes(until.live_before),
+            output::bytes(until.estimate_after),
+            output::bytes(until.target),
         )?;
     }
     if let Some(until) = &report.until_live_size {

@@ -36,24 +36,44 @@ impl OpenCodeHome {
     /// Runs `script` with `bash -euo pipefail` in a clean environment: this home, and a PATH
     /// that finds the built `session-prune` first.
     pub fn bash(&self, script: &str) -> Output {
+        self.shell("bash", &["-euo", "pipefail", "-c", script])
+    }
+
+    /// Runs `line` as cron runs a crontab line: `/bin/sh -c`, in the same environment as
+    /// [`Self::bash`].
+    pub fn cron(&self, line: &str) -> Output {
+        self.shell("/bin/sh", &["-c", line])
+    }
+
+    fn shell(&self, shell: &str, args: &[&str]) -> Output {
         let binary = Path::new(crate::common::cli::BINARY);
         let path = format!(
             "{}:{}",
             binary.parent().expect("binary folder").display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        Command::new("bash")
-            .args(["-euo", "pipefail", "-c", script])
+        Command::new(shell)
+            .args(args)
             .env_clear()
             .env("HOME", self.home.path())
             .env("PATH", path)
             .output()
-            .expect("run bash")
+            .unwrap_or_else(|e| panic!("run {shell}: {e}"))
     }
 
-    /// How many receipts the database holds.
+    /// How many receipts the database holds (0 before the first prune made their table).
     pub fn receipts(&self) -> i64 {
         let conn = rusqlite::Connection::open(self.db()).expect("open");
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'session_prune_receipt'",
+                [],
+                |row| row.get(0),
+            )
+            .expect("the schema");
+        if tables == 0 {
+            return 0;
+        }
         conn.query_row("SELECT count(*) FROM session_prune_receipt", [], |row| {
             row.get(0)
         })
