@@ -48,6 +48,11 @@ pub enum ApiError {
         /// The workspace's directory.
         directory: String,
     },
+    /// 403: a server without a password answers only requests that name a loopback host
+    /// (`host::loopback_only`): another `Host` is what a page of another site sends through
+    /// DNS rebinding.
+    #[error("this server has no password and answers only requests for localhost, 127.0.0.1 or [::1], not for {0}: open it at http://127.0.0.1:PORT/, or set a password (`SESSION_PRUNE_PASSWORD`) to serve it under another name")]
+    ForeignHost(String),
     /// 404: no such workspace (`GET /api/workspaces` lists them).
     #[error("there is no workspace {0}: GET /api/workspaces lists them")]
     UnknownWorkspace(String),
@@ -74,7 +79,7 @@ impl ApiError {
                 StatusCode::BAD_REQUEST
             }
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Self::Forbidden { .. } | Self::ForeignHost(_) => StatusCode::FORBIDDEN,
             Self::UnknownWorkspace(_) | Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -31,6 +31,7 @@ mod cors;
 pub mod document;
 pub mod error;
 mod events;
+mod host;
 mod openapi;
 mod overview;
 mod page;

@@ -21,11 +21,13 @@ use super::state::AppState;
 /// a browser's preflight (`OPTIONS` with `Access-Control-Request-Method`, which carries no
 /// password) and adds the CORS headers to every answer to an allowed origin, refusals
 /// included, so that a page can read them. Another origin gets no CORS header: its browser
-/// withholds the answer.
+/// withholds the answer. Outside both, a server without a password answers only requests for
+/// a loopback host (`host`: no DNS rebinding).
 pub fn router(state: AppState) -> Router {
     let (routes, _) = routes().split_for_parts();
     let (public, _) = public_routes().split_for_parts();
     let origins = state.options().allowed_origins.clone();
+    let state_for_host = state.clone();
     let router = routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -37,7 +39,12 @@ pub fn router(state: AppState) -> Router {
     } else {
         router.layer(super::cors::layer(&origins))
     };
-    router.layer(middleware::from_fn(log_refused))
+    router
+        .layer(middleware::from_fn_with_state(
+            state_for_host,
+            super::host::loopback_only,
+        ))
+        .layer(middleware::from_fn(log_refused))
 }
 
 /// Logs one line per request answered with an HTTP error: `warn` for a refusal (4xx: a bad

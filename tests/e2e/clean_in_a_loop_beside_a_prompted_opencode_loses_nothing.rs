@@ -4,8 +4,10 @@
 //! OpenCode has just written): every prompt is answered and stored, OpenCode logs no
 //! `database is locked`, no `SQLITE_BUSY` and no database error, and every clean exits 0 (done)
 //! or 3 (something blocked, for the next run). The longest hold of the write lock the cleans
-//! report (`writeLock.maxMs`, their group transactions) is printed, not asserted: it is a
-//! measurement.
+//! report (`writeLock.maxMs`, their group transactions and give back steps) is printed, not
+//! asserted: it is a measurement. It runs twice: on the file as OpenCode left it, and on the
+//! file switched by `vacuum --online-shrink`, where each clean also gives the pages it freed back
+//! while OpenCode writes, and the file stays switched.
 //!
 //! The binary comes from `$OPENCODE_BIN` or `scripts/install-opencode.sh` (see
 //! `support/binary.rs`); without one the test prints why and returns, except under `CI=true`,
@@ -61,6 +63,15 @@ fn clean(db: &Path) -> (Option<i32>, Value) {
 
 #[test]
 fn prompts_are_answered_and_opencode_never_waits_on_a_lock_while_cleans_run_beside_it() {
+    prompts_are_answered_beside_cleans(false);
+}
+
+#[test]
+fn prompts_are_answered_beside_cleans_that_give_pages_back_on_a_switched_file() {
+    prompts_are_answered_beside_cleans(true);
+}
+
+fn prompts_are_answered_beside_cleans(online_shrink: bool) {
     let Some(bin) = opencode_real::binary() else {
         return;
     };
@@ -68,6 +79,10 @@ fn prompts_are_answered_and_opencode_never_waits_on_a_lock_while_cleans_run_besi
     let mock = MockModel::start();
     let env = OpenCode::with_layout(&bin, &mock.base_url(), Layout::work());
     let db = env.copy_fixture(&fixture);
+    if online_shrink {
+        let switched = crate::common::cli::run(&db, &["vacuum", "--online-shrink"]);
+        crate::common::cli::assert_exit(&switched, 0);
+    }
     env.relocate_sessions();
     assert!(env.adopt_project(), "the work tree is a git repo");
     let conn = Connection::open(&db).expect("open");
@@ -97,6 +112,8 @@ fn prompts_are_answered_and_opencode_never_waits_on_a_lock_while_cleans_run_besi
                     "clean exited {code:?}: {report}"
                 );
                 assert_eq!(report["failed"], 0, "{report}");
+                // A switched file gives pages back after every clean; another never does.
+                assert_eq!(report.get("givenBack").is_some(), online_shrink, "{report}");
                 let held = report["writeLock"]["maxMs"].as_f64().expect("writeLock");
                 longest = longest.max(held);
                 runs += 1;
@@ -149,7 +166,17 @@ fn prompts_are_answered_and_opencode_never_waits_on_a_lock_while_cleans_run_besi
             );
         }
     }
+    let conn = Connection::open(&db).expect("open");
+    let mode: i64 = conn
+        .query_row("PRAGMA auto_vacuum", [], |row| row.get(0))
+        .expect("auto_vacuum");
+    assert_eq!(
+        mode,
+        if online_shrink { 2 } else { 0 },
+        "OpenCode kept the mode"
+    );
+    drop(conn);
     eprintln!(
-        "LIVE cleans={cleans} prompts={PROMPTS} max_lock_ms={longest_ms:.1} (the longest write lock hold the cleans reported)"
+        "LIVE online_shrink={online_shrink} cleans={cleans} prompts={PROMPTS} max_lock_ms={longest_ms:.1} (the longest write lock hold the cleans reported)"
     );
 }
