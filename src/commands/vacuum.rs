@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long)]
     force: bool,
     /// Also switch the file to SQLite's incremental auto-vacuum, once: from then on every
-    /// `clean --apply` (and `prune-batch`, and the server's cleans) gives the pages it frees
+    /// `clean --apply` (and `prune-batch`, on the command line or through `serve`) gives the pages it frees
     /// back to the disk while OpenCode runs, without another vacuum. OpenCode reads and writes
     /// such a file as any other; it costs one pointer-map page per 819 pages (4 KiB pages: 0.12 % of the file)
     #[arg(long)]
