@@ -1,6 +1,6 @@
-//! The crontab line of docs/guide.md ("On a schedule"), its command run as cron would run it (by
-//! the shell, from the home folder): it cleans with an archive, purges the archive's old
-//! entries, and a second run finds nothing left to prune.
+//! The crontab line of docs/guide.md ("On a schedule"), its command run as cron would run it
+//! (by `/bin/sh` with cron's `PATH`, from the home folder): it cleans with an archive, purges
+//! the archive's old entries, and a second run finds nothing left to prune.
 
 use super::common::home::{block_after, OpenCodeHome};
 
@@ -29,7 +29,7 @@ fn the_nightly_line_cleans_archives_and_purges_and_its_next_run_finds_nothing() 
             .expect("the report is one JSON document")
     };
 
-    let first = home.bash(&format!("cd ~ && {command}"));
+    let first = home.cron(&format!("cd ~ && {command}"));
     assert_eq!(
         first.status.code(),
         Some(0),
@@ -49,7 +49,7 @@ fn the_nightly_line_cleans_archives_and_purges_and_its_next_run_finds_nothing() 
         "the purge's report"
     );
 
-    let second = home.bash(&format!("cd ~ && {command}"));
+    let second = home.cron(&format!("cd ~ && {command}"));
     assert_eq!(second.status.code(), Some(0));
     assert_eq!(home.receipts(), receipts, "the second run pruned again");
     assert_eq!(report()["pruned"], 0);

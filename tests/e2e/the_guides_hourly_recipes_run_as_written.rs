@@ -87,6 +87,9 @@ fn a_quiet_clean_refused_for_now_exits_3_and_says_nothing() {
     drop(conn);
     let out = home.bash("cd ~ && session-prune clean --all --apply --archive --quiet");
     assert_silent(&out, 3);
+    // After a refusal the line goes on to the purge; after a failure (or a binary not found)
+    // it does not.
+    assert!(cron_command().contains("case $? in 0|3)"));
     assert!(home.receipts() > 0, "the other sessions were pruned");
     // The crontab line goes on to the purge: the refused prune is the next run's.
     let line = home.cron(&format!("cd ~ && {}", cron_command()));
@@ -129,6 +132,7 @@ fn the_systemd_user_service_and_timer_verify_and_run_as_written() {
     let service = block_after("docs/guide.md", SERVICE, "ini");
     let timer = block_after("docs/guide.md", TIMER, "ini");
     assert_eq!(key(&service, "SuccessExitStatus"), "3");
+    assert_eq!(key(&service, "StandardOutput"), "null");
     assert_eq!(key(&timer, "OnCalendar"), "hourly");
     let binary = Path::new(crate::common::cli::BINARY);
     let installed = "%h/.cargo/bin/session-prune";

@@ -25,6 +25,11 @@ impl OpenCodeHome {
         let source = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/opencode-1.18.34-work/opencode.db");
         std::fs::copy(&source, data.join("opencode.db")).expect("copy fixture");
+        // Installed as `cargo install` installs it.
+        let bin = home.path().join(".cargo/bin");
+        std::fs::create_dir_all(&bin).expect("~/.cargo/bin");
+        std::os::unix::fs::symlink(crate::common::cli::BINARY, bin.join("session-prune"))
+            .expect("~/.cargo/bin/session-prune");
         Self { home, data }
     }
 
@@ -36,22 +41,23 @@ impl OpenCodeHome {
     /// Runs `script` with `bash -euo pipefail` in a clean environment: this home, and a PATH
     /// that finds the built `session-prune` first.
     pub fn bash(&self, script: &str) -> Output {
-        self.shell("bash", &["-euo", "pipefail", "-c", script])
-    }
-
-    /// Runs `line` as cron runs a crontab line: `/bin/sh -c`, in the same environment as
-    /// [`Self::bash`].
-    pub fn cron(&self, line: &str) -> Output {
-        self.shell("/bin/sh", &["-c", line])
-    }
-
-    fn shell(&self, shell: &str, args: &[&str]) -> Output {
         let binary = Path::new(crate::common::cli::BINARY);
         let path = format!(
             "{}:{}",
             binary.parent().expect("binary folder").display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        self.shell("bash", &["-euo", "pipefail", "-c", script], path)
+    }
+
+    /// Runs `line` as cron runs a crontab line: `/bin/sh -c` with this home and cron's own
+    /// `PATH` (`/usr/bin:/bin`), which does not find `session-prune`: a line names it where
+    /// `cargo install` puts it, `~/.cargo/bin/session-prune` (this home has it there).
+    pub fn cron(&self, line: &str) -> Output {
+        self.shell("/bin/sh", &["-c", line], "/usr/bin:/bin".into())
+    }
+
+    fn shell(&self, shell: &str, args: &[&str], path: String) -> Output {
         Command::new(shell)
             .args(args)
             .env_clear()
