@@ -120,11 +120,12 @@ fn main() {
     audit_holds(&online, "online");
     eprintln!(
         "online: {original} -> {switched_bytes} bytes switched -> {} bytes after the clean \
-         ({:.2} s); given back {} bytes in {} steps; write lock {}",
+         ({:.2} s); given back {} bytes in {} steps, the longest {} ms; write lock {}",
         on_disk(&online),
         took.as_secs_f64(),
         given["bytes"],
         given["steps"],
+        given["longestStepMs"],
         report["writeLock"]
     );
 

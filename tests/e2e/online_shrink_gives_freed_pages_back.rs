@@ -77,6 +77,9 @@ fn a_clean_of_a_switched_file_gives_every_freed_page_back_without_vacuum() {
     assert_eq!(given["bytes"].as_u64().unwrap(), pages * page_size);
     assert_eq!(given["leftPages"], 0, "{report}");
     assert_eq!(given.get("stopped"), None, "{report}");
+    // Each step held the lock for a time of its own, the longest of them reported.
+    let longest = given["longestStepMs"].as_f64().unwrap();
+    assert!(longest > 0.0, "{report}");
     assert_eq!(pragma(&online, "freelist_count"), 0);
     // The WAL was written back and truncated: the file is its pages, no more.
     assert_eq!(
@@ -198,6 +201,7 @@ fn the_give_back_stops_while_another_connection_holds_the_write_lock() {
     let given = store.give_back_pages(&|| false).unwrap();
     assert_eq!(given.pages, 0);
     assert_eq!(given.steps, 0);
+    assert_eq!(given.longest_step_ms, 0.0);
     assert_eq!(given.left_pages, free as u64);
     assert_eq!(
         given.stopped.as_deref(),

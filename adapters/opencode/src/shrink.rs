@@ -52,7 +52,7 @@ impl AutoVacuum {
 /// the database file's size (without its WAL) before the first step and after the last
 /// checkpoint: the file shrinks only once a checkpoint wrote the steps back, so it may be
 /// larger than `file_bytes_before - bytes` while a reader of OpenCode holds the WAL.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GivenBack {
     /// Pages moved off the freelist and cut off.
@@ -61,6 +61,9 @@ pub struct GivenBack {
     pub bytes: u64,
     /// Write transactions it took.
     pub steps: u64,
+    /// The longest of them, from `BEGIN IMMEDIATE` to the end of its `COMMIT`, in ms (0
+    /// without steps): what OpenCode may have waited for the lock at most.
+    pub longest_step_ms: f64,
     /// Free pages left in the file.
     pub left_pages: u64,
     /// Why pages were left, in words; `None` when none were.
@@ -146,6 +149,7 @@ pub(crate) fn give_back(
                     done.stopped = Some("SQLite gave back no page".into());
                     break;
                 }
+                done.longest_step_ms = done.longest_step_ms.max(took.as_secs_f64() * 1000.0);
                 step_pages = next_step(asked, took);
                 // The lock is OpenCode's for as long as the step held it.
                 std::thread::sleep(took);
