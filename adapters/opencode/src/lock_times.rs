@@ -77,18 +77,20 @@ impl LockTimes {
     }
 
     /// Records a hold that ends now, or when the WAL hook marked the lock released since it
-    /// began.
-    pub(crate) fn record(&self, held: Held) {
+    /// began (a checkpoint the hook runs after the release is not counted), and answers it.
+    pub(crate) fn record(&self, held: Held) -> std::time::Duration {
         let end = self
             .released
             .take()
             .filter(|released| *released >= held.began)
             .unwrap_or_else(Instant::now);
-        let us = u64::try_from(end.duration_since(held.began).as_micros()).unwrap_or(u64::MAX);
+        let hold = end.duration_since(held.began);
+        let us = u64::try_from(hold.as_micros()).unwrap_or(u64::MAX);
         self.held_us
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .push(us);
+        hold
     }
 
     /// The summary of every hold recorded so far.
