@@ -72,7 +72,7 @@ fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
 /// status.
 fn health_keep_alive(stream: &mut TcpStream) -> u16 {
     stream
-        .write_all(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .expect("send");
     read_response(stream)
 }
@@ -115,7 +115,7 @@ fn half_a_request_head_is_closed_after_the_header_read_timeout() {
     // Each instant is taken before the connection exists, so before the server's timer starts.
     let started = Instant::now();
     let mut half = connect(&server);
-    half.write_all(b"GET /health HTTP/1.1\r\nHost: te")
+    half.write_all(b"GET /health HTTP/1.1\r\nHost: local")
         .expect("send");
     assert_eq!(read_to_close(&mut half), b"", "closed without an answer");
     assert!(started.elapsed() >= timeout, "not before the timeout");
@@ -178,7 +178,7 @@ fn connections_beyond_the_limit_wait_until_the_idle_ones_are_closed() {
     // answered while the eight are open (for 4 s after their answers).
     let mut ninth = connect(&server);
     ninth
-        .write_all(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .expect("send");
     ninth
         .set_read_timeout(Some(Duration::from_millis(300)))

@@ -68,7 +68,7 @@ fn a_client_that_never_finishes_its_request_does_not_hold_the_server_past_the_gr
     let server = Server::start(&fx.db, &[]);
     let mut stalled = std::net::TcpStream::connect(&server.address).unwrap();
     let head = format!(
-        "POST /api/workspaces/{WORKSPACE}/session-pruning/preview HTTP/1.1\r\nHost: x\r\n\
+        "POST /api/workspaces/{WORKSPACE}/session-pruning/preview HTTP/1.1\r\nHost: localhost\r\n\
          Content-Length: 100\r\n\r\n{{"
     );
     stalled.write_all(head.as_bytes()).unwrap();
