@@ -68,6 +68,7 @@ fn start() -> Bench {
             }]),
             heartbeat: Duration::from_secs(15),
             allowed_origins: Vec::new(),
+            upkeep: None,
         },
     );
     let listener = runtime

@@ -4,11 +4,12 @@
 // from what it holds: the message (read again and drawn anew), the outline chunks whose
 // checkpoint moved, the session's sizes, the panel's preview and receipts when they show that
 // session, and the overview (a second later, when reading it is cheap); nothing else is read
-// again. The views are their own
-// files (overview.js, sessions.js, session.js, panel.js) around one declared state (state.js).
+// again. After a run of the clean on a schedule it reads the upkeep view again. The views are
+// their own files (overview.js, sessions.js, session.js, panel.js, upkeep.js) around one
+// declared state (state.js).
 
 import { ApiError, workspacePaths } from "./api.js";
-import { describeEvent, named, takeBatch } from "./events.js";
+import { UPKEEP, describeEvent, named, takeBatch } from "./events.js";
 import { text } from "./messages.js";
 import { loadOverview, scheduleOverview } from "./overview.js";
 import { loadReceipts, preview } from "./panel.js";
@@ -16,6 +17,7 @@ import { loadOutline, openSession, reloadMessages } from "./session.js";
 import { loadSessions, refreshSession } from "./sessions.js";
 import { $, api, notice, record, route, setRoute, state } from "./state.js";
 import { EventStream } from "./stream.js";
+import { loadUpkeep } from "./upkeep.js";
 
 /** Events the log keeps on screen. */
 const LOG_LINES = 100;
@@ -33,6 +35,7 @@ async function boot() {
     return;
   }
   $("version").textContent = `session-prune ${state.health.version}`;
+  loadUpkeep();
   const select = $("workspace");
   select.replaceChildren(
     ...workspaces.map((w) => {
@@ -186,6 +189,7 @@ async function applyEvents(batch) {
   for (const line of taken.lines) log(line);
   state.appliedThrough = taken.appliedThrough;
   record.eventsApplied += taken.changed.length;
+  if (taken.upkeep) await loadUpkeep();
   if (taken.resync) {
     notice("The journal no longer holds every event this page missed: everything was read again.");
     await reloadAll();
@@ -212,7 +216,9 @@ function log({ id, type, data, again }) {
   line.dataset.eventId = id ?? "";
   line.dataset.type = type;
   if (data?.messageID) line.dataset.messageId = data.messageID;
-  line.append(text("code", "", id === null || again ? "(again)" : `#${id}`), text("span", "", describeEvent(type, data)));
+  // An upkeep run has no number of its own: it is no journal event.
+  const label = type === UPKEEP ? "(run)" : id === null || again ? "(again)" : `#${id}`;
+  line.append(text("code", "", label), text("span", "", describeEvent(type, data)));
   const list = $("log");
   list.prepend(line);
   while (list.children.length > LOG_LINES) list.lastElementChild.remove();

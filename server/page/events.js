@@ -10,6 +10,8 @@ export const RESTORED = "rpc.codenomad.session-pruning.restored";
 export const COMPACTED = "rpc.codenomad.session-pruning.compacted";
 
 const APPLIED = new Set([PRUNED, RESTORED, COMPACTED]);
+/** A run of the clean on a schedule ended (no journal event: it has no number). */
+export const UPKEEP = "rpc.codenomad.session-pruning.upkeep";
 
 /**
  * Takes a batch of `{type, id, data}` (the stream's order; `id` a decimal string or null: any
@@ -22,12 +24,14 @@ const APPLIED = new Set([PRUNED, RESTORED, COMPACTED]);
  * - `changed`: the `data` of each event to apply, in order;
  * - `appliedThrough`: the number of the last event applied after this batch;
  * - `lastEventId`: the last number the batch carried (heartbeats too), or null;
+ * - `upkeep`: whether a run of the clean on a schedule ended (its prunes came as their own
+ *   events): the upkeep view is read again;
  * - `resync`: true when the journal no longer held every missed event: the page reads
  *   everything again, which covers what `changed` holds from before it and what followed it
  *   in the batch (not taken); `appliedThrough` is then the resync's `resumeAfter`.
  */
 export function takeBatch(batch, appliedThrough) {
-  const taken = { lines: [], changed: [], appliedThrough, lastEventId: null, resync: false };
+  const taken = { lines: [], changed: [], appliedThrough, lastEventId: null, resync: false, upkeep: false };
   for (const event of batch) {
     const { type } = event;
     // A number is decimal digits (the journal's sequence); anything else counts as none.
@@ -43,6 +47,11 @@ export function takeBatch(batch, appliedThrough) {
       else if (numbered(resumeAfter)) taken.appliedThrough = Number(resumeAfter);
       taken.resync = true;
       return taken;
+    }
+    if (type === UPKEEP) {
+      taken.lines.push({ id: null, type, data, again: false });
+      taken.upkeep = true;
+      continue;
     }
     if (!APPLIED.has(type)) continue;
     const again = id === null || Number(id) <= taken.appliedThrough;
@@ -78,5 +87,6 @@ export function named(changed, openID) {
 export function describeEvent(type, data) {
   if (type === "resync") return `resync: resumed after #${data.resumeAfter}`;
   if (type === COMPACTED) return `compacted ${data.snapshots} snapshot(s) of ${data.sessionID}`;
+  if (type === UPKEEP) return `upkeep: clean ${data.run} ${data.status}, ${data.counts?.pruned ?? 0} pruned`;
   return `${type.split(".").pop()} ${data.messageID ?? ""}`;
 }

@@ -15,6 +15,8 @@ export const $ = (id) => document.getElementById(id);
 export const state = {
   /** `GET /health`'s answer: `version`, `databaseID`, `lastSeq`, `quietPeriodMs`; null before. */
   health: null,
+  /** `GET /api/session-pruning/upkeep`'s last answer (the clean on a schedule); null before. */
+  upkeep: null,
   /** The open workspace's id, and its routes (`workspacePaths`). */
   workspace: null,
   paths: null,

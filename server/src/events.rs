@@ -3,7 +3,7 @@
 //!
 //! Every SSE `id:` is a journal sequence number. A client resumes with `Last-Event-ID` (what
 //! `EventSource` sends on reconnect) or `?since=SEQ` (the header wins): the stream replays
-//! every journaled event after it, then goes live, with no gap and no duplicate. Three event
+//! every journaled event after it, then goes live, with no gap and no duplicate. The event
 //! types:
 //!
 //! - `rpc.codenomad.session-pruning.pruned`, data `{sessionID, messageID, revision}` (the
@@ -16,6 +16,10 @@
 //! - `resync`, data `{firstKept, resumeAfter}`: the cursor is older than the journal keeps (or
 //!   newer than its last event: another journal). Reload everything; live events after
 //!   `resumeAfter` follow.
+//! - `rpc.codenomad.session-pruning.upkeep`, data an `UpkeepRun` (`{run, startedAt, tookMs,
+//!   status, counts}`), after each run of `serve --auto-clean`, on every workspace's stream,
+//!   live only and without `id:` (no journal event: the run's prunes are, each announced as
+//!   above).
 //!
 //! A subscriber that falls behind (a client that stops reading) is caught up from the
 //! journal when it reads again, never dropped. The stream ends cleanly when the server shuts
@@ -29,6 +33,7 @@
 //! session's next events as long as no owner was read meanwhile (`AppState::owner_holds`).
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -39,12 +44,14 @@ use futures_util::{FutureExt as _, StreamExt as _};
 use pruning_engine::{Delivery, JournalReplay, PrunedEvent, RecvError, Scope, Subscription};
 use serde::Serialize;
 use serde_json::json;
+use tokio::sync::broadcast;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 use super::error::ApiError;
 use super::query;
 use super::responses::{BadRequest, Internal, NotFound, Unauthorized};
 use super::state::{AppState, OwnerStamp};
+use super::upkeep::{UpkeepRun, UPKEEP_EVENT_TYPE};
 
 /// The SSE event type of a heartbeat.
 pub const HEARTBEAT: &str = "heartbeat";
@@ -97,7 +104,8 @@ pub struct ResyncData {
         (data: the `PrunedEventData` schema); `rpc.codenomad.session-pruning.compacted` (data: \
         the `CompactedEventData` schema); `heartbeat` (data: `Heartbeat`, id = its cursor) after each quiet interval; `resync` \
         (data: `Resync`) when the cursor is older than the journal keeps or past its end: \
-        reload everything.",
+        reload everything; `rpc.codenomad.session-pruning.upkeep` (data: `UpkeepRun`, no id, \
+        live only) after each run of the clean on a schedule.",
     params(
         ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
         ("since" = Option<u64>, Query, description = "Replay the events after this sequence number"),
@@ -159,6 +167,7 @@ pub async fn events(
     heartbeat.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let feed = Feed {
         subscription: state.hub().subscribe(since),
+        upkeep: Some(state.upkeep().subscribe()),
         scope: workspace.scope(),
         state,
         heartbeat,
@@ -184,6 +193,8 @@ pub async fn events(
 struct Feed {
     state: AppState,
     subscription: Subscription<JournalReplay>,
+    /// The upkeep's finished runs (`None` once its channel closed).
+    upkeep: Option<broadcast::Receiver<Arc<UpkeepRun>>>,
     scope: Scope,
     heartbeat: Interval,
     /// A resync to send before anything else.
@@ -243,6 +254,7 @@ impl Feed {
                 _ = self.heartbeat.tick() => {
                     chunk = heartbeat(self.subscription.cursor()).into_bytes();
                 }
+                run = next_run(&mut self.upkeep) => upkeep_run(&run, &mut chunk),
             }
         }
         // `recv` is cancel safe: polling it once and dropping it loses nothing.
@@ -326,6 +338,33 @@ impl Feed {
         }
         Ok(inside)
     }
+}
+
+/// The upkeep's next finished run. A stream that fell more than the channel holds behind skips
+/// the oldest (the last run is always in `GET /api/session-pruning/upkeep`). Cancel safe (as
+/// `broadcast::Receiver::recv`); pending for ever once the channel closed.
+async fn next_run(runs: &mut Option<broadcast::Receiver<Arc<UpkeepRun>>>) -> Arc<UpkeepRun> {
+    loop {
+        let Some(receiver) = runs.as_mut() else {
+            return std::future::pending().await;
+        };
+        match receiver.recv().await {
+            Ok(run) => return run,
+            Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => *runs = None,
+        }
+    }
+}
+
+/// Appends `event: rpc.codenomad.session-pruning.upkeep` and `data: {run, startedAt, ...}`,
+/// with no `id:`: a run is no journal event, and a client's resume point stays where it is.
+fn upkeep_run(run: &UpkeepRun, chunk: &mut Vec<u8>) {
+    chunk.extend_from_slice(b"event: ");
+    chunk.extend_from_slice(UPKEEP_EVENT_TYPE.as_bytes());
+    chunk.extend_from_slice(b"\ndata: ");
+    // Numbers and strings only: it always serializes, on one line.
+    let _ = serde_json::to_writer(&mut *chunk, run);
+    chunk.extend_from_slice(b"\n\n");
 }
 
 /// A cursor from a header or query parameter: a sequence number (0 = from the first event).

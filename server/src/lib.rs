@@ -10,7 +10,8 @@
 //! the browsing routes `GET /api/workspaces/{id}/sessions` and `POST
 //! /api/workspaces/{id}/session-history/{window,outline,outlinePreview,assets,assetRead}` (read-only, on
 //! connections of their own: `browse`);
-//! `GET /api/workspaces`; `GET /openapi.json` (the OpenAPI 3.1 document, derived from the
+//! `GET` and `POST /api/session-pruning/upkeep` (the clean on a schedule, `serve --auto-clean`:
+//! `upkeep`); `GET /api/workspaces`; `GET /openapi.json` (the OpenAPI 3.1 document, derived from the
 //! handlers and the types they answer with: `openapi`); `GET /health`; the page at `GET /` and
 //! `GET /page/{name}` (`page`, built into the binary).
 //!
@@ -40,6 +41,8 @@ mod responses;
 mod routes;
 mod server;
 mod state;
+mod upkeep;
+mod upkeep_routes;
 pub mod workspaces;
 
 pub use auth::Password;
@@ -50,4 +53,8 @@ pub use events::{HEARTBEAT, RESYNC};
 pub use routes::openapi;
 pub use server::{router, serve, serve_with, SHUTDOWN_GRACE};
 pub use state::{Admission, AppState, OwnerStamp, ServerOptions};
+pub use upkeep::{
+    RunStatus, UpkeepChange, UpkeepCounts, UpkeepJob, UpkeepOptions, UpkeepRun, UpkeepStatus,
+    UPKEEP_EVENT_TYPE,
+};
 pub use workspaces::{Workspace, Workspaces};

@@ -33,7 +33,14 @@ use super::responses::{
     ),
     modifiers(&Authentication),
     components(
-        schemas(ErrorBody, PrunedEventData, CompactedEventData, HeartbeatData, ResyncData),
+        schemas(
+            ErrorBody,
+            PrunedEventData,
+            CompactedEventData,
+            HeartbeatData,
+            ResyncData,
+            crate::UpkeepRun
+        ),
         responses(BadRequest, Unauthorized, Forbidden, NotFound, BodyTimeout, TooLarge, Internal)
     )
 )]

@@ -35,9 +35,9 @@ pub async fn index() -> Response {
 
 /// The page's scripts and style, by name (docs/ARCHITECTURE.md, "The page", says what each
 /// holds): the controller `app.js`, the declared state `state.js`, the views `overview.js`,
-/// `sessions.js`, `session.js` and `panel.js`; `api.js`, `stream.js`, `messages.js`,
-/// `reasons.js`; the pure modules `events.js`, `open-session.js` and `clean.js` (unit-tested by
-/// `node --test server/page/test/`); `app.css`.
+/// `sessions.js`, `session.js`, `panel.js` and `upkeep.js`; `api.js`, `stream.js`, `messages.js`,
+/// `reasons.js`; the pure modules `events.js`, `open-session.js`, `clean.js` and
+/// `upkeep-status.js` (unit-tested by `node --test server/page/test/`); `app.css`.
 const ASSETS: &[(&str, &str, &str)] = &[
     script("app.js", include_str!("../page/app.js")),
     script("state.js", include_str!("../page/state.js")),
@@ -52,6 +52,8 @@ const ASSETS: &[(&str, &str, &str)] = &[
     script("events.js", include_str!("../page/events.js")),
     script("open-session.js", include_str!("../page/open-session.js")),
     script("clean.js", include_str!("../page/clean.js")),
+    script("upkeep.js", include_str!("../page/upkeep.js")),
+    script("upkeep-status.js", include_str!("../page/upkeep-status.js")),
     (
         "app.css",
         include_str!("../page/app.css"),

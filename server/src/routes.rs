@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::openapi::{Closed, Fixed};
 use super::responses::Unauthorized;
 use super::state::AppState;
-use super::{audit, browse, clean, contract, events, overview, page};
+use super::{audit, browse, clean, contract, events, overview, page, upkeep_routes};
 
 /// Every route with its OpenAPI description: the one list both the router and the document
 /// ([`openapi`]) are made from.
@@ -39,6 +39,7 @@ pub(super) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(browse::assets))
         .routes(routes!(browse::asset_read))
         .routes(routes!(overview::stats))
+        .routes(routes!(upkeep_routes::upkeep, upkeep_routes::change_upkeep))
 }
 
 /// The routes served without the password: the page and its assets, which hold no data

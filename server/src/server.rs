@@ -93,7 +93,9 @@ pub async fn serve(
 
 /// Serves `router(state)` on `listener` within `limits` until `signal` completes, then shuts
 /// down gracefully: no new connection is accepted, event streams end, requests in flight are
-/// answered. Returns once every connection is closed, or [`SHUTDOWN_GRACE`] after the signal,
+/// answered. With a schedule ([`crate::ServerOptions::upkeep`]) the upkeep runs beside the
+/// connections, and a run in progress stops after its current batch. Returns once every
+/// connection is closed and the upkeep has stopped, or [`SHUTDOWN_GRACE`] after the signal,
 /// dropping the connections left; an engine call (a prune) already on the blocking pool runs
 /// to its end either way, and the runtime's shutdown waits for it.
 ///
@@ -113,6 +115,7 @@ pub async fn serve_with(
 ) -> std::io::Result<()> {
     let shutdown = state.shutdown().clone();
     let stopping = shutdown.clone();
+    let upkeep = tokio::spawn(super::upkeep::schedule(state.clone()));
     let server = connections::serve(listener, router(state), limits, async move {
         signal.await;
         stopping.cancel();
@@ -122,15 +125,22 @@ pub async fn serve_with(
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     tokio::select! {
-        () = server => Ok(()),
+        () = server => {}
         () = deadline => {
             tracing::warn!(
                 graceSeconds = SHUTDOWN_GRACE.as_secs(),
                 "stopping: connections still open after the grace period were closed"
             );
-            Ok(())
         }
     }
+    // A run of the upkeep in progress stops after its current batch and is announced.
+    if let Err(error) = upkeep.await {
+        tracing::error!(
+            error = error.to_string().as_str(),
+            "stopping: the upkeep's schedule ended badly"
+        );
+    }
+    Ok(())
 }
 
 async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::Password;
 use super::error::ApiError;
+use super::upkeep::Upkeep;
 use super::workspaces::{Workspace, Workspaces};
 use pruning_engine::StoreError;
 use pruning_opencode::{Browser, Interrupt, Lease, OpenCodeStore, Owner, StoreOptions};
@@ -49,6 +50,9 @@ pub struct ServerOptions {
     /// Origins (`scheme://host[:port]`) whose pages may call the API from a browser (CORS);
     /// empty: none, the same origin only. The password is required all the same.
     pub allowed_origins: Vec<crate::Origin>,
+    /// The clean on a schedule (`serve --auto-clean`); `None`: the server cleans only when
+    /// asked.
+    pub upkeep: Option<crate::UpkeepOptions>,
 }
 
 /// The shared state of all handlers; a cheap handle (an [`Arc`] inside).
@@ -60,8 +64,12 @@ pub struct AppState {
 struct Inner {
     engine: Arc<Engine<OpenCodeStore>>,
     hub: Hub<JournalReplay>,
-    /// Held by every write (prune, prune-batch): one write at a time, in arrival order.
-    writes: Mutex<()>,
+    /// Held by every write (prune, prune-batch, each batch of the upkeep): one write at a time,
+    /// in arrival order (tokio's mutex is fair: a batch of the upkeep that asks again waits
+    /// behind the requests that asked meanwhile).
+    writes: Arc<tokio::sync::Mutex<()>>,
+    /// The clean on a schedule, and where it stands.
+    upkeep: Upkeep,
     options: ServerOptions,
     /// Session id -> owner and when it was read, for filtering events by workspace: one read
     /// serves every subscriber of an event, and a session that moves is seen within
@@ -83,7 +91,8 @@ impl AppState {
             inner: Arc::new(Inner {
                 engine,
                 hub,
-                writes: Mutex::new(()),
+                writes: Arc::new(tokio::sync::Mutex::new(())),
+                upkeep: Upkeep::new(options.upkeep.clone()),
                 options,
                 owners: Mutex::new(HashMap::new()),
                 owners_generation: AtomicU64::new(0),
@@ -106,6 +115,27 @@ impl AppState {
     /// Cancelled when the server shuts down: event streams end on it.
     pub fn shutdown(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// The clean on a schedule and where it stands.
+    pub(crate) fn upkeep(&self) -> &Upkeep {
+        &self.inner.upkeep
+    }
+
+    /// The engine, for work that runs longer than one call (the upkeep's clean).
+    pub(crate) fn engine(&self) -> Arc<Engine<OpenCodeStore>> {
+        Arc::clone(&self.inner.engine)
+    }
+
+    /// The server's write turn, for a caller on the blocking pool: runs its work once every
+    /// write that asked before it is done, and holds the turn while it runs. It must not be
+    /// called on an async worker (it blocks).
+    pub(crate) fn write_turn(&self) -> impl Fn(&mut dyn FnMut()) + Send + Sync + 'static {
+        let writes = Arc::clone(&self.inner.writes);
+        move |work: &mut dyn FnMut()| {
+            let _turn = writes.blocking_lock();
+            work();
+        }
     }
 
     /// Runs a read on the blocking pool with the engine.
@@ -134,10 +164,7 @@ impl AppState {
     {
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
-            let _one_at_a_time = inner
-                .writes
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let _one_at_a_time = inner.writes.blocking_lock();
             call(&inner.engine)
         })
         .await

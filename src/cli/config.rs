@@ -14,7 +14,7 @@ use super::duration::{duration_flag, parse_duration, ANY_DURATION};
 pub use super::error::ConfigError;
 
 /// The validated global flags: where the files are and how the fence waits.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// The OpenCode database.
     pub db: PathBuf,

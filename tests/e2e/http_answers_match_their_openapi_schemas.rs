@@ -616,6 +616,37 @@ fn every_answer_of_every_route_matches_the_document() {
         500,
     );
 
+    // The upkeep's routes, on this server without a schedule, then on one with a schedule.
+    let upkeep = "/api/session-pruning/upkeep";
+    let (get_upkeep, post_upkeep) = (format!("GET {upkeep}"), format!("POST {upkeep}"));
+    let status = api.expect(&get_upkeep, upkeep, Value::Null, 200);
+    assert_eq!(status["enabled"], false, "{status}");
+    api.expect(&post_upkeep, upkeep, json!({ "paused": true }), 404);
+    api.expect(&post_upkeep, upkeep, json!({ "paused": 1 }), 400);
+    api.body_never_arrives(&post_upkeep, upkeep);
+    api.expect(
+        &post_upkeep,
+        upkeep,
+        json!({ "x": "y".repeat(1024 * 1024) }),
+        413,
+    );
+    fx.exec("ALTER TABLE project RENAME COLUMN gone TO worktree");
+    let Checked { doc, .. } = api;
+    drop(app);
+    let scheduled = App::scheduled(&fx, Some(PASSWORD));
+    let mut api = Checked {
+        app: &scheduled,
+        doc,
+    };
+    let paused = api.expect(&post_upkeep, upkeep, json!({ "paused": true }), 200);
+    assert_eq!(
+        (&paused["enabled"], &paused["paused"], &paused["nextRunAt"]),
+        (&json!(true), &json!(true), &Value::Null),
+        "{paused}"
+    );
+    let status = api.expect(&get_upkeep, upkeep, Value::Null, 200);
+    assert_eq!(status, paused);
+
     // Every status the document lists was answered by a request above, but those that cannot
     // be provoked (which the document does list).
     let documented = api.doc.statuses();

@@ -125,6 +125,8 @@ fn the_page_and_every_file_it_loads_are_served_without_the_password() {
             "sessions.js",
             "state.js",
             "stream.js",
+            "upkeep-status.js",
+            "upkeep.js",
         ]
         .map(String::from)
         .into_iter()

@@ -658,8 +658,9 @@ impl OpenCodeStore {
     /// receipt's, and drops those no receipt names (see `super::archive::retention::purge`);
     /// `now_ms` is recorded as the purge time. With `dry_run`, only counts.
     ///
-    /// Only the archive is written: the store may be read-only. A process that archives prunes
-    /// holds the archive, and the purge is refused while it runs.
+    /// Only the archive is written: the store may be read-only. A store opened with `--archive`
+    /// purges through the archive it holds; another process that archives prunes holds it, and
+    /// the purge is refused while that runs.
     ///
     /// Errors: [`StoreError::Archive`] (held by another process, damaged, not rewritten);
     /// [`StoreError::Storage`].
@@ -670,10 +671,17 @@ impl OpenCodeStore {
         dry_run: bool,
     ) -> Result<super::PurgeReport, StoreError> {
         let conn = self.connection();
+        let mut held = self.archive_slot();
         // The receipts and the archive as of one snapshot.
         conn.execute_batch("BEGIN").map_err(storage)?;
-        let purged =
-            super::archive::retention::purge(&conn, &self.path, cutoff_ms, now_ms, dry_run);
+        let purged = super::archive::retention::purge(
+            &conn,
+            &self.path,
+            held.as_mut().map(StoreArchive::file),
+            cutoff_ms,
+            now_ms,
+            dry_run,
+        );
         let _ = conn.execute_batch("COMMIT");
         purged
     }

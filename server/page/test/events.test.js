@@ -4,7 +4,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { COMPACTED, PRUNED, RESTORED, describeEvent, named, takeBatch } from "../events.js";
+import { COMPACTED, PRUNED, RESTORED, UPKEEP, describeEvent, named, takeBatch } from "../events.js";
 
 const pruned = (id, sessionID, messageID) => ({ type: PRUNED, id, data: { sessionID, messageID } });
 
@@ -59,7 +59,7 @@ test("heartbeats move the last id and are neither logged nor applied; other type
     ],
     3,
   );
-  assert.deepEqual(taken, { lines: [], changed: [], appliedThrough: 3, lastEventId: 9, resync: false });
+  assert.deepEqual(taken, { lines: [], changed: [], appliedThrough: 3, lastEventId: 9, resync: false, upkeep: false });
 });
 
 test("a resync resumes after its number and takes nothing that follows it", () => {
@@ -142,4 +142,14 @@ test("an event whose data is no object is applied as naming nothing", () => {
   const taken = takeBatch([{ type: PRUNED, id: "4", data: null }], 3);
   assert.deepEqual(taken.changed, [{}]);
   assert.deepEqual(named(taken.changed, "ses_a"), { here: false, messages: [], sessions: [] });
+});
+
+test("an upkeep run is logged without a number and asks for the upkeep view again", () => {
+  const run = { run: 4, status: "cleaned", counts: { pruned: 12 } };
+  const taken = takeBatch([pruned("4", "ses_a", "msg_1"), { type: UPKEEP, id: null, data: run }], 3);
+  assert.equal(taken.upkeep, true);
+  assert.equal(taken.appliedThrough, 4);
+  assert.deepEqual(taken.changed, [{ sessionID: "ses_a", messageID: "msg_1" }]);
+  assert.deepEqual(taken.lines[1], { id: null, type: UPKEEP, data: run, again: false });
+  assert.equal(describeEvent(UPKEEP, run), "upkeep: clean 4 cleaned, 12 pruned");
 });

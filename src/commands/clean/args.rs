@@ -113,6 +113,26 @@ pub struct Args {
     listing_budget: u64,
 }
 
+/// The clean `session-prune clean --all --apply FLAGS...` runs, for a caller that takes the
+/// policy flags by name (`serve --auto-clean` passes its `--keep-last-turns`, `--older-than`,
+/// ...): the same flags read the same way, so that the two clean alike.
+///
+/// Errors: as `clean`'s (a flag clap refuses is [`ConfigError::Flags`]).
+pub fn every_session(flags: &[String]) -> Result<CleanConfig, ConfigError> {
+    #[derive(clap::Parser)]
+    struct AsClean {
+        #[command(flatten)]
+        args: Args,
+    }
+    let command_line = ["clean", "--all", "--apply"]
+        .into_iter()
+        .map(str::to_string)
+        .chain(flags.iter().cloned());
+    let parsed = <AsClean as clap::Parser>::try_parse_from(command_line)
+        .map_err(|error| ConfigError::Flags(error.to_string()))?;
+    validate(parsed.args)
+}
+
 /// `text` as a number of bytes, read by `bytesize` (`2GB`, `1.1GiB`, `500 MiB`, `1000000`),
 /// rounded down to a whole byte. A fraction of a plain byte (`1.5`, `1.5B`) or an amount beyond
 /// 2^64 - 1 is an error, not rounded or capped.

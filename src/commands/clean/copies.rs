@@ -13,6 +13,7 @@ use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 use super::progress::Progress;
 use super::report::{CompactionReport, CopyOutcome, DiffsReport, Report, UntilLiveSize};
+use super::turns::Turns;
 
 /// What the phases work with.
 pub(super) struct Copies<'a> {
@@ -20,6 +21,8 @@ pub(super) struct Copies<'a> {
     pub(super) store: &'a OpenCodeStore,
     /// The engine, with `--apply`; `None` for a dry run.
     pub(super) engine: Option<&'a Engine<OpenCodeStore>>,
+    /// Where each batch waits for its turn.
+    pub(super) turns: &'a dyn Turns,
     /// Set by Ctrl-C: stop after the current prune.
     pub(super) stop: &'a AtomicBool,
     /// Prunes per batch.
@@ -191,7 +194,10 @@ impl Copies<'_> {
             return;
         }
         let stopped = || self.stop.load(Ordering::SeqCst);
-        for result in engine.prune_many_until(batch, &stopped) {
+        let mut results = Vec::new();
+        self.turns
+            .take(&mut || results = engine.prune_many_until(batch, &stopped));
+        for result in results {
             let outcome = CopyOutcome::of_answer(report, result);
             count(report, &mut None, phase, outcome);
         }

@@ -13,6 +13,8 @@ mod args;
 mod copies;
 mod progress;
 mod report;
+mod turns;
+mod upkeep;
 mod walk;
 
 use std::collections::HashSet;
@@ -27,27 +29,46 @@ use crate::cli::config::Config;
 use crate::cli::error::ConfigError;
 use crate::output;
 use args::validate;
-pub use args::{Args, CleanConfig};
+pub use args::{every_session, Args, CleanConfig};
 use progress::Progress;
 use report::{print_report, BeforeCompaction, FileSize, Report, Status, UntilLiveSize};
+pub use turns::{AtOnce, Turns};
+pub use upkeep::run_upkeep;
 use walk::{Pending, Walk};
 
-/// Validates the flags (exit 2 on bad ones), then runs the clean.
+/// Validates the flags (exit 2 on bad ones), then runs the clean: the input checked, the store
+/// (and with `--apply` the engine) opened, the phases run ([`execute`]), the report printed.
 pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let clean = validate(args)?;
-    execute(config, &clean)
-}
-
-/// Runs a clean, in its phases: the input checked, the store (and with `--apply` the engine)
-/// opened, the sessions' listings counted, the copies taken, the messages walked (each planned,
-/// then checked by a dry run or queued for the engine's batches), the report finished and
-/// printed.
-fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     let stop = stop_on_ctrl_c();
-    check_input(config, clean)?;
-    let Some(opened) = Opened::open(config, clean)? else {
+    check_input(config, &clean)?;
+    let Some(opened) = Opened::open(config, &clean)? else {
         return Ok(Outcome::Blocked);
     };
+    let report = execute(&opened, config, &clean, &stop, &AtOnce)?;
+    if clean.quiet {
+        if let Some(failure) = &report.first_failure {
+            eprintln!("clean: {} prune(s) failed: {failure}", report.failed);
+        }
+    } else if config.json {
+        output::json_document(&report)?;
+    } else {
+        print_report(&report, &clean, &config.invocation)?;
+    }
+    Ok(report.outcome(clean.apply))
+}
+
+/// Runs a clean's phases over what `opened` holds: the sessions' listings counted, the copies
+/// taken, the messages walked (each planned, then checked by a dry run or queued for the
+/// engine's batches, each batch in its turn of `turns`), the report finished. Progress goes to
+/// stderr unless `--json` or `--quiet`.
+fn execute(
+    opened: &Opened,
+    config: &Config,
+    clean: &CleanConfig,
+    stop: &AtomicBool,
+    turns: &dyn Turns,
+) -> anyhow::Result<Report> {
     let store = opened.store();
     let sessions = Listings::count(store, clean)?;
     let mut report = Report {
@@ -82,9 +103,10 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         .until_live_size
         .map(|target| UntilLiveSize::new(target, live_before));
     let compacted = take_copies(
-        &opened,
+        opened,
         clean,
-        &stop,
+        stop,
+        turns,
         config.json || clean.quiet,
         &sessions.ids,
         now,
@@ -93,9 +115,10 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
     )?;
     let mut walk = Walk {
         store,
-        engine: opened.engine.as_ref(),
+        engine: opened.engine.as_deref(),
+        turns,
         clean,
-        stop: &stop,
+        stop,
         compacted: &compacted,
         now,
         until,
@@ -112,26 +135,17 @@ fn execute(config: &Config, clean: &CleanConfig) -> anyhow::Result<Outcome> {
         ..
     } = walk;
     finish(
-        &opened,
+        opened,
         config,
         clean,
-        &stop,
+        (stop, turns),
         &sessions,
         live_before,
         until,
         &spilled,
         &mut report,
     )?;
-    if clean.quiet {
-        if let Some(failure) = &report.first_failure {
-            eprintln!("clean: {} prune(s) failed: {failure}", report.failed);
-        }
-    } else if config.json {
-        output::json_document(&report)?;
-    } else {
-        print_report(&report, clean, &config.invocation)?;
-    }
-    Ok(report.outcome(clean.apply))
+    Ok(report)
 }
 
 /// A flag Ctrl-C sets: the clean stops after the current transaction. A second Ctrl-C ends
@@ -169,7 +183,7 @@ fn check_input(config: &Config, clean: &CleanConfig) -> anyhow::Result<()> {
 /// What a clean works on: with `--apply` the engine (which holds the store), for a dry run a
 /// store of its own.
 struct Opened {
-    engine: Option<Engine<OpenCodeStore>>,
+    engine: Option<Arc<Engine<OpenCodeStore>>>,
     dry: Option<OpenCodeStore>,
 }
 
@@ -181,7 +195,7 @@ impl Opened {
             match open_engine_unless_busy(config, clean.archive.into(), super::Soundness::Required)?
             {
                 Ok(engine) => Self {
-                    engine: Some(engine),
+                    engine: Some(Arc::new(engine)),
                     dry: None,
                 },
                 Err(detail) => {
@@ -314,6 +328,7 @@ fn take_copies(
     opened: &Opened,
     clean: &CleanConfig,
     stop: &AtomicBool,
+    turns: &dyn Turns,
     json: bool,
     session_ids: &[String],
     now: i64,
@@ -322,7 +337,8 @@ fn take_copies(
 ) -> anyhow::Result<HashSet<String>> {
     let copies = copies::Copies {
         store: opened.store(),
-        engine: opened.engine.as_ref(),
+        engine: opened.engine.as_deref(),
+        turns,
         stop,
         batch_size: clean.batch_size,
         json,
@@ -354,7 +370,7 @@ fn finish(
     opened: &Opened,
     config: &Config,
     clean: &CleanConfig,
-    stop: &AtomicBool,
+    (stop, turns): (&AtomicBool, &dyn Turns),
     sessions: &Listings,
     live_before: u64,
     until: Option<UntilLiveSize>,
@@ -405,7 +421,7 @@ fn finish(
     {
         // The pages the prunes freed go back to the disk while OpenCode runs; the prunes stand
         // whatever comes of it.
-        match store.give_back_pages(&|| stop.load(Ordering::SeqCst)) {
+        match turns::give_back(store, turns, stop) {
             Ok(given) => report.given_back = Some(given),
             Err(error) => {
                 report.failed += 1;

@@ -10,6 +10,7 @@ use pruning_opencode::{OpenCodeStore, Planned};
 use super::args::CleanConfig;
 use super::progress::Progress;
 use super::report::{dry, tally, Report, UntilLiveSize};
+use super::turns::Turns;
 use super::Listings;
 
 /// The walk over the messages: each planned by the clean policy, then with `--apply` queued for
@@ -18,6 +19,8 @@ use super::Listings;
 pub(super) struct Walk<'a> {
     pub(super) store: &'a OpenCodeStore,
     pub(super) engine: Option<&'a Engine<OpenCodeStore>>,
+    /// Where each batch waits for its turn.
+    pub(super) turns: &'a dyn Turns,
     pub(super) clean: &'a CleanConfig,
     pub(super) stop: &'a AtomicBool,
     /// The sessions a compaction took first.
@@ -77,7 +80,8 @@ impl Walk<'_> {
             if self.stop.load(Ordering::SeqCst) {
                 self.report.considered -= self.pending.requests.len() as u64;
             } else {
-                self.pending.apply(engine, self.stop, &mut self.report);
+                self.pending
+                    .apply(engine, self.turns, self.stop, &mut self.report);
             }
         }
         self.progress.finish();
@@ -109,7 +113,8 @@ impl Walk<'_> {
         }
         if let Some(engine) = self.engine {
             if self.pending.requests.len() >= self.clean.batch_size {
-                self.pending.apply(engine, self.stop, &mut self.report);
+                self.pending
+                    .apply(engine, self.turns, self.stop, &mut self.report);
                 if !self.clean.pause.is_zero() {
                     std::thread::sleep(self.clean.pause);
                 }
@@ -187,10 +192,18 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    /// Applies the batch through the engine's group commit and counts the outcomes.
-    fn apply(&mut self, engine: &Engine<OpenCodeStore>, stop: &AtomicBool, report: &mut Report) {
+    /// Applies the batch through the engine's group commit, in its turn, and counts the
+    /// outcomes.
+    fn apply(
+        &mut self,
+        engine: &Engine<OpenCodeStore>,
+        turns: &dyn Turns,
+        stop: &AtomicBool,
+        report: &mut Report,
+    ) {
         let stopped = || stop.load(Ordering::SeqCst);
-        let results = engine.prune_many_until(&self.requests, &stopped);
+        let mut results = Vec::new();
+        turns.take(&mut || results = engine.prune_many_until(&self.requests, &stopped));
         for (result, snapshots) in results.into_iter().zip(&self.snapshot_bytes) {
             tally(report, result, *snapshots);
         }

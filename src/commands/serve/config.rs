@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use pruning_server::{Origin, Password, Workspace, Workspaces};
 
-use crate::cli::duration::duration_flag;
+use crate::cli::duration::{duration_flag, ANY_DURATION};
 use crate::cli::error::ConfigError;
+use crate::commands::clean::{every_session, CleanConfig};
 
 /// The environment variable that holds the server's password.
 pub const PASSWORD_VARIABLE: &str = "SESSION_PRUNE_PASSWORD";
@@ -55,6 +56,69 @@ pub struct Args {
     /// (`timestamp`, `level`, `message` and the line's fields: `route`, `reason`, `status`, ...).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,
+    /// Clean every session on this interval while serving, as `clean --all --apply` with the
+    /// policy flags below would (and `--archive`): only what the fence admits, in batches that
+    /// let requests' prunes go between them, each prune receipted and announced, each run
+    /// announced (`rpc.codenomad.session-pruning.upkeep`) and logged. The first run starts one
+    /// interval after the server; from 1s to 365d: seconds (3600) or a duration (1h, 5m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub auto_clean: Option<String>,
+    /// With --auto-clean: as `clean --keep-last-turns` (default 2).
+    #[arg(long, value_name = "N", requires = "auto_clean")]
+    pub keep_last_turns: Option<u32>,
+    /// With --auto-clean: as `clean --older-than`.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "auto_clean",
+        allow_hyphen_values = true
+    )]
+    pub older_than: Option<String>,
+    /// With --auto-clean: as `clean --before-compaction`.
+    #[arg(long, requires = "auto_clean")]
+    pub before_compaction: bool,
+    /// With --auto-clean: as `clean --until-live-size`.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        requires = "auto_clean",
+        allow_hyphen_values = true
+    )]
+    pub until_live_size: Option<String>,
+    /// With --auto-clean: as `clean --diffs`.
+    #[arg(long, requires = "auto_clean")]
+    pub diffs: bool,
+    /// With --auto-clean and --archive: after each run, purge the archive entries older than
+    /// this (as `archive purge --older-than`), so that the archive does not grow without end.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires_all = ["auto_clean", "archive"],
+        allow_hyphen_values = true
+    )]
+    pub archive_keep: Option<String>,
+    /// With --auto-clean: messages per batch (as `clean --batch-size`; for testing the turns).
+    #[arg(long, hide = true, value_name = "N", requires = "auto_clean")]
+    pub auto_clean_batch_size: Option<usize>,
+    /// With --auto-clean: wait this long after each batch, outside the write turn (for
+    /// testing the turns).
+    #[arg(long, hide = true, value_name = "MS", requires = "auto_clean")]
+    pub auto_clean_pause_ms: Option<u64>,
+}
+
+/// The intervals `--auto-clean` accepts: from 1 second to 365 days, both included.
+pub const AUTO_CLEAN_BOUNDS: std::ops::RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(365 * 24 * 3600);
+
+/// A validated `--auto-clean` and its policy.
+#[derive(Debug)]
+pub struct AutoClean {
+    /// Time between runs.
+    pub every: Duration,
+    /// The clean each run makes: `clean --all --apply --quiet` with the policy flags.
+    pub clean: CleanConfig,
+    /// `--archive-keep`: the age past which archive entries are purged after each run.
+    pub archive_keep: Option<Duration>,
 }
 
 /// `serve --log-format`.
@@ -83,6 +147,8 @@ pub struct ServeConfig {
     pub allowed_origins: Vec<Origin>,
     /// How log lines are written (`--log-format`).
     pub log_format: LogFormat,
+    /// The clean on a schedule (`--auto-clean`), if any.
+    pub auto_clean: Option<AutoClean>,
 }
 
 /// Validates `serve`'s flags, reading the password from `SESSION_PRUNE_PASSWORD` when
@@ -91,8 +157,10 @@ pub struct ServeConfig {
 /// Errors: [`ConfigError::Listen`], [`ConfigError::EmptyPassword`],
 /// [`ConfigError::OpenWithoutPassword`] (an address beyond loopback with no password),
 /// [`ConfigError::Workspace`], [`ConfigError::Duration`] (a `--heartbeat` that is not a
-/// duration within [`HEARTBEAT_BOUNDS`]).
+/// duration within [`HEARTBEAT_BOUNDS`], an `--auto-clean` outside [`AUTO_CLEAN_BOUNDS`]), and
+/// the clean's own errors for its policy flags.
 pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
+    let auto_clean = auto_clean(&args)?;
     let listen = listen_address(&args.listen)?;
     let given = match args.password {
         Some(text) => Some(text),
@@ -124,6 +192,7 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
     };
     let heartbeat = duration_flag("--heartbeat", &args.heartbeat, HEARTBEAT_BOUNDS)?;
     Ok(ServeConfig {
+        auto_clean,
         listen,
         password,
         workspaces,
@@ -136,6 +205,52 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
             .collect::<Result<_, _>>()?,
         log_format: args.log_format,
     })
+}
+
+/// `--auto-clean` and its policy flags, read as `clean` reads them (`clean::every_session`).
+fn auto_clean(args: &Args) -> Result<Option<AutoClean>, ConfigError> {
+    let Some(every) = &args.auto_clean else {
+        return Ok(None);
+    };
+    let every = duration_flag("--auto-clean", every, AUTO_CLEAN_BOUNDS)?;
+    let mut flags = vec!["--quiet".to_string()];
+    let mut flag = |name: &str, value: Option<String>| {
+        flags.push(name.to_string());
+        flags.extend(value);
+    };
+    if let Some(turns) = args.keep_last_turns {
+        flag("--keep-last-turns", Some(turns.to_string()));
+    }
+    if let Some(age) = &args.older_than {
+        flag("--older-than", Some(age.clone()));
+    }
+    if args.before_compaction {
+        flag("--before-compaction", None);
+    }
+    if let Some(size) = &args.until_live_size {
+        flag("--until-live-size", Some(size.clone()));
+    }
+    if args.diffs {
+        flag("--diffs", None);
+    }
+    if args.archive {
+        flag("--archive", None);
+    }
+    if let Some(size) = args.auto_clean_batch_size {
+        flag("--batch-size", Some(size.to_string()));
+    }
+    if let Some(ms) = args.auto_clean_pause_ms {
+        flag("--pause-ms", Some(ms.to_string()));
+    }
+    let archive_keep = match &args.archive_keep {
+        None => None,
+        Some(age) => Some(duration_flag("--archive-keep", age, ANY_DURATION)?),
+    };
+    Ok(Some(AutoClean {
+        every,
+        clean: every_session(&flags)?,
+        archive_keep,
+    }))
 }
 
 /// `127.0.0.1:7281`, `[::1]:7281`, or a name such as `localhost:7281` (its first address).

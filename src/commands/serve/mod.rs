@@ -9,11 +9,15 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use pruning_server::{self as http, AppState, ConnectionLimits, ServerOptions, Workspaces};
+use pruning_server::{
+    self as http, AppState, ConnectionLimits, ServerOptions, UpkeepOptions, Workspaces,
+};
 use serde_json::json;
 
+mod auto_clean;
 mod config;
 
+use auto_clean::AutoCleanJob;
 pub use config::Args;
 use config::{validate, LogFormat};
 
@@ -55,6 +59,14 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         workspaces: serve.workspaces.clone(),
         heartbeat: serve.heartbeat,
         allowed_origins: serve.allowed_origins.clone(),
+        upkeep: serve.auto_clean.as_ref().map(|auto| UpkeepOptions {
+            every: auto.every,
+            job: Arc::new(AutoCleanJob {
+                config: config.clone(),
+                clean: auto.clean.clone(),
+                archive_keep: auto.archive_keep,
+            }),
+        }),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -9,7 +9,10 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{header, HeaderMap, Method, Request, Response};
 use http_body_util::BodyExt as _;
-use pruning_server::{AppState, Password, ServerOptions, Workspace, Workspaces};
+use pruning_server::{
+    AppState, Password, ServerOptions, UpkeepCounts, UpkeepJob, UpkeepOptions, Workspace,
+    Workspaces,
+};
 use serde_json::Value;
 use tower::ServiceExt as _;
 
@@ -22,6 +25,20 @@ pub struct App {
     /// Declared after the router: dropped last, it waits for the engine calls still running,
     /// which hold the last handles to the engine (and the journal).
     runtime: tokio::runtime::Runtime,
+}
+
+/// The job of [`App::scheduled`]'s schedule, which no test runs.
+struct NeverRun;
+
+impl UpkeepJob for NeverRun {
+    fn run(
+        &self,
+        _: &std::sync::Arc<pruning_engine::Engine<pruning_opencode::OpenCodeStore>>,
+        _: &(dyn Fn(&mut dyn FnMut()) + Sync),
+        _: &std::sync::atomic::AtomicBool,
+    ) -> Result<UpkeepCounts, String> {
+        panic!("the router alone runs no schedule")
+    }
 }
 
 /// A whole answer.
@@ -62,21 +79,39 @@ impl App {
     /// With the given workspaces and password, a 100 ms heartbeat and the default 30 s quiet
     /// period (as `serve` has them).
     pub fn with(fx: &Fixture, workspaces: Workspaces, password: Option<&str>) -> Self {
-        Self::build(fx, workspaces, password, false)
+        Self::build(fx, workspaces, password, false, None)
+    }
+
+    /// [`App::with`] the test workspaces and a schedule of one run an hour (`serve
+    /// --auto-clean 1h`), whose job is never run: the router alone runs no schedule
+    /// (`serve_with` does), so its routes answer from a schedule that stays as it is set.
+    pub fn scheduled(fx: &Fixture, password: Option<&str>) -> Self {
+        let upkeep = UpkeepOptions {
+            every: Duration::from_secs(3600),
+            job: std::sync::Arc::new(NeverRun),
+        };
+        Self::build(fx, test_workspaces(), password, false, Some(upkeep))
     }
 
     /// [`App::with`] on a runtime whose clock is paused: when nothing else can run, it jumps
     /// to the next timer, so a timeout is reached at once (no test waits for it).
     pub fn paused(fx: &Fixture, workspaces: Workspaces, password: Option<&str>) -> Self {
-        Self::build(fx, workspaces, password, true)
+        Self::build(fx, workspaces, password, true, None)
     }
 
-    fn build(fx: &Fixture, workspaces: Workspaces, password: Option<&str>, paused: bool) -> Self {
+    fn build(
+        fx: &Fixture,
+        workspaces: Workspaces,
+        password: Option<&str>,
+        paused: bool,
+        upkeep: Option<UpkeepOptions>,
+    ) -> Self {
         let options = ServerOptions {
             password: password.map(|p| Password::new(p.into()).expect("a usable password")),
             workspaces,
             heartbeat: Duration::from_millis(100),
             allowed_origins: Vec::new(),
+            upkeep,
         };
         let state = AppState::new(std::sync::Arc::new(fx.engine()), options);
         let runtime = tokio::runtime::Builder::new_current_thread()

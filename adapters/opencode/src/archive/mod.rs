@@ -83,6 +83,12 @@ impl StoreArchive {
         })
     }
 
+    /// The archive itself, for a purge between prunes (never while a batch's entries are
+    /// written ahead: the store's prunes and purges take turns on its connection).
+    pub(crate) fn file(&mut self) -> &mut Archive {
+        &mut self.archive
+    }
+
     /// The archive file.
     pub(crate) fn path(&self) -> &Path {
         self.archive.path()

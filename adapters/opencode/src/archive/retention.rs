@@ -127,7 +127,9 @@ pub(crate) fn stats(conn: &Connection, database: &Path) -> Result<ArchiveStats, 
 
 /// Purges the entries of the archive beside `database` written before `cutoff_ms` (ms since the
 /// Unix epoch), except each message's newest prune no restore undid, and drops the entries no
-/// receipt names; with `dry_run`, only counts. `now_ms` is recorded as the purge time.
+/// receipt names; with `dry_run`, only counts. `now_ms` is recorded as the purge time. `held` is
+/// the archive this process holds (a store opened with `--archive`): the purge goes through it,
+/// as a second handle would find the file locked.
 ///
 /// Errors: [`StoreError::ArchiveBusy`] when another process holds the archive (a `serve` or a
 /// clean with `--archive`; not for a dry run, which reads without the lock);
@@ -136,6 +138,7 @@ pub(crate) fn stats(conn: &Connection, database: &Path) -> Result<ArchiveStats, 
 pub(crate) fn purge(
     conn: &Connection,
     database: &Path,
+    held: Option<&mut Archive>,
     cutoff_ms: i64,
     now_ms: i64,
     dry_run: bool,
@@ -150,27 +153,42 @@ pub(crate) fn purge(
         orphans: 0,
         file_bytes_freed: 0,
     };
+    if let Some(archive) = held {
+        report.exists = true;
+        let (purge, orphans) = select(conn, archive.index(), cutoff_ms, &mut report)?;
+        if !dry_run {
+            rewrite(archive, &purge, &orphans, now_ms, &mut report)?;
+        }
+        return Ok(report);
+    }
     // A dry run only counts: it reads without the writer's lock.
-    let reader;
-    let mut writer = None;
-    let index = if dry_run {
-        match ArchiveReader::open(&path).map_err(archive_error)? {
-            Some(opened) => {
-                reader = opened;
-                reader.index()
-            }
-            None => return Ok(report),
-        }
-    } else {
-        if !path.exists() {
+    if dry_run {
+        let Some(reader) = ArchiveReader::open(&path).map_err(archive_error)? else {
             return Ok(report);
-        }
-        // The file exists: the mode is not used.
-        let opened = writer.insert(Archive::open(&path, 0o600).map_err(archive_error)?);
-        // A crash tore an append: cut it, as the next archiving command would.
-        cut_torn_tail(opened, &named_entries(conn).map_err(storage)?)?;
-        opened.index()
-    };
+        };
+        select(conn, reader.index(), cutoff_ms, &mut report)?;
+        return Ok(report);
+    }
+    if !path.exists() {
+        return Ok(report);
+    }
+    // The file exists: the mode is not used.
+    let mut archive = Archive::open(&path, 0o600).map_err(archive_error)?;
+    // A crash tore an append: cut it, as the next archiving command would.
+    cut_torn_tail(&mut archive, &named_entries(conn).map_err(storage)?)?;
+    let (purge, orphans) = select(conn, archive.index(), cutoff_ms, &mut report)?;
+    rewrite(&mut archive, &purge, &orphans, now_ms, &mut report)?;
+    Ok(report)
+}
+
+/// The entries a purge removes (archived before `cutoff_ms`, but for each message's standing
+/// prune) and the orphans it drops (no receipt names them), counted in `report`.
+fn select(
+    conn: &Connection,
+    index: &pruning_archive::Index,
+    cutoff_ms: i64,
+    report: &mut PurgeReport,
+) -> Result<(Vec<EntryKey>, Vec<EntryKey>), StoreError> {
     let named = named_entries(conn).map_err(storage)?;
     let newest = standing_prunes(conn).map_err(storage)?;
     let mut purge: Vec<EntryKey> = Vec::new();
@@ -189,15 +207,23 @@ pub(crate) fn purge(
     }
     report.purged = purge.len() as u64;
     report.orphans = orphans.len() as u64;
-    let Some(archive) = writer
-        .as_mut()
-        .filter(|_| !purge.is_empty() || !orphans.is_empty())
-    else {
-        return Ok(report);
-    };
-    archive.discard(&orphans).map_err(archive_error)?;
-    report.file_bytes_freed = archive.rewrite(&purge, now_ms).map_err(archive_error)?;
-    Ok(report)
+    Ok((purge, orphans))
+}
+
+/// Drops `orphans` and rewrites the file without `purge` (nothing when both are empty).
+fn rewrite(
+    archive: &mut Archive,
+    purge: &[EntryKey],
+    orphans: &[EntryKey],
+    now_ms: i64,
+    report: &mut PurgeReport,
+) -> Result<(), StoreError> {
+    if purge.is_empty() && orphans.is_empty() {
+        return Ok(());
+    }
+    archive.discard(orphans).map_err(archive_error)?;
+    report.file_bytes_freed = archive.rewrite(purge, now_ms).map_err(archive_error)?;
+    Ok(())
 }
 
 /// For each message, the receipt id of its newest prune that no restore undid: the prune whose
