@@ -34,6 +34,7 @@ function lastRun(run, bytes, clock) {
     `Last clean: ${took}${run.status === "interrupted" ? ", stopped early" : ""}.`,
     `Pruned ${counts.pruned} message(s) in ${counts.sessions} session(s), removing ${bytes(counts.bytes)}; gave ${bytes(counts.bytesGivenBack)} back to the disk; the file is ${bytes(counts.fileBytes)}.`,
   ];
+  if (counts.diffs > 0) lines.push(`Emptied the file bodies of the diffs of ${counts.diffs} user message(s).`);
   if (counts.retryLater > 0) lines.push(`${counts.retryLater} refused while OpenCode used their session: the next clean tries them again.`);
   const refused = counts.blocked - counts.retryLater;
   if (refused > 0) lines.push(`${refused} refused for good (see the server's log).`);

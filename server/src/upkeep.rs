@@ -68,8 +68,10 @@ impl fmt::Debug for UpkeepOptions {
 pub struct UpkeepCounts {
     /// Sessions looked at.
     pub sessions: u64,
-    /// Messages pruned.
+    /// Messages pruned (their tool and reasoning parts).
     pub pruned: u64,
+    /// User messages whose summary diffs' file bodies were emptied (`--diffs`).
+    pub diffs: u64,
     /// Messages refused by the fence or the store (`maintenance_required`, ...): the next run
     /// tries them again when the refusal passes.
     pub blocked: u64,
@@ -395,6 +397,8 @@ fn log(run: &UpkeepRun) {
                         tookMs = run.took_ms,
                         sessions = counts.sessions,
                         pruned = counts.pruned,
+                        diffs = counts.diffs,
+                        snapshots = counts.snapshots,
                         blocked = counts.blocked,
                         retryLater = counts.retry_later,
                         failed,
@@ -447,7 +451,7 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&run).expect("serializes"),
             "{\"run\":1,\"startedAt\":5,\"tookMs\":7,\"status\":\"interrupted\",\
-             \"counts\":{\"sessions\":0,\"pruned\":2,\"blocked\":0,\"retryLater\":0,\
+             \"counts\":{\"sessions\":0,\"pruned\":2,\"diffs\":0,\"blocked\":0,\"retryLater\":0,\
              \"failed\":0,\"snapshots\":0,\"bytes\":0,\"bytesGivenBack\":4096,\"fileBytes\":0,\
              \"archivePurged\":0,\"interrupted\":true}}"
         );

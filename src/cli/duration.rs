@@ -36,14 +36,23 @@ pub fn parse_duration(
 
 /// `from 10ms to 1h`, or `at least 10ms` when the upper end is [`Duration::MAX`].
 fn describe(bounds: &RangeInclusive<Duration>) -> String {
-    let low = humantime::format_duration(*bounds.start());
+    let low = written(*bounds.start());
     if *bounds.end() == Duration::MAX {
         format!("at least {low}")
     } else {
-        format!(
-            "from {low} to {}",
-            humantime::format_duration(*bounds.end())
-        )
+        format!("from {low} to {}", written(*bounds.end()))
+    }
+}
+
+/// A bound as the flags take it: whole days as `365d` (humantime would write months, which
+/// the flags read as 30.44 days), anything else in humantime's notation.
+fn written(bound: Duration) -> String {
+    const DAY: u64 = 24 * 3600;
+    let seconds = bound.as_secs();
+    if bound.subsec_nanos() == 0 && seconds >= DAY && seconds % DAY == 0 {
+        format!("{}d", seconds / DAY)
+    } else {
+        humantime::format_duration(bound).to_string()
     }
 }
 
@@ -71,6 +80,14 @@ mod tests {
     use super::*;
 
     const ANY: RangeInclusive<Duration> = Duration::ZERO..=Duration::MAX;
+
+    #[test]
+    fn bounds_of_whole_days_are_written_in_days() {
+        let year = Duration::from_secs(1)..=Duration::from_secs(365 * 24 * 3600);
+        assert_eq!(describe(&year), "from 1s to 365d");
+        let hour = Duration::from_millis(10)..=Duration::from_secs(3600);
+        assert_eq!(describe(&hour), "from 10ms to 1h");
+    }
 
     #[test]
     fn seconds_and_humantime_forms_are_the_same_durations() {

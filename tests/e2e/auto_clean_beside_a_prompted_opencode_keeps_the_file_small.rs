@@ -92,8 +92,10 @@ fn prompts_in(db: &Path, session: &str) -> i64 {
 /// The directory the fixture's sessions name (the generator's work tree).
 fn directory_of(db: &Path) -> String {
     let conn = Connection::open(db).expect("open");
-    conn.query_row("SELECT directory FROM session LIMIT 1", [], |row| row.get(0))
-        .expect("a session")
+    conn.query_row("SELECT directory FROM session LIMIT 1", [], |row| {
+        row.get(0)
+    })
+    .expect("a session")
 }
 
 #[test]
@@ -181,7 +183,10 @@ fn an_auto_clean_beside_a_prompted_opencode_loses_no_prompt_and_keeps_the_file_s
             if state["lastRun"]["startedAt"].as_i64() > Some(prompted_until) {
                 break;
             }
-            assert!(Instant::now() < deadline, "no run after the prompts: {state}");
+            assert!(
+                Instant::now() < deadline,
+                "no run after the prompts: {state}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         std::thread::sleep(Duration::from_millis(400));
@@ -279,12 +284,7 @@ fn largest_sessions(db: &Path) -> Vec<String> {
 }
 
 /// Sends prompt `n` to `session` and waits for its answer; how long that took.
-fn prompt(
-    env: &OpenCode,
-    opencode: &opencode_real::Server,
-    session: &str,
-    n: usize,
-) -> Duration {
+fn prompt(env: &OpenCode, opencode: &opencode_real::Server, session: &str, n: usize) -> Duration {
     let path = format!(
         "/session/{session}/message?directory={}",
         query_value(env.work_dir().to_str().expect("UTF-8 path"))

@@ -130,10 +130,20 @@ fn an_auto_clean_commits_the_receipts_clean_apply_commits() {
         file_after < file_before,
         "the file gave its pages back: {file_before} -> {file_after}"
     );
-    // The runs after the first found nothing left to prune.
+    // The runs after the first found nothing left to prune, nor a compaction to make again
+    // (an identical one would be answered from its receipt and announced on every run).
     let out = run(&scheduled.db, &clean);
     assert_exit(&out, 0);
-    assert_eq!(json(&out)["pruned"], 0);
+    let again = json(&out);
+    assert_eq!(again["pruned"], 0, "{again}");
+    assert_eq!(
+        (
+            &again["compaction"]["sessions"],
+            &again["compaction"]["alreadyCompacted"]
+        ),
+        (&json!(0), &json!(0)),
+        "{again}"
+    );
 }
 
 #[test]

@@ -127,7 +127,19 @@ fn a_session_with_nothing_superseded_is_not_deletable() {
         "DELETE FROM event WHERE id IN (SELECT id FROM ({SUPERSEDED_SQL}) \
          WHERE aggregate_id = '{MANY_TURNS}')"
     ));
-    let request = compaction(&fx, MANY_TURNS);
+    // A clean plans nothing for it; a request made anyway is refused.
+    assert!(matches!(
+        fx.store(0).clean_compaction(MANY_TURNS).expect("plan"),
+        PlannedCopy::Nothing
+    ));
+    let seq = fx.scalar(&format!(
+        "SELECT seq FROM event_sequence WHERE aggregate_id = '{MANY_TURNS}'"
+    ));
+    let request = PruneRequest::compaction(
+        MANY_TURNS.to_string(),
+        event_log_revision(MANY_TURNS, Some(seq)),
+    )
+    .expect("a compaction request");
     assert_refused(
         &fx,
         fx.store(0),

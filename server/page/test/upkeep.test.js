@@ -18,7 +18,7 @@ function run(counts = {}, extra = {}) {
     tookMs: 1500,
     status: "cleaned",
     counts: {
-      sessions: 3, pruned: 7, blocked: 0, retryLater: 0, failed: 0, snapshots: 0, bytes: 100,
+      sessions: 3, pruned: 7, diffs: 0, blocked: 0, retryLater: 0, failed: 0, snapshots: 0, bytes: 100,
       bytesGivenBack: 4096, fileBytes: 8192, archivePurged: 0, interrupted: false, ...counts,
     },
     ...extra,
@@ -47,10 +47,11 @@ test("a run says what it pruned and gave back", () => {
 });
 
 test("refusals, failures and purges each get their line", () => {
-  const counts = { blocked: 5, retryLater: 3, failed: 1, firstFailure: "disk full", archivePurged: 2 };
+  const counts = { diffs: 4, blocked: 5, retryLater: 3, failed: 1, firstFailure: "disk full", archivePurged: 2 };
   const view = describeUpkeep(status({ lastRun: run(counts, { status: "interrupted" }) }), bytes, clock);
   assert.deepEqual(view.lines.slice(0, 1), ["Last clean: run 2 at t5 took 1.5 s, stopped early."]);
   assert.deepEqual(view.lines.slice(2), [
+    "Emptied the file bodies of the diffs of 4 user message(s).",
     "3 refused while OpenCode used their session: the next clean tries them again.",
     "2 refused for good (see the server's log).",
     "1 failed: disk full.",

@@ -61,6 +61,7 @@ fn counts(report: &Report) -> UpkeepCounts {
     UpkeepCounts {
         sessions: report.sessions,
         pruned: report.pruned,
+        diffs: report.diffs.as_ref().map_or(0, |diffs| diffs.pruned),
         blocked: report.blocked.values().sum(),
         retry_later: report.retry_later.values().sum(),
         failed: report.failed,

@@ -57,10 +57,11 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,
     /// Clean every session on this interval while serving, as `clean --all --apply` with the
-    /// policy flags below would (and `--archive`): only what the fence admits, in batches that
+    /// policy flags below would (with `--archive` when it is given): only what the fence admits, in batches that
     /// let requests' prunes go between them, each prune receipted and announced, each run
     /// announced (`rpc.codenomad.session-pruning.upkeep`) and logged. The first run starts one
-    /// interval after the server; from 1s to 365d: seconds (3600) or a duration (1h, 5m).
+    /// interval after the server; a pause (from the page) lasts until resumed or the server
+    /// stops. From 1s to 365d: seconds (3600) or a duration (1h, 5m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub auto_clean: Option<String>,
     /// With --auto-clean: as `clean --keep-last-turns` (default 2).

@@ -32,6 +32,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let serve = &validate(args)?;
     start_log(serve.log_format);
     let limits = connection_limits()?;
+    let mut writable = true;
     let engine =
         match open_engine_unless_busy(config, serve.archive.into(), super::Soundness::Reported) {
             Ok(Ok(engine)) => engine,
@@ -40,9 +41,15 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
                 let engine = open_read_only_engine(config)?;
                 eprintln!(
                     "note: serving read-only ({}): previews, history, receipts and events work; \
-                 prunes are answered blocked/unavailable",
-                    super::diagnose::explain(&format!("{error:#}"), config)
+                 prunes are answered blocked/unavailable{}",
+                    super::diagnose::explain(&format!("{error:#}"), config),
+                    if serve.auto_clean.is_some() {
+                        ", and --auto-clean runs no clean"
+                    } else {
+                        ""
+                    }
                 );
+                writable = false;
                 engine
             }
             Err(error) => return Err(error),
@@ -59,19 +66,38 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         workspaces: serve.workspaces.clone(),
         heartbeat: serve.heartbeat,
         allowed_origins: serve.allowed_origins.clone(),
-        upkeep: serve.auto_clean.as_ref().map(|auto| UpkeepOptions {
-            every: auto.every,
-            job: Arc::new(AutoCleanJob {
-                config: config.clone(),
-                clean: auto.clean.clone(),
-                archive_keep: auto.archive_keep,
+        // A read-only server would refuse every prune of every run.
+        upkeep: serve
+            .auto_clean
+            .as_ref()
+            .filter(|_| writable)
+            .map(|auto| UpkeepOptions {
+                every: auto.every,
+                job: Arc::new(AutoCleanJob {
+                    config: config.clone(),
+                    clean: auto.clean.clone(),
+                    archive_keep: auto.archive_keep,
+                }),
             }),
-        }),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let upkeep_every = options.upkeep.as_ref().map(|upkeep| upkeep.every);
+    if upkeep_every.is_some()
+        && !matches!(
+            engine.store().auto_vacuum(),
+            Ok(pruning_opencode::AutoVacuum::Incremental)
+        )
+    {
+        eprintln!(
+            "note: {} keeps the pages a clean frees until `vacuum`: each run prunes, but the \
+             file shrinks only after `session-prune vacuum --online-shrink` (once, with OpenCode \
+             stopped), from which on every run gives them back",
+            config.db.display()
+        );
+    }
     let state = AppState::new(Arc::new(engine), options);
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(serve.listen)
@@ -91,6 +117,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
             address,
             &serve.workspaces,
             serve.password.is_some(),
+            upkeep_every,
         )?;
         http::serve_with(listener, state, limits, stop)
             .await
@@ -212,6 +239,7 @@ fn announce(
     address: std::net::SocketAddr,
     workspaces: &Workspaces,
     password: bool,
+    auto_clean: Option<std::time::Duration>,
 ) -> anyhow::Result<()> {
     let url = format!("http://{address}");
     let listed = match workspaces {
@@ -226,6 +254,7 @@ fn announce(
             "page": format!("{url}/"),
             "workspaces": listed,
             "password": password,
+            "autoCleanEveryMs": auto_clean.map(|every| every.as_millis() as u64),
         }));
     }
     say!("listening on {url} (GET {url}/openapi.json describes the API)")?;
@@ -244,6 +273,12 @@ fn announce(
         say!("every request needs the password: Authorization: Bearer PASSWORD, or basic auth")?;
     } else {
         say!("no password: any program of this machine may use it (set SESSION_PRUNE_PASSWORD to require one)")?;
+    }
+    if let Some(every) = auto_clean {
+        say!(
+            "upkeep: a clean every {} (the first one interval from now; GET {url}/api/session-pruning/upkeep says where it stands)",
+            humantime::format_duration(every)
+        )?;
     }
     say!("stop with Ctrl-C")?;
     Ok(())

@@ -41,9 +41,10 @@ fn storage(error: rusqlite::Error) -> StoreError {
 }
 
 /// The compaction of session `session_id`, bound to its event log's revision now: nothing where
-/// the database keeps no event log (OpenCode before 1.14) or the session has no snapshot event;
+/// the database keeps no event log (OpenCode before 1.14) or the session has no superseded
+/// snapshot (the survey the dry run makes: `v1::compact::survey`);
 /// skipped (`read_only`) on read-only media and for a V2 session, whose event log OpenCode's
-/// V2 history is projected from. Whether any snapshot is superseded is the dry run's to say.
+/// V2 history is projected from.
 ///
 /// Errors: [`StoreError::Storage`].
 pub fn compaction(store: &OpenCodeStore, session_id: &str) -> Result<PlannedCopy, StoreError> {
@@ -96,7 +97,14 @@ fn compaction_in(
     if !snapshots {
         return Ok(PlannedCopy::Nothing);
     }
-    let revision = compact::revision(conn, session_id)?;
+    // A compaction deletes snapshots but leaves `event_sequence.seq`, the revision: until
+    // OpenCode writes to the session again, the next clean's request would be the identical
+    // one, answered from its receipt and announced again on every run of a schedule.
+    let survey = compact::survey(conn, session_id)?;
+    if survey.superseded.is_empty() {
+        return Ok(PlannedCopy::Nothing);
+    }
+    let revision = survey.revision;
     Ok(
         match PruneRequest::compaction(session_id.to_string(), revision) {
             Ok(request) => PlannedCopy::Prune(request),
