@@ -33,7 +33,7 @@ pub async fn upkeep(State(state): State<AppState>) -> Response {
 /// stops a run in progress after its current batch; resuming schedules the next run one
 /// interval from now.
 ///
-/// Errors: 400 for a body that is not `{"paused": true|false}`; 404 on a server started
+/// Errors: 400 for a body that is not `{"paused": true|false}` sent as `application/json`; 404 on a server started
 /// without `--auto-clean`; 408 and 413 for a body that is late or over 1 MiB (as every route).
 #[utoipa::path(
     post,
@@ -54,6 +54,18 @@ pub async fn change_upkeep(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
+    // A page of another site can send `text/plain` without asking first (no preflight); a
+    // JSON body it cannot send so.
+    let json = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(ApiError::BadBody(
+            "send the body as JSON, with `Content-Type: application/json`".into(),
+        ));
+    }
     let text = body::read(&headers, request).await?;
     let refused = |error: serde_json::Error| {
         ApiError::BadBody(format!(

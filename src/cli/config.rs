@@ -52,6 +52,30 @@ pub fn default_journal(db: &Path) -> PathBuf {
     db.with_file_name(name)
 }
 
+/// The journal of `db` when none is given: beside the file a symlink (or a symlinked folder)
+/// leads to, so that every path to one database finds the one journal, whose lock lets one
+/// process write at a time (SQLite, too, puts its WAL beside that file). A journal left beside
+/// the link by an earlier release is not taken over silently.
+///
+/// Errors: [`ConfigError::JournalBesideLink`] when a journal lies beside the link and none beside
+/// the file.
+fn journal_of(db: &Path) -> Result<PathBuf, ConfigError> {
+    let given = default_journal(db);
+    let Ok(real) = std::fs::canonicalize(db) else {
+        // No file yet (or none to read): the path as given.
+        return Ok(given);
+    };
+    let journal = default_journal(&real);
+    let beside_link = given != journal && given.exists();
+    if beside_link && !journal.exists() {
+        return Err(ConfigError::JournalBesideLink {
+            found: given.display().to_string(),
+            expected: journal.display().to_string(),
+        });
+    }
+    Ok(journal)
+}
+
 impl Config {
     /// Validates the global flags. `uses_database` is false for a command that makes its own
     /// files (`demo`): then no database is looked for and the journal is not checked.
@@ -77,7 +101,10 @@ impl Config {
             (true, None) => Environment::from_process().database_path(&global.channel)?,
         };
         let explicit_journal = global.journal.is_some();
-        let journal = global.journal.unwrap_or_else(|| default_journal(&db));
+        let journal = match global.journal {
+            Some(journal) => journal,
+            None => journal_of(&db)?,
+        };
         if uses_database {
             if let Some(why) = pruning_opencode::empty_database(&db) {
                 return Err(ConfigError::EmptyDatabase(why));

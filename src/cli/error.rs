@@ -17,6 +17,14 @@ pub enum ConfigError {
     /// [`pruning_opencode::empty_database`]).
     #[error("{0}")]
     EmptyDatabase(String),
+    /// A journal lies beside a symlink to the database, where none is beside the file itself.
+    #[error("{found} lies beside a link to the database; its journal belongs beside the file the link leads to, {expected}, so that every path to the database finds it: move it there (mv {found} {expected}), or name it with --journal")]
+    JournalBesideLink {
+        /// The journal found beside the link.
+        found: String,
+        /// Where it belongs.
+        expected: String,
+    },
     /// The journal path names the database or one of SQLite's files beside it.
     #[error("--journal {0} is the database or one of its SQLite files (-wal, -shm, -journal); the journal needs a file of its own")]
     JournalIsDatabase(String),

@@ -96,6 +96,23 @@ fn a_change_that_is_not_paused_true_or_false_is_refused_and_changes_nothing() {
         );
         assert_eq!(upkeep(&server), before, "{body}");
     }
+    // A body a page of another site could send without asking first.
+    for content_type in [Some("text/plain"), None] {
+        let mut request = common::http::client()
+            .post(server.url(UPKEEP))
+            .body(r#"{"paused":true}"#);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let answer = request.send().expect("POST");
+        assert_eq!(answer.status().as_u16(), 400, "{content_type:?}");
+        let error = parse(&answer.text().expect("body"));
+        assert_eq!(
+            error["error"], "send the body as JSON, with `Content-Type: application/json`",
+            "{content_type:?}"
+        );
+        assert_eq!(upkeep(&server), before, "{content_type:?}");
+    }
     assert_eq!((fx.file_digest(), fx.journal_digest()), (db, journal));
     server.stop();
 }

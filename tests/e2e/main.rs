@@ -68,6 +68,7 @@ mod duration_flags_take_the_same_forms;
 mod events_follow_url_resumes_across_restarts;
 mod events_keep_their_numbers_after_kill_9;
 mod events_keep_their_numbers_when_the_clock_steps_back;
+mod every_path_to_a_database_finds_its_one_journal;
 mod every_release_continues_after_clean;
 mod every_release_is_pruned_or_refused_plainly;
 mod every_release_reverts_a_turn_whose_diffs_were_emptied;

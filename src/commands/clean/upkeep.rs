@@ -36,6 +36,8 @@ pub fn run_upkeep(
     let report =
         execute(&opened, config, clean, stop, turns).map_err(|error| format!("{error:#}"))?;
     let mut counts = counts(&report);
+    // Stopped during the give back (which leaves the pages for the next run): interrupted too.
+    counts.interrupted |= stop.load(std::sync::atomic::Ordering::SeqCst);
     counts.file_bytes = std::fs::metadata(&config.db).map_or(0, |meta| meta.len());
     if let (Some(keep), false) = (archive_keep, counts.interrupted) {
         let now = pruning_engine::now_ms();

@@ -48,7 +48,17 @@ impl Server {
     /// Serves `db` with exactly `args` after `serve --json` (and `--listen 127.0.0.1:0` unless
     /// `args` has a `--listen`), and `env`.
     pub fn start_exactly(db: &Path, args: &[String], env: &[(&str, &str)]) -> Self {
-        let mut command = crate::common::cli::session_prune();
+        Self::start_command(crate::common::cli::session_prune(), db, args, env)
+    }
+
+    /// [`Server::start_exactly`] with `command` as the binary (a measurement runs the release
+    /// build).
+    pub fn start_command(
+        mut command: std::process::Command,
+        db: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Self {
         command
             .arg("--db")
             .arg(db)
