@@ -3,8 +3,8 @@
 //! after the next command's recovery, each message of the clean is either pruned with its
 //! receipt and its journaled event, or untouched (every part row it had is there), and the
 //! journal holds one event per receipt and no pending intent. The kills land, by strace, on
-//! entering a write to the WAL, spread over the writes an uninterrupted run makes: the frames of
-//! a group's commit. Without strace the test says why and passes, except under `CI=true`.
+//! entering a write to the WAL, spread over the first 70 % of the writes an uninterrupted run
+//! makes: the frames of a group's commit. Without strace the test says why and passes, except under `CI=true`.
 
 use crate::common;
 
@@ -170,7 +170,10 @@ fn a_clean_killed_while_committing_a_group_leaves_each_message_pruned_whole_or_u
 
     let pruned_whole = receipts_by_message(&whole).len();
     for k in 0..KILLS {
-        let nth = 1 + (writes - 1) * (2 * k + 1) / (2 * KILLS);
+        // Spread over the first 70 % of the writes counted: a group holds as many messages as
+        // fit in its 50 ms budget, so on a machine whose load changes between two runs the same
+        // clean makes a tenth more or fewer writes (905 counted, fewer than 814 made, once).
+        let nth = 1 + (writes - 1) * 7 * (2 * k + 1) / (20 * KILLS);
         let fx = copy_of(&template);
         let log = fx.dir.path().join("strace.log");
         assert!(

@@ -50,6 +50,8 @@ fn the_openapi_document_lists_every_route_and_only_those() {
         "POST /api/workspaces/{id}/session-history/assets".into(),
         "POST /api/workspaces/{id}/session-history/assetRead".into(),
         "GET /api/workspaces/{id}/stats".into(),
+        "GET /api/session-pruning/upkeep".into(),
+        "POST /api/session-pruning/upkeep".into(),
         "GET /".into(),
         "GET /page/{name}".into(),
     ]
