@@ -41,8 +41,6 @@ const PROMPT_TIMEOUT: Duration = Duration::from_secs(120);
 const PROMPTS: usize = 6;
 const SESSIONS: usize = 4;
 const PROMPT: &str = "Carry on with the work while the upkeep runs: say you are done.";
-/// Words of a log line about a database another connection held.
-const BUSY_WORDS: [&str; 3] = ["database is locked", "sqlite_busy", "sqlite_locked"];
 const UPKEEP: &str = "/api/session-pruning/upkeep";
 
 /// What the environment asks of this run (see the module's first lines).
@@ -93,14 +91,7 @@ fn on_disk(db: &Path) -> u64 {
 
 /// The prompts stored in `session`: its text parts that hold [`PROMPT`].
 fn prompts_in(db: &Path, session: &str) -> i64 {
-    let conn = Connection::open(db).expect("open");
-    conn.query_row(
-        "SELECT count(*) FROM part WHERE session_id = ?1 \
-         AND json_extract(data, '$.type') = 'text' AND json_extract(data, '$.text') = ?2",
-        [session, PROMPT],
-        |row| row.get(0),
-    )
-    .expect("prompts")
+    opencode_real::text_parts(db, session, PROMPT)
 }
 
 /// The directory the fixture's sessions name (the generator's work tree).
@@ -219,19 +210,7 @@ fn an_auto_clean_beside_a_prompted_opencode_loses_no_prompt_and_keeps_the_file_s
         assert_eq!(prompts_in(&db, session), prompts, "prompts of {session}");
     }
     let log = format!("{serve_log}\n{}", env.log_files());
-    for line in log.lines() {
-        let lower = line.to_lowercase();
-        assert!(
-            !BUSY_WORDS.iter().any(|word| lower.contains(word)),
-            "OpenCode met a busy database: {line}"
-        );
-        if line.contains("ERROR") {
-            assert!(
-                !lower.contains("database") && !lower.contains("sqlite"),
-                "OpenCode logged a database error: {line}"
-            );
-        }
-    }
+    opencode_real::assert_no_database_trouble(&log);
     let runs = runs.into_inner().expect("runs");
     assert!(runs.len() >= 2 || !asked.clean, "runs seen: {runs:?}");
     let mut given_back = 0;

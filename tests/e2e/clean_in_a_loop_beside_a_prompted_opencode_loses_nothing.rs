@@ -28,19 +28,10 @@ const PROMPT_TIMEOUT: Duration = Duration::from_secs(90);
 const PROMPTS: usize = 8;
 const SESSIONS: usize = 4;
 const PROMPT: &str = "Carry on with the work while the clean runs: say you are done.";
-/// Words of a log line about a database another connection held.
-const BUSY_WORDS: [&str; 3] = ["database is locked", "sqlite_busy", "sqlite_locked"];
 
 /// The prompts stored in `session`: its text parts that hold [`PROMPT`].
 fn prompts_in(db: &Path, session: &str) -> i64 {
-    let conn = Connection::open(db).expect("open");
-    conn.query_row(
-        "SELECT count(*) FROM part WHERE session_id = ?1 \
-         AND json_extract(data, '$.type') = 'text' AND json_extract(data, '$.text') = ?2",
-        [session, PROMPT],
-        |row| row.get(0),
-    )
-    .expect("prompts")
+    opencode_real::text_parts(db, session, PROMPT)
 }
 
 /// One `clean --all --apply` with the write lock's holds reported; its exit code and report.
@@ -153,19 +144,7 @@ fn prompts_are_answered_beside_cleans(online_shrink: bool) {
         assert_eq!(prompts_in(&db, session), prompts, "prompts of {session}");
     }
     let log = format!("{serve_log}\n{}", env.log_files());
-    for line in log.lines() {
-        let lower = line.to_lowercase();
-        assert!(
-            !BUSY_WORDS.iter().any(|word| lower.contains(word)),
-            "OpenCode met a busy database: {line}"
-        );
-        if line.contains("ERROR") {
-            assert!(
-                !lower.contains("database") && !lower.contains("sqlite"),
-                "OpenCode logged a database error: {line}"
-            );
-        }
-    }
+    opencode_real::assert_no_database_trouble(&log);
     let conn = Connection::open(&db).expect("open");
     let mode: i64 = conn
         .query_row("PRAGMA auto_vacuum", [], |row| row.get(0))

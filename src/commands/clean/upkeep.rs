@@ -14,6 +14,7 @@ use super::report::{Report, Status};
 use super::turns::Turns;
 use super::{execute, CleanConfig, Opened};
 use crate::cli::config::Config;
+use crate::commands::diagnose::explain;
 
 /// Runs the clean `clean` (a `clean --all --apply`) through `engine`, its batches in `turns`,
 /// then purges the archive entries older than `archive_keep`, and counts what it did. Nothing is
@@ -34,7 +35,8 @@ pub fn run_upkeep(
         dry: None,
     };
     let report =
-        execute(&opened, config, clean, stop, turns).map_err(|error| format!("{error:#}"))?;
+        // In the words the command line would use: no raw SQLite message reaches the event.
+        execute(&opened, config, clean, stop, turns).map_err(|error| explain(&format!("{error:#}"), config))?;
     let mut counts = counts(&report);
     // Stopped during the give back (which leaves the pages for the next run): interrupted too.
     counts.interrupted |= stop.load(std::sync::atomic::Ordering::SeqCst);
@@ -48,9 +50,9 @@ pub fn run_upkeep(
             Some(Ok(report)) => counts.archive_purged = report.purged,
             Some(Err(error)) => {
                 counts.failed += 1;
-                counts
-                    .first_failure
-                    .get_or_insert_with(|| format!("purging the archive: {error}"));
+                counts.first_failure.get_or_insert_with(|| {
+                    explain(&format!("purging the archive: {error}"), config)
+                });
             }
             None => {}
         }

@@ -446,3 +446,38 @@ fn make_work_tree(work: &Path, root: &Path, layout: &Layout) -> Result<String, S
     git(&["commit", "-q", "-m", layout.commit_message])?;
     git(&["rev-list", "--max-parents=0", "HEAD"])
 }
+
+/// Words of a log line about a database another connection held.
+const BUSY_WORDS: [&str; 3] = ["database is locked", "sqlite_busy", "sqlite_locked"];
+
+/// Panics on a line of OpenCode's `log` that says it met a busy database, or an `ERROR` line
+/// about the database: what a process writing beside OpenCode must never cause.
+#[allow(dead_code)]
+pub fn assert_no_database_trouble(log: &str) {
+    for line in log.lines() {
+        let lower = line.to_lowercase();
+        assert!(
+            !BUSY_WORDS.iter().any(|word| lower.contains(word)),
+            "OpenCode met a busy database: {line}"
+        );
+        if line.contains("ERROR") {
+            assert!(
+                !lower.contains("database") && !lower.contains("sqlite"),
+                "OpenCode logged a database error: {line}"
+            );
+        }
+    }
+}
+
+/// The text parts of `session` in `db` whose text is exactly `text` (the prompts a test sent).
+#[allow(dead_code)]
+pub fn text_parts(db: &Path, session: &str, text: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    conn.query_row(
+        "SELECT count(*) FROM part WHERE session_id = ?1 \
+         AND json_extract(data, '$.type') = 'text' AND json_extract(data, '$.text') = ?2",
+        [session, text],
+        |row| row.get(0),
+    )
+    .expect("prompts")
+}
