@@ -51,12 +51,46 @@ pub enum Selection {
     /// its newest `message.updated.1` snapshot. The request's revision is the diffs revision
     /// ([`crate::revision::diffs_revision`]), not the content's.
     Diffs,
-    /// No message: every superseded snapshot of the session's event log (a
+    /// No message: the superseded snapshots of the session's event log (a
     /// `message.part.updated.1`, `message.updated.1` or `session.updated.1` event of an entity
-    /// that has a newer one of the same type in the session's aggregate). The request's
-    /// `message_id` is empty and its revision is the event log's
-    /// ([`crate::revision::event_log_revision`]).
-    SupersededSnapshots,
+    /// that has a newer one of the same type in the session's aggregate) whose `event.seq` lies
+    /// in the range. The request's `message_id` is empty and its revision is the event log's
+    /// ([`crate::revision::event_log_revision`]). A session's compaction is one request per
+    /// range, so that each one's transaction stays short (docs/ARCHITECTURE.md, "Copies
+    /// OpenCode keeps").
+    SupersededSnapshots(SeqRange),
+}
+
+/// An inclusive range of `event.seq` values (OpenCode's per-aggregate event sequence):
+/// `first <= last`, both integers as SQLite stores them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeqRange {
+    /// The lowest `seq` in the range.
+    pub first: i64,
+    /// The highest `seq` in the range.
+    pub last: i64,
+}
+
+impl SeqRange {
+    /// The range `first..=last`.
+    ///
+    /// Errors: [`ContractError::Invalid`] on the field `seqs` when `first > last`.
+    pub fn new(first: i64, last: i64) -> Result<Self, ContractError> {
+        if first > last {
+            return Err(ContractError::Invalid {
+                field: "seqs".into(),
+                detail: format!(
+                    "a range of event seqs runs from its first to its last, got {first} to {last}"
+                ),
+            });
+        }
+        Ok(Self { first, last })
+    }
+
+    /// Whether `seq` lies in the range.
+    pub fn contains(&self, seq: i64) -> bool {
+        (self.first..=self.last).contains(&seq)
+    }
 }
 
 impl From<&Selection> for pruning_journal::Selection {
@@ -66,7 +100,10 @@ impl From<&Selection> for pruning_journal::Selection {
             Selection::Indexes(indexes) => Self::Indexes(indexes.clone()),
             Selection::AllTechnical => Self::AllTechnical,
             Selection::Diffs => Self::Diffs,
-            Selection::SupersededSnapshots => Self::SupersededSnapshots,
+            Selection::SupersededSnapshots(seqs) => Self::SupersededSnapshotsIn {
+                first_seq: seqs.first,
+                last_seq: seqs.last,
+            },
         }
     }
 }
@@ -222,18 +259,22 @@ impl PruneRequest {
         Self::new(session_id, message_id, revision, Selection::Diffs)
     }
 
-    /// Builds a validated request that compacts a session's event log
-    /// ([`Selection::SupersededSnapshots`]): it names no message (`message_id` is empty), and
-    /// `revision` is the event log's. Errors: a bad session id or revision
-    /// ([`ContractError::IdLength`], [`ContractError::Revision`]).
-    pub fn compaction(session_id: String, revision: String) -> Result<Self, ContractError> {
+    /// Builds a validated request that compacts the part of a session's event log whose
+    /// `event.seq` lies in `seqs` ([`Selection::SupersededSnapshots`]): it names no message
+    /// (`message_id` is empty), and `revision` is the event log's. Errors: a bad session id or
+    /// revision ([`ContractError::IdLength`], [`ContractError::Revision`]).
+    pub fn compaction(
+        session_id: String,
+        revision: String,
+        seqs: SeqRange,
+    ) -> Result<Self, ContractError> {
         check_id("sessionID", &session_id)?;
         check_revision(&revision)?;
         Ok(Self {
             session_id,
             message_id: String::new(),
             revision,
-            selection: Selection::SupersededSnapshots,
+            selection: Selection::SupersededSnapshots(seqs),
             scope: Scope::default(),
         })
     }

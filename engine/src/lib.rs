@@ -34,7 +34,7 @@ pub use batch::{BatchItem, BatchOutcome, BatchResult, PruneBatchRequest, MAX_BAT
 pub use contract::Refusal;
 pub use contract::{
     BlockedReason, PartKind, PreviewPart, PreviewRequest, PreviewResult, PruneRequest, PruneResult,
-    PrunedEventData, Selection, PRUNED_EVENT_TYPE,
+    PrunedEventData, Selection, SeqRange, PRUNED_EVENT_TYPE,
 };
 pub use engine::{
     dry_run, now_ms, preview, restorable, restore_dry_run, Engine, PreviewOutcome, PruneOutcome,

@@ -321,7 +321,7 @@ impl StoredMessage {
             }
             Selection::AllTechnical => technical,
             // The store plans these itself: they remove no part.
-            Selection::Diffs | Selection::SupersededSnapshots => {
+            Selection::Diffs | Selection::SupersededSnapshots(_) => {
                 return Err(Refusal::new(
                     BlockedReason::NotDeletable,
                     "this request selects no part of the message (summary diffs, or snapshots \

@@ -4,7 +4,8 @@
 //! revision, indexes}` with indexes sorted ascending; in all-technical mode
 //! `{sessionID, messageID, revision, allTechnical: true}`. The copies OpenCode keeps besides the
 //! parts are this engine's own: `{..., diffs: true}` for a message's `summary.diffs`, and
-//! `{sessionID, messageID: "", revision, supersededSnapshots: true}` for a session's event log.
+//! `{sessionID, messageID: "", revision, supersededSnapshots: {firstSeq, lastSeq}}` for the
+//! range of a session's event log one compaction request takes.
 //!
 //! A restore puts a message back as it was, so pruning it again is the same request as the
 //! prune that was undone. Its key is then [`after_restore`] of the undone receipt's key (and
@@ -31,9 +32,10 @@ pub fn request_key(request: &PruneRequest) -> [u8; 32] {
             Selection::Indexes(indexes) => map.insert("indexes".into(), json!(indexes)),
             Selection::AllTechnical => map.insert("allTechnical".into(), Value::Bool(true)),
             Selection::Diffs => map.insert("diffs".into(), Value::Bool(true)),
-            Selection::SupersededSnapshots => {
-                map.insert("supersededSnapshots".into(), Value::Bool(true))
-            }
+            Selection::SupersededSnapshots(seqs) => map.insert(
+                "supersededSnapshots".into(),
+                json!({ "firstSeq": seqs.first, "lastSeq": seqs.last }),
+            ),
         };
     }
     Sha256::digest(canonical_json(&body).as_bytes()).into()
@@ -61,6 +63,7 @@ pub fn restore_key(receipt_id: uuid::Uuid) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::SeqRange;
 
     #[test]
     fn index_order_does_not_change_the_key() {
@@ -77,7 +80,8 @@ mod tests {
         let rev = "b".repeat(64);
         let parts = PruneRequest::all_technical("s".into(), "m".into(), rev.clone()).unwrap();
         let diffs = PruneRequest::diffs("s".into(), "m".into(), rev.clone()).unwrap();
-        let compaction = PruneRequest::compaction("s".into(), rev).unwrap();
+        let seqs = SeqRange::new(1, 40).unwrap();
+        let compaction = PruneRequest::compaction("s".into(), rev, seqs).unwrap();
         let keys = [
             request_key(&parts),
             request_key(&diffs),
@@ -87,5 +91,33 @@ mod tests {
         assert_ne!(keys[1], keys[2]);
         assert_ne!(keys[0], keys[2]);
         assert_eq!(compaction.message_id, "");
+    }
+
+    #[test]
+    fn each_range_of_a_compaction_has_a_key_of_its_own() {
+        let rev = "c".repeat(64);
+        let key = |first, last| {
+            let seqs = SeqRange::new(first, last).unwrap();
+            request_key(&PruneRequest::compaction("s".into(), rev.clone(), seqs).unwrap())
+        };
+        assert_eq!(key(1, 40), key(1, 40));
+        assert_ne!(key(1, 40), key(1, 41));
+        assert_ne!(key(1, 40), key(2, 40));
+        // The canonical body the key hashes, by its exact text.
+        let body = json!({
+            "sessionID": "s",
+            "messageID": "",
+            "revision": rev,
+            "supersededSnapshots": { "firstSeq": 1, "lastSeq": 40 },
+        });
+        let expected: [u8; 32] = Sha256::digest(canonical_json(&body).as_bytes()).into();
+        assert_eq!(key(1, 40), expected);
+    }
+
+    #[test]
+    fn a_range_that_ends_before_it_begins_is_refused() {
+        let error = SeqRange::new(5, 4).unwrap_err();
+        assert_eq!(error.field(), Some("seqs"));
+        assert_eq!(SeqRange::new(4, 4).unwrap(), SeqRange { first: 4, last: 4 });
     }
 }

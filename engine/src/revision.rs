@@ -94,7 +94,8 @@ pub fn diffs_revision(entries: &[Value]) -> String {
 /// lowercase hex SHA-256 of the canonical JSON of `{"aggregateID": session_id, "seq": seq}`,
 /// where `seq` is the session's `event_sequence.seq` (the seq of its newest event; `null` when
 /// the session has no sequence row). Every event OpenCode appends moves it; a compaction
-/// deletes events and appends none, so it leaves it as it was.
+/// deletes events and appends none, so it leaves it as it was: every range of one session's
+/// compaction is bound to the same revision.
 pub fn event_log_revision(session_id: &str, seq: Option<i64>) -> String {
     let body = serde_json::json!({ "aggregateID": session_id, "seq": seq });
     sha256_hex(canonical_json(&body).as_bytes())

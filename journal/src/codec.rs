@@ -5,7 +5,7 @@
 //! [`CodecError::UnknownFormatVersion`]: a record written by another format is an error, never
 //! a guess. It also refuses trailing bytes after the value.
 //!
-//! Intents and events have a second record version, [`RECORD_VERSION`] (2), written only by the
+//! Intents and events have a second record version, [`RECORD_VERSION`], written only by the
 //! records that need it, so that a journal that never restored anything stays readable by a
 //! build that reads version 1 alone: an intent whose selection is [`Selection::Restore`] (the
 //! same layout as version 1, with that variant added at the end), and an event whose kind is
@@ -24,7 +24,11 @@ use crate::error::CodecError;
 use crate::record::{CommittedEvent, EventKind, Intent, Selection};
 
 /// The newest intent and event record version this build writes and reads.
-pub const RECORD_VERSION: u8 = 3;
+pub const RECORD_VERSION: u8 = 4;
+
+/// The record version that added [`Selection::Diffs`], [`Selection::SupersededSnapshots`] and
+/// [`EventKind::Compacted`].
+const COPIES_VERSION: u8 = 3;
 
 /// The record version that added [`Selection::Restore`] and [`EventKind::Restored`].
 const RESTORE_VERSION: u8 = 2;
@@ -98,21 +102,22 @@ fn split_record(bytes: &[u8]) -> Result<(u8, &[u8]), CodecError> {
 }
 
 /// Encodes an intent: version 1, 2 when its selection is a restore, 3 when it selects diffs or
-/// superseded snapshots.
+/// every superseded snapshot of a session, 4 when it selects those of one range.
 ///
 /// Errors: [`CodecError::Encode`].
 pub fn encode_intent(intent: &Intent) -> Result<Vec<u8>, CodecError> {
     let version = match intent.selection {
-        Selection::Diffs | Selection::SupersededSnapshots => RECORD_VERSION,
+        Selection::SupersededSnapshotsIn { .. } => RECORD_VERSION,
+        Selection::Diffs | Selection::SupersededSnapshots => COPIES_VERSION,
         Selection::Restore(_) => RESTORE_VERSION,
         Selection::Indexes(_) | Selection::AllTechnical => FORMAT_VERSION,
     };
     encode_as(version, intent)
 }
 
-/// Decodes an intent of version 1, 2 or 3 (one layout, with variants added at the end).
+/// Decodes an intent of version 1 to 4 (one layout, with variants added at the end).
 ///
-/// Errors: as [`decode`], with versions 1 to 3 known.
+/// Errors: as [`decode`], with versions 1 to 4 known.
 pub fn decode_intent(bytes: &[u8]) -> Result<Intent, CodecError> {
     let (_, body) = split_record(bytes)?;
     decode_body(body)
@@ -150,14 +155,14 @@ pub fn encode_event(event: &CommittedEvent) -> Result<Vec<u8>, CodecError> {
             },
         ),
         EventKind::Restored => encode_as(RESTORE_VERSION, event),
-        EventKind::Compacted { .. } => encode_as(RECORD_VERSION, event),
+        EventKind::Compacted { .. } => encode_as(COPIES_VERSION, event),
     }
 }
 
 /// Decodes an event of version 1 (a prune's), 2 or 3 (one layout, with a kind added at the
-/// end of [`EventKind`]).
+/// end of [`EventKind`]); no event is written as version 4, and one read so decodes as 3's.
 ///
-/// Errors: as [`decode`], with versions 1 to 3 known.
+/// Errors: as [`decode`], with versions 1 to 4 known.
 pub fn decode_event(bytes: &[u8]) -> Result<CommittedEvent, CodecError> {
     let (version, body) = split_record(bytes)?;
     if version >= RESTORE_VERSION {

@@ -5,7 +5,7 @@
 //! the on-disk format (postcard encodes fields positionally): changing it needs a new record
 //! version (see `codec`: version 2 added [`Selection::Restore`] and [`CommittedEvent::kind`],
 //! version 3 [`Selection::Diffs`], [`Selection::SupersededSnapshots`] and
-//! [`EventKind::Compacted`]).
+//! [`EventKind::Compacted`], version 4 [`Selection::SupersededSnapshotsIn`]).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -24,8 +24,16 @@ pub enum Selection {
     /// `summary.diffs`). Record version 3.
     Diffs,
     /// No message: the superseded snapshots of a session's event log (the intent's message id
-    /// is empty). Record version 3.
+    /// is empty). Record version 3; written by no build since ranges were added (read still).
     SupersededSnapshots,
+    /// No message: the superseded snapshots of a session's event log whose `event.seq` lies in
+    /// `first_seq..=last_seq` (the intent's message id is empty). Record version 4.
+    SupersededSnapshotsIn {
+        /// The lowest `event.seq` of the range.
+        first_seq: i64,
+        /// The highest `event.seq` of the range.
+        last_seq: i64,
+    },
 }
 
 /// What a committed intent did, as its event announces it.

@@ -9,15 +9,23 @@ use crate::common;
 
 use common::*;
 use pruning_engine::revision::event_log_revision;
-use pruning_engine::{BlockedReason, Engine, IntentState, Journal, PruneRequest, PruneResult};
+use pruning_engine::{
+    BlockedReason, Engine, IntentState, Journal, PruneRequest, PruneResult, SeqRange,
+};
 use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 /// The compaction of `session` bound to its event log now.
 fn compaction(fx: &Fixture, session: &str) -> PruneRequest {
     match fx.store(0).clean_compaction(session).expect("plan") {
-        PlannedCopy::Prune(request) => request,
+        // The fixture's sessions are small: one range each.
+        PlannedCopy::Prune(mut requests) if requests.len() == 1 => requests.remove(0),
         other => panic!("no compaction of {session}: {other:?}"),
     }
+}
+
+/// The range of every seq: a compaction request of a whole session's event log.
+fn every_seq() -> SeqRange {
+    SeqRange::new(i64::MIN, i64::MAX).expect("a range")
 }
 
 /// Runs `request` through an engine over `store` and checks it is refused with `reason` and
@@ -138,6 +146,7 @@ fn a_session_with_nothing_superseded_is_not_deletable() {
     let request = PruneRequest::compaction(
         MANY_TURNS.to_string(),
         event_log_revision(MANY_TURNS, Some(seq)),
+        every_seq(),
     )
     .expect("a compaction request");
     assert_refused(
@@ -165,6 +174,7 @@ fn a_v2_session_and_a_trigger_are_unsupported_storage() {
     let request = PruneRequest::compaction(
         V2_SHARED_SESSION.into(),
         event_log_revision(V2_SHARED_SESSION, Some(seq)),
+        every_seq(),
     )
     .expect("request");
     assert_refused(
@@ -199,8 +209,12 @@ fn a_database_without_an_event_log_is_unsupported_storage() {
         fx.store(0).clean_compaction(&session).expect("plan"),
         PlannedCopy::Nothing
     );
-    let request = PruneRequest::compaction(session.clone(), event_log_revision(&session, None))
-        .expect("request");
+    let request = PruneRequest::compaction(
+        session.clone(),
+        event_log_revision(&session, None),
+        every_seq(),
+    )
+    .expect("request");
     assert_refused(
         &fx,
         fx.store(0),

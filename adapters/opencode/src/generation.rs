@@ -156,7 +156,7 @@ pub(crate) fn apply_group(
     commands: &[PruneCommand<'_>],
     limits: FenceLimits,
     mut archive: Option<&mut StoreArchive>,
-    surveys: &std::collections::HashMap<uuid::Uuid, Survey>,
+    surveys: &std::collections::HashMap<uuid::Uuid, Arc<Survey>>,
 ) -> Vec<Result<Applied, StoreError>> {
     // The prunes whose writes were kept in the transaction: a failed commit undoes them.
     let mut kept: Vec<usize> = Vec::new();
@@ -172,7 +172,7 @@ pub(crate) fn apply_group(
             command,
             limits,
             archive.as_deref_mut(),
-            surveys.get(&command.intent_id),
+            surveys.get(&command.intent_id).map(Arc::as_ref),
         );
         if matches!(step, Ok(Step::Commit(_))) {
             kept.push(index);
@@ -246,8 +246,10 @@ pub(crate) fn capture_ahead(
     known.refresh(conn)?;
     let clock = limits.at(now_ms);
     match request.selection {
-        Selection::SupersededSnapshots => {
-            return match v1::compact::prepare(conn, schema, known, request, &key, clock, survey)? {
+        Selection::SupersededSnapshots(seqs) => {
+            let prepared =
+                v1::compact::prepare(conn, schema, known, request, seqs, &key, clock, survey)?;
+            return match prepared {
                 Prepared::Plan(planned) => {
                     v1::compact::capture_ahead(conn, &request.session_id, &planned)
                 }
@@ -358,12 +360,13 @@ fn prepare(
     survey: Option<&Survey>,
 ) -> rusqlite::Result<Prepared<Planned>> {
     match request.selection {
-        Selection::SupersededSnapshots => {
+        Selection::SupersededSnapshots(seqs) => {
             return Ok(v1::compact::prepare(
                 conn,
                 schema,
                 known,
                 request,
+                seqs,
                 request_key,
                 clock,
                 survey,

@@ -63,5 +63,6 @@ pub use store::{
     empty_database, refuse_detached, OpenCodeStore, StoreOptions, DEFAULT_ABANDONED_AFTER,
     DEFAULT_QUIET_PERIOD,
 };
+pub use v1::compact::{RANGE_BYTES, RANGE_ROWS};
 pub use vacuum::{free_space, other_processes, Needs, VacuumError};
 pub use workspaces::Workspace;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use pruning_engine::StoreError;
+use pruning_engine::{PruneRequest, StoreError};
 
 use super::browse::overview::{self, Exactness, Overview};
 use super::clean::copies::PlannedCopy;
@@ -212,11 +212,15 @@ impl OpenCodeStore {
         )
     }
 
-    /// The compaction a clean makes of session `session_id`: a request bound to its event log's
-    /// revision now, nothing, or skipped and why (see `copies::compaction`).
+    /// The compaction a clean makes of session `session_id`: requests bound to its event log's
+    /// revision now, one per range of seqs in seq order, nothing, or skipped and why (see
+    /// `copies::compaction`).
     ///
     /// Errors: [`StoreError::Storage`].
-    pub fn clean_compaction(&self, session_id: &str) -> Result<PlannedCopy, StoreError> {
+    pub fn clean_compaction(
+        &self,
+        session_id: &str,
+    ) -> Result<PlannedCopy<Vec<PruneRequest>>, StoreError> {
         copies::compaction(self, session_id)
     }
 

@@ -119,7 +119,7 @@ struct GroupsAhead {
     /// Prunes the last group transaction took.
     last_taken: usize,
     /// Surveys read before a group transaction for compactions it did not reach, by intent id.
-    surveys: HashMap<Uuid, Survey>,
+    surveys: HashMap<Uuid, Arc<Survey>>,
 }
 
 impl OpenCodeStore {
@@ -903,18 +903,20 @@ pub(crate) fn storage(error: rusqlite::Error) -> StoreError {
 }
 
 /// The snapshots of the session a compaction request names, read in a read transaction of its
-/// own (`super::v1::compact::survey`); `None` for any other request, or where the database
-/// keeps no event log (the compaction then refuses with words of its own).
+/// own, or held from an earlier read at the session's revision now ([`Known::survey`]); `None`
+/// for any other request, or where the database keeps no event log (the compaction then refuses
+/// with words of its own).
 fn survey_for(
     conn: &Connection,
     schema: &Schema,
+    known: &mut Known,
     request: &PruneRequest,
-) -> rusqlite::Result<Option<Survey>> {
-    if request.selection != Selection::SupersededSnapshots || !schema.has_events() {
+) -> rusqlite::Result<Option<Arc<Survey>>> {
+    if !matches!(request.selection, Selection::SupersededSnapshots(_)) || !schema.has_events() {
         return Ok(None);
     }
     conn.execute_batch("BEGIN")?;
-    let survey = super::v1::compact::survey(conn, &request.session_id);
+    let survey = known.survey(conn, &request.session_id);
     let _ = conn.execute_batch("COMMIT");
     survey.map(Some)
 }
@@ -928,7 +930,7 @@ impl OpenCodeStore {
         set_synchronous(&conn, if relaxed { NORMAL } else { FULL }).map_err(storage)?;
         let mut known = self.known(&conn, &schema)?;
         // A compaction reads the session's snapshots before it takes the write lock.
-        let survey = match survey_for(&conn, &schema, command.request) {
+        let survey = match survey_for(&conn, &schema, &mut known, command.request) {
             Ok(survey) => survey,
             Err(error) => return classify(&error).map(Applied::Refused),
         };
@@ -941,7 +943,7 @@ impl OpenCodeStore {
             command,
             self.fence_limits(),
             archive.as_mut(),
-            survey.as_ref(),
+            survey.as_deref(),
         )
     }
 
@@ -977,7 +979,7 @@ impl OpenCodeStore {
             if groups.surveys.contains_key(&command.intent_id) {
                 continue;
             }
-            match survey_for(&conn, &schema, command.request) {
+            match survey_for(&conn, &schema, &mut known, command.request) {
                 Ok(Some(survey)) => {
                     groups.surveys.insert(command.intent_id, survey);
                 }
@@ -1023,10 +1025,14 @@ impl OpenCodeStore {
         now_ms: i64,
     ) -> Result<Result<DryRun, Refusal>, StoreError> {
         let conn = self.connection();
+        let mut known = self
+            .known
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         // A compaction reads the session's snapshots before it takes the write lock.
         let survey = match self
             .schema_of(&conn)
-            .and_then(|schema| survey_for(&conn, &schema, request))
+            .and_then(|schema| survey_for(&conn, &schema, &mut known, request))
         {
             Ok(survey) => survey,
             Err(error) => return classify(&error).map(Err),
@@ -1057,10 +1063,6 @@ impl OpenCodeStore {
                 return classify(&error).map(Err);
             }
         };
-        let mut known = self
-            .known
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let prepared = generation::dry_run(
             &conn,
             &schema,
@@ -1068,7 +1070,7 @@ impl OpenCodeStore {
             request,
             now_ms,
             self.fence_limits(),
-            survey.as_ref(),
+            survey.as_deref(),
         );
         let _ = conn.execute_batch("ROLLBACK");
         if locked {
@@ -1198,7 +1200,7 @@ impl SessionStore for OpenCodeStore {
         };
         let limits = self.fence_limits();
         for command in commands {
-            let Ok(survey) = survey_for(&conn, &schema, command.request) else {
+            let Ok(survey) = survey_for(&conn, &schema, &mut known, command.request) else {
                 continue;
             };
             if conn.execute_batch("BEGIN").is_err() {
@@ -1211,7 +1213,7 @@ impl SessionStore for OpenCodeStore {
                 command.request,
                 command.now_ms,
                 limits,
-                survey.as_ref(),
+                survey.as_deref(),
             );
             let _ = conn.execute_batch("COMMIT");
             if let Ok(Some(rows)) = rows {

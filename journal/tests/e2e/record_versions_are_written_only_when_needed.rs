@@ -1,8 +1,9 @@
 //! Intents and events are written as record version 1 unless they need version 2 (a restore's
-//! intent, a restore's event) or 3 (an intent selecting diffs or superseded snapshots, a
-//! compaction's event), so that a journal that never restored or compacted anything stays
-//! readable by a build that reads version 1 only; every version reads back whole, and an event
-//! of version 1 reads as a prune's.
+//! intent, a restore's event), 3 (an intent selecting diffs or every superseded snapshot, a
+//! compaction's event) or 4 (an intent selecting the superseded snapshots of one range of seqs),
+//! so that a journal that never restored or compacted anything stays readable by a build that
+//! reads version 1 only; every version reads back whole, and an event of version 1 reads as a
+//! prune's.
 
 use crate::common;
 
@@ -57,7 +58,7 @@ fn a_prune_is_version_1_and_a_restore_version_2_and_both_read_back() {
         (FORMAT_VERSION, FORMAT_VERSION)
     );
     assert_eq!(versions(&path, restore.intent_id, 2), (2, 2));
-    assert_eq!((FORMAT_VERSION, RECORD_VERSION), (1, 3));
+    assert_eq!((FORMAT_VERSION, RECORD_VERSION), (1, 4));
 
     let journal = Journal::open_read_only(&path).unwrap();
     let read = journal.intent(restore.intent_id).unwrap().unwrap();
@@ -109,14 +110,8 @@ fn diffs_and_compaction_intents_and_a_compaction_event_are_version_3_and_read_ba
             .unwrap();
     }
     // A diffs prune is announced as a prune: its event stays version 1.
-    assert_eq!(
-        versions(&path, diffs.intent_id, 1),
-        (RECORD_VERSION, FORMAT_VERSION)
-    );
-    assert_eq!(
-        versions(&path, compaction.intent_id, 2),
-        (RECORD_VERSION, RECORD_VERSION)
-    );
+    assert_eq!(versions(&path, diffs.intent_id, 1), (3, FORMAT_VERSION));
+    assert_eq!(versions(&path, compaction.intent_id, 2), (3, 3));
 
     let journal = Journal::open_read_only(&path).unwrap();
     assert_eq!(
@@ -143,5 +138,58 @@ fn diffs_and_compaction_intents_and_a_compaction_event_are_version_3_and_read_ba
                 40
             ),
         ]
+    );
+}
+
+#[test]
+fn a_compaction_of_one_range_is_a_version_4_intent_with_a_version_3_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let mut compaction = intent(1);
+    compaction.selection = Selection::SupersededSnapshotsIn {
+        first_seq: 7,
+        last_seq: 1_204,
+    };
+    compaction.message_id = String::new();
+    let commit = Commit {
+        kind: EventKind::Compacted {
+            bytes_removed: 4_096,
+        },
+        ..commit_for(&compaction, 12)
+    };
+    {
+        let journal = Journal::open(&path).unwrap();
+        journal
+            .record_intents(std::slice::from_ref(&compaction))
+            .unwrap();
+        journal.commit(std::slice::from_ref(&commit)).unwrap();
+    }
+    assert_eq!(
+        versions(&path, compaction.intent_id, 1),
+        (RECORD_VERSION, 3)
+    );
+    let journal = Journal::open_read_only(&path).unwrap();
+    let read = journal.intent(compaction.intent_id).unwrap().unwrap();
+    assert_eq!(
+        read.selection,
+        Selection::SupersededSnapshotsIn {
+            first_seq: 7,
+            last_seq: 1_204
+        }
+    );
+    let events = journal.events_after(0, 10).unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e.seq, e.event_id, e.kind, e.removed_count))
+            .collect::<Vec<_>>(),
+        vec![(
+            1,
+            commit.event_id,
+            EventKind::Compacted {
+                bytes_removed: 4_096
+            },
+            12
+        )]
     );
 }

@@ -4,11 +4,11 @@
 //! through the engine's one write path in batches, as the parts' prunes do; a dry run asks the
 //! store what each would do (docs/ARCHITECTURE.md, "Copies OpenCode keeps").
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pruning_engine::{Engine, PruneRequest};
+use pruning_engine::{Compacted, Engine, EngineError, Operation, PruneOutcome, PruneRequest};
 use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 use super::progress::Progress;
@@ -40,7 +40,9 @@ enum Phase {
 
 impl Copies<'_> {
     /// Compacts every session of `sessions` (in a dry run: says what compacting would take),
-    /// counting into `report` and, with `--until-live-size`, into `until`. Returns the sessions
+    /// counting into `report` and, with `--until-live-size`, into `until`. A session's
+    /// compaction is several requests, one per range of its event log; the report counts
+    /// sessions, each once its requests are all answered ([`Merged`]). Returns the sessions
     /// whose compaction would commit in a dry run (their prunes then find only the snapshots it
     /// leaves); empty with `--apply`, where the compactions are done before any prune plans.
     ///
@@ -54,6 +56,7 @@ impl Copies<'_> {
         let mut compacted = HashSet::new();
         let mut progress = Progress::new(self.json, sessions.len() as u64, "sessions");
         let mut batch = Vec::new();
+        let mut merged: HashMap<String, Merged> = HashMap::new();
         for (done, session_id) in sessions.iter().enumerate() {
             if self.stop.load(Ordering::SeqCst) {
                 count_not_reached(report, Phase::Compaction, sessions.len() - done);
@@ -64,12 +67,25 @@ impl Copies<'_> {
                 break;
             }
             match self.store.clean_compaction(session_id)? {
-                PlannedCopy::Prune(request) => {
-                    if let Some(outcome) = self.plan(request, &mut batch, until)? {
-                        if matches!(outcome, CopyOutcome::Removed(..)) {
-                            compacted.insert(session_id.clone());
+                PlannedCopy::Prune(requests) => {
+                    let session = merged.entry(session_id.clone()).or_default();
+                    for request in requests {
+                        if until.as_ref().is_some_and(UntilLiveSize::reached) {
+                            break;
                         }
-                        count(report, until, Phase::Compaction, outcome);
+                        session.asked += 1;
+                        if let Some(outcome) = self.plan(request, &mut batch, until)? {
+                            if let (CopyOutcome::Removed(_, bytes), Some(until)) =
+                                (&outcome, until.as_mut())
+                            {
+                                until.planned(*bytes);
+                            }
+                            session.answer(outcome);
+                        }
+                    }
+                    session.planned = true;
+                    if session.is_whole() && session.removed.is_some() {
+                        compacted.insert(session_id.clone());
                     }
                 }
                 PlannedCopy::Nothing => {
@@ -80,13 +96,32 @@ impl Copies<'_> {
                 }
             }
             if batch.len() >= self.batch_size {
-                self.apply(&mut batch, report, Phase::Compaction);
+                self.apply_compactions(&mut batch, report, &mut merged);
             }
+            count_whole(report, &mut merged);
             progress.update(done as u64 + 1, report);
         }
-        self.apply(&mut batch, report, Phase::Compaction);
+        self.apply_compactions(&mut batch, report, &mut merged);
+        count_whole(report, &mut merged);
         progress.finish();
         Ok(compacted)
+    }
+
+    /// Applies a batch of compaction requests ([`Self::apply_batch`]), each answer merged into
+    /// its session's.
+    fn apply_compactions(
+        &self,
+        batch: &mut Vec<PruneRequest>,
+        report: &mut Report,
+        merged: &mut HashMap<String, Merged>,
+    ) {
+        self.apply_batch(batch, &mut |request, result| {
+            let outcome = CopyOutcome::of_answer(report, result);
+            merged
+                .entry(request.session_id.clone())
+                .or_default()
+                .answer(outcome);
+        });
     }
 
     /// Empties the file bodies of the summary diffs of the user messages before the last
@@ -187,6 +222,19 @@ impl Copies<'_> {
     /// the outcomes (with `--until-live-size` they were counted toward the target when
     /// planned).
     fn apply(&self, batch: &mut Vec<PruneRequest>, report: &mut Report, phase: Phase) {
+        self.apply_batch(batch, &mut |_, result| {
+            let outcome = CopyOutcome::of_answer(report, result);
+            count(report, &mut None, phase, outcome);
+        });
+    }
+
+    /// Applies the batch through the engine's group commit, in the clean's turn, handing each
+    /// request's answer to `answered` in order, and empties it; nothing in a dry run.
+    fn apply_batch(
+        &self,
+        batch: &mut Vec<PruneRequest>,
+        answered: &mut dyn FnMut(&PruneRequest, Result<PruneOutcome, EngineError>),
+    ) {
         let Some(engine) = self.engine else {
             return;
         };
@@ -197,11 +245,95 @@ impl Copies<'_> {
         let mut results = Vec::new();
         self.turns
             .take(&mut || results = engine.prune_many_until(batch, &stopped));
-        for result in results {
-            let outcome = CopyOutcome::of_answer(report, result);
-            count(report, &mut None, phase, outcome);
+        for (request, result) in batch.iter().zip(results) {
+            answered(request, result);
         }
         batch.clear();
+    }
+}
+
+/// The answers of one session's compaction requests so far, merged into what the report counts
+/// of the session: compacted when any request removed snapshots (their counts and bytes
+/// summed), and besides that blocked when any was refused, so that a clean that leaves part of
+/// a session says so; otherwise not reached, already compacted, or nothing, in that order.
+#[derive(Default)]
+struct Merged {
+    /// Requests made of the session (planned into a batch or answered by a dry run).
+    asked: usize,
+    /// Whether every request of the session has been made.
+    planned: bool,
+    /// Answers merged so far.
+    answered: usize,
+    /// What the requests that removed snapshots removed, and their bytes.
+    removed: Option<(Compacted, u64)>,
+    /// The first refusal.
+    blocked: Option<CopyOutcome>,
+    /// Whether a request was not reached (the clean was interrupted).
+    not_reached: bool,
+    /// Whether a request was answered from the receipt of an identical earlier one.
+    already: bool,
+}
+
+impl Merged {
+    /// Merges one request's answer.
+    fn answer(&mut self, outcome: CopyOutcome) {
+        self.answered += 1;
+        match outcome {
+            CopyOutcome::Removed(operation, bytes) => {
+                let Operation::Compaction(compacted) = *operation else {
+                    return;
+                };
+                let (sum, sum_bytes) = self.removed.get_or_insert_with(Default::default);
+                sum.part_snapshots += compacted.part_snapshots;
+                sum.message_snapshots += compacted.message_snapshots;
+                sum.session_snapshots += compacted.session_snapshots;
+                sum.event_ids.extend(compacted.event_ids);
+                *sum_bytes += bytes;
+            }
+            CopyOutcome::Blocked(..) => {
+                self.blocked.get_or_insert(outcome);
+            }
+            CopyOutcome::NotReached => self.not_reached = true,
+            CopyOutcome::Already => self.already = true,
+            CopyOutcome::Nothing => {}
+        }
+    }
+
+    /// Whether every request of the session was made and answered.
+    fn is_whole(&self) -> bool {
+        self.planned && self.answered == self.asked
+    }
+
+    /// What the report counts of the session: one or two outcomes (see [`Merged`]).
+    fn outcomes(self) -> Vec<CopyOutcome> {
+        let removed = self.removed.map(|(compacted, bytes)| {
+            CopyOutcome::Removed(Box::new(Operation::Compaction(compacted)), bytes)
+        });
+        let besides = match (self.blocked, self.not_reached) {
+            (Some(blocked), _) => Some(blocked),
+            (None, true) => Some(CopyOutcome::NotReached),
+            (None, false) if removed.is_some() => None,
+            (None, false) if self.already => Some(CopyOutcome::Already),
+            (None, false) => Some(CopyOutcome::Nothing),
+        };
+        removed.into_iter().chain(besides).collect()
+    }
+}
+
+/// Counts into `report` every session of `merged` whose requests are all answered, and lets
+/// go of it.
+fn count_whole(report: &mut Report, merged: &mut HashMap<String, Merged>) {
+    let whole: Vec<String> = merged
+        .iter()
+        .filter(|(_, session)| session.is_whole())
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in whole {
+        if let Some(session) = merged.remove(&id) {
+            for outcome in session.outcomes() {
+                count(report, &mut None, Phase::Compaction, outcome);
+            }
+        }
     }
 }
 

@@ -47,6 +47,18 @@ pub const SUPERSEDED_SQL: &str = "SELECT id, aggregate_id FROM (
                                        'session.updated.1') AND json_valid(data)))
      WHERE seq < top";
 
+/// The ids of the superseded snapshots of `session` ([`SUPERSEDED_SQL`]).
+pub fn superseded_of(fx: &Fixture, session: &str) -> std::collections::BTreeSet<String> {
+    let conn = fx.sql();
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT id FROM ({SUPERSEDED_SQL}) WHERE aggregate_id = ?1"
+        ))
+        .expect("select");
+    let rows = stmt.query_map([session], |row| row.get(0)).expect("query");
+    rows.map(Result::unwrap).collect()
+}
+
 /// A private copy of the fixture database in a temporary folder. Dropping it audits the
 /// database and the journal (see `audit`) unless [`Fixture::skip_audit`] was called.
 pub struct Fixture {

@@ -13,18 +13,18 @@ use rusqlite::Connection;
 use crate::clean::{kept_boundary, SkipReason};
 use crate::row_budget;
 use crate::schema::Schema;
-use crate::v1::compact;
 use crate::v1::diffs::{self, NotEmptied};
 use crate::v1::events::{MESSAGE_UPDATED, PART_UPDATED, SESSION_UPDATED};
+use crate::v1::known::Known;
 use crate::values::lenient_text;
 use crate::OpenCodeStore;
 
-/// What a clean does with one of the copies: prune it with a request, nothing, or leave it
-/// alone and why.
+/// What a clean does with one of the copies: prune it with a request (`R`: one request, or a
+/// compaction's requests, one per range), nothing, or leave it alone and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlannedCopy {
+pub enum PlannedCopy<R = PruneRequest> {
     /// Prune with this request (bound to the revision read).
-    Prune(PruneRequest),
+    Prune(R),
     /// Nothing to take.
     Nothing,
     /// Left alone.
@@ -40,21 +40,26 @@ fn storage(error: rusqlite::Error) -> StoreError {
     StoreError::Storage(Box::new(error))
 }
 
-/// The compaction of session `session_id`, bound to its event log's revision now: nothing where
-/// the database keeps no event log (OpenCode before 1.14) or the session has no superseded
-/// snapshot (the survey the dry run makes: `v1::compact::survey`);
-/// skipped (`read_only`) on read-only media and for a V2 session, whose event log OpenCode's
-/// V2 history is projected from.
+/// The compaction of session `session_id`, bound to its event log's revision now: one request
+/// per range of seqs (`v1::compact::Survey::ranges`, in seq order), read from the survey the
+/// store then holds for the requests' writes and dry runs (`v1::known`); nothing where the
+/// database keeps no event log (OpenCode before 1.14) or the session has no superseded
+/// snapshot; skipped (`read_only`) on read-only media and for a V2 session, whose event log
+/// OpenCode's V2 history is projected from.
 ///
 /// Errors: [`StoreError::Storage`].
-pub fn compaction(store: &OpenCodeStore, session_id: &str) -> Result<PlannedCopy, StoreError> {
+pub fn compaction(
+    store: &OpenCodeStore,
+    session_id: &str,
+) -> Result<PlannedCopy<Vec<PruneRequest>>, StoreError> {
     let conn = store.connection();
     let schema = store.schema_of(&conn).map_err(storage)?;
     if !schema.has_events() {
         return Ok(PlannedCopy::Nothing);
     }
+    let mut known = store.known(&conn, &schema)?;
     conn.execute_batch("BEGIN").map_err(storage)?;
-    let planned = compaction_in(&conn, &schema, session_id);
+    let planned = compaction_in(&conn, &schema, &mut known, session_id);
     let _ = conn.execute_batch("COMMIT");
     let planned = planned.map_err(storage)?;
     if let (PlannedCopy::Prune(_), Some(cause)) = (&planned, store.media_read_only()) {
@@ -70,8 +75,9 @@ pub fn compaction(store: &OpenCodeStore, session_id: &str) -> Result<PlannedCopy
 fn compaction_in(
     conn: &Connection,
     schema: &Schema,
+    known: &mut Known,
     session_id: &str,
-) -> rusqlite::Result<PlannedCopy> {
+) -> rusqlite::Result<PlannedCopy<Vec<PruneRequest>>> {
     if schema.has("session_message") {
         let v2: bool = crate::cached::query_row(
             conn,
@@ -100,20 +106,22 @@ fn compaction_in(
     // A compaction deletes snapshots but leaves `event_sequence.seq`, the revision: until
     // OpenCode writes to the session again, the next clean's request would be the identical
     // one, answered from its receipt and announced again on every run of a schedule.
-    let survey = compact::survey(conn, session_id)?;
-    if survey.superseded.is_empty() {
+    let survey = known.survey_again(conn, session_id)?;
+    let ranges = survey.ranges();
+    if ranges.is_empty() {
         return Ok(PlannedCopy::Nothing);
     }
-    let revision = survey.revision;
-    Ok(
-        match PruneRequest::compaction(session_id.to_string(), revision) {
-            Ok(request) => PlannedCopy::Prune(request),
-            Err(error) => PlannedCopy::Skipped {
-                reason: SkipReason::Unplaceable,
-                detail: error.to_string(),
-            },
+    let requests: Result<Vec<PruneRequest>, _> = ranges
+        .into_iter()
+        .map(|seqs| PruneRequest::compaction(session_id.to_string(), survey.revision.clone(), seqs))
+        .collect();
+    Ok(match requests {
+        Ok(requests) => PlannedCopy::Prune(requests),
+        Err(error) => PlannedCopy::Skipped {
+            reason: SkipReason::Unplaceable,
+            detail: error.to_string(),
         },
-    )
+    })
 }
 
 /// The V1 user messages of session `session_id` whose diffs a clean looks at, oldest first (by

@@ -16,6 +16,12 @@
 //! length of `data`). Rows are never rewritten by OpenCode; a row found otherwise is a
 //! `conflict`, nothing deleted.
 //!
+//! A session's compaction is planned as one request per range of seqs ([`Survey::ranges`]), each
+//! deleting at most [`RANGE_ROWS`] rows and [`RANGE_BYTES`] bytes, so that no one transaction
+//! holds the write lock long (docs/ARCHITECTURE.md, "Group transactions"). Deleting one range's
+//! snapshots leaves every other range's superseded: what supersedes a snapshot is the newest of
+//! its entity, which is never deleted.
+//!
 //! Left alone: a snapshot whose entity or `seq` cannot be read (not JSON, no id, a `seq` that is
 //! not an integer: its entity's snapshots are all kept), one whose id is not text (it cannot be
 //! named), and, where the fence admitted an abandoned run, every snapshot of the run's messages
@@ -26,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 use pruning_archive::{ArchivedRows, TableRows};
 use pruning_engine::revision::event_log_revision;
 use pruning_engine::{
-    BlockedReason, Compacted, Operation, Plan, PruneCommand, PruneRequest, Refusal,
+    BlockedReason, Compacted, Operation, Plan, PruneCommand, PruneRequest, Refusal, SeqRange,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -118,6 +124,50 @@ pub struct Survey {
     pub superseded: Vec<Snapshot>,
     /// The newest snapshot of each entity that has superseded ones (what keeps them superseded).
     pub newest: Vec<Snapshot>,
+}
+
+/// Most snapshots one compaction request deletes (one range of [`Survey::ranges`]).
+pub const RANGE_ROWS: usize = 1_000;
+
+/// Most bytes of `event.data` one compaction request deletes, 4 MiB (one range of
+/// [`Survey::ranges`]); a range holds one snapshot more when that one alone is larger. Freeing a
+/// row's overflow pages is what a compaction's transaction spends its time on.
+pub const RANGE_BYTES: u64 = 4 * 1024 * 1024;
+
+impl Survey {
+    /// The ranges of `event.seq` the session's compaction is requested in, in order: each one
+    /// spans superseded snapshots in `seq` order up to [`RANGE_ROWS`] rows or [`RANGE_BYTES`]
+    /// bytes (the first snapshot of a range always joins it), and snapshots of one `seq` are
+    /// never split between two. Snapshots over the row budget, which a compaction leaves, count
+    /// for no range. Empty when nothing is superseded. The same survey gives the same ranges:
+    /// a clean and a scheduled clean of one database make the same requests.
+    pub fn ranges(&self) -> Vec<SeqRange> {
+        let mut ranges = Vec::new();
+        // The range being filled: its first seq, last seq, rows and bytes.
+        let mut open: Option<(i64, i64, usize, u64)> = None;
+        for snapshot in self.superseded.iter().filter(|s| !over_budget(s)) {
+            let len = u64::try_from(snapshot.len).unwrap_or(0);
+            if let Some((first, last, rows, bytes)) = open {
+                let full = rows + 1 > RANGE_ROWS || bytes + len > RANGE_BYTES;
+                if full && snapshot.seq != last {
+                    ranges.push(SeqRange { first, last });
+                    open = None;
+                }
+            }
+            open = Some(match open {
+                Some((first, _, rows, bytes)) => (first, snapshot.seq, rows + 1, bytes + len),
+                None => (snapshot.seq, snapshot.seq, 1, len),
+            });
+        }
+        ranges.extend(open.map(|(first, last, _, _)| SeqRange { first, last }));
+        ranges
+    }
+}
+
+/// Whether a snapshot is over the row budget: it stays, as a message over it is never pruned,
+/// since the archive would have to hold it whole (docs/ARCHITECTURE.md, "Rows over the budget").
+fn over_budget(snapshot: &Snapshot) -> bool {
+    usize::try_from(snapshot.len).map_or(true, |len| len > row_budget::ROW_BYTES)
 }
 
 /// The session's `event_sequence.seq` (`None` without a row) and its event log's revision.
@@ -358,18 +408,20 @@ pub(crate) struct CompactionPlan {
 
 /// Everything before the first write, inside the caller's transaction: a database without an
 /// event log, a V2 session, then the checks every V1 write opens with ([`fence::admit`]), the
-/// revision, then `survey`
-/// (read before the transaction began) checked against the rows: the newest snapshot of every
-/// entity it deletes from is there as read.
+/// revision, then `survey` (read before the transaction began; its superseded snapshots whose
+/// seq lies in `seqs`, the request's range, are the ones deleted) checked against the rows: the
+/// newest snapshot of every entity it deletes from is there as read.
 ///
 /// Refusals: `unsupported_storage` (no usable event log, a V2 session), the fence's, the
 /// receipt under the key naming another request, `conflict` (the event log moved since the
-/// request's revision, or since the survey), `not_deletable` (nothing superseded).
+/// request's revision, or since the survey), `not_deletable` (nothing superseded in the range).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare(
     conn: &Connection,
     schema: &Schema,
     known: &mut Known,
     request: &PruneRequest,
+    seqs: SeqRange,
     request_key: &str,
     clock: FenceClock,
     survey: Option<&Survey>,
@@ -424,26 +476,27 @@ pub(crate) fn prepare(
             .as_ref()
             .is_some_and(|message| run_messages.contains(message))
     };
-    // A snapshot over the row budget stays, as a message over it is never pruned: the archive
-    // would have to hold it whole (docs/ARCHITECTURE.md, "Rows over the budget").
-    let over_budget =
-        |s: &Snapshot| usize::try_from(s.len).map_or(true, |len| len > row_budget::ROW_BYTES);
-    let doomed: Vec<Snapshot> = survey
+    let in_range: Vec<&Snapshot> = survey
         .superseded
         .iter()
+        .filter(|s| seqs.contains(s.seq))
+        .collect();
+    let doomed: Vec<Snapshot> = in_range
+        .iter()
         .filter(|s| !left_alone(s) && !over_budget(s))
-        .cloned()
+        .map(|s| (*s).clone())
         .collect();
     if doomed.is_empty() {
-        let kept = survey.superseded.iter().filter(|s| over_budget(s)).count();
+        let kept = in_range.iter().filter(|s| over_budget(s)).count();
+        let range = format!("seqs {} to {}", seqs.first, seqs.last);
         return refuse(
             BlockedReason::NotDeletable,
             if kept > 0 {
                 format!(
-                    "the session's event log holds no superseded snapshot but {kept} over the 16 MiB budget, which stay"
+                    "the session's event log holds no superseded snapshot in {range} but {kept} over the 16 MiB budget, which stay"
                 )
             } else {
-                "the session's event log holds no superseded snapshot".into()
+                format!("the session's event log holds no superseded snapshot in {range}")
             },
         );
     }
@@ -455,6 +508,7 @@ pub(crate) fn prepare(
         .filter(|s| entities.contains(&(s.kind, s.entity.as_str())))
     {
         if !is_there(conn, &request.session_id, newest)? {
+            known.forget_survey();
             return refuse(
                 BlockedReason::Conflict,
                 format!(
@@ -554,6 +608,7 @@ pub(crate) fn write(
         conn.prepare_cached(sql)?.execute(values)?
     };
     if deleted != planned.doomed.len() {
+        known.forget_survey();
         return Ok(Err(Refusal::new(
             BlockedReason::Conflict,
             format!(
@@ -630,6 +685,67 @@ fn text(value: rusqlite::types::ValueRef<'_>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A survey of superseded snapshots given as `(seq, bytes)`, in seq order.
+    fn surveyed(rows: &[(i64, i64)]) -> Survey {
+        Survey {
+            session_id: "ses_1".into(),
+            revision: "0".repeat(64),
+            superseded: rows
+                .iter()
+                .enumerate()
+                .map(|(i, &(seq, len))| Snapshot {
+                    id: format!("evt_{i:05}"),
+                    kind: SnapshotKind::Part,
+                    seq,
+                    len,
+                    entity: format!("prt_{i}"),
+                    message: None,
+                })
+                .collect(),
+            newest: Vec::new(),
+        }
+    }
+
+    fn range(first: i64, last: i64) -> SeqRange {
+        SeqRange { first, last }
+    }
+
+    #[test]
+    fn ranges_are_cut_at_the_row_bound() {
+        let rows: Vec<(i64, i64)> = (0..2_500).map(|i| (i * 2, 10)).collect();
+        assert_eq!(
+            surveyed(&rows).ranges(),
+            vec![range(0, 1_998), range(2_000, 3_998), range(4_000, 4_998)]
+        );
+        assert_eq!(surveyed(&[]).ranges(), Vec::<SeqRange>::new());
+    }
+
+    #[test]
+    fn ranges_are_cut_at_the_byte_bound_and_a_large_snapshot_fills_one_alone() {
+        let mib = 1024 * 1024;
+        let rows = [(1, 3 * mib), (2, mib), (3, 1), (4, 5 * mib), (5, 2 * mib)];
+        assert_eq!(
+            surveyed(&rows).ranges(),
+            vec![range(1, 2), range(3, 3), range(4, 4), range(5, 5)]
+        );
+    }
+
+    #[test]
+    fn snapshots_of_one_seq_share_a_range() {
+        let mib = 1024 * 1024;
+        // The second snapshot of seq 7 is past the bound, and joins its seq's range.
+        let rows = [(1, 3 * mib), (7, mib), (7, mib), (8, 1)];
+        assert_eq!(surveyed(&rows).ranges(), vec![range(1, 7), range(8, 8)]);
+    }
+
+    #[test]
+    fn a_snapshot_over_the_row_budget_counts_for_no_range() {
+        let over = row_budget::ROW_BYTES as i64 + 1;
+        let rows = [(1, 10), (2, over), (3, 10)];
+        assert_eq!(surveyed(&rows).ranges(), vec![range(1, 3)]);
+        assert_eq!(surveyed(&[(2, over)]).ranges(), Vec::<SeqRange>::new());
+    }
 
     #[test]
     fn every_snapshot_older_than_the_newest_is_superseded() {

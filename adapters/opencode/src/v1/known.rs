@@ -2,8 +2,8 @@
 //! that a clean of many messages does not pay for it once per message: the sessions whose fence
 //! passed, one session's snapshot index (part id -> its `message.part.updated.1` events), the
 //! prunes a clean planned ([`PlannedPrune`]: the message need not be read and hashed again by
-//! its prune), and the snapshots filed under another aggregate ([`ForeignSnapshots`], which
-//! keeps itself current by `rowid`).
+//! its prune), the snapshots filed under another aggregate ([`ForeignSnapshots`], which
+//! keeps itself current by `rowid`), and one session's compaction survey.
 //!
 //! The first three hold while SQLite's `PRAGMA data_version` holds: it changes when another
 //! connection (OpenCode) commits and never for this connection's own commits. So what was learnt
@@ -13,15 +13,24 @@
 //! cannot change what was learnt (a prune deletes its own message's parts and their snapshots,
 //! appends `message.part.removed.1` events with the session's next seqs, and inserts a receipt:
 //! a fence that passed still passes, and another message's rows are untouched). A transaction
-//! that rolls back after writing makes everything be read again ([`Known::forget`]). Source:
-//! docs/ARCHITECTURE.md, "Bulk work".
+//! that rolls back after writing makes everything be read again ([`Known::forget`]).
+//!
+//! The compaction survey is held on other terms: by its session and its event log's revision,
+//! across data versions, since every range of a session's compaction is planned from one survey
+//! and OpenCode's commits elsewhere do not change it. What OpenCode appends to the session moves
+//! the revision, so the survey is read again. What it cannot see (rows deleted by another
+//! connection, or by this one's earlier ranges) the write checks row by row: it deletes only
+//! rows found as read, beside the newest snapshots found as read, and is a `conflict` otherwise,
+//! after which the survey is read again ([`Known::forget_survey`]). Source:
+//! docs/ARCHITECTURE.md, "Bulk work" and "Copies OpenCode keeps".
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use pruning_engine::{Plan, Selection};
 use rusqlite::{params, Connection};
 
-use super::compact::{self, SnapshotKind};
+use super::compact::{self, SnapshotKind, Survey};
 use super::events::{MESSAGE_UPDATED, PART_UPDATED};
 use super::foreign::ForeignSnapshots;
 use super::runs::Abandoned;
@@ -44,6 +53,8 @@ pub struct Known {
     message_snapshots: Option<MessageSnapshotIndex>,
     /// Snapshots filed under another aggregate (valid across data versions on its own terms).
     pub foreign: ForeignSnapshots,
+    /// One session's compaction survey, valid while its revision holds (see the module docs).
+    survey: Option<Arc<Survey>>,
 }
 
 /// How many planned prunes [`Known`] keeps at most: a clean plans one batch ahead of its prunes
@@ -112,6 +123,42 @@ impl Known {
         self.planned.clear();
         self.message_snapshots = None;
         self.data_version = None;
+        self.survey = None;
+    }
+
+    /// The compaction survey of session `session_id` inside the caller's read transaction on
+    /// `conn`: the one held when it was read at the session's revision now, else read now
+    /// ([`compact::survey`]) and held.
+    ///
+    /// Errors: SQLite's.
+    pub fn survey(&mut self, conn: &Connection, session_id: &str) -> rusqlite::Result<Arc<Survey>> {
+        let revision = compact::revision(conn, session_id)?;
+        match &self.survey {
+            Some(held) if held.session_id == session_id && held.revision == revision => {
+                Ok(Arc::clone(held))
+            }
+            _ => self.survey_again(conn, session_id),
+        }
+    }
+
+    /// The compaction survey of session `session_id` read now inside the caller's read
+    /// transaction on `conn`, and held (what a clean plans a session's compaction from).
+    ///
+    /// Errors: SQLite's.
+    pub fn survey_again(
+        &mut self,
+        conn: &Connection,
+        session_id: &str,
+    ) -> rusqlite::Result<Arc<Survey>> {
+        self.survey = None;
+        let survey = Arc::new(compact::survey(conn, session_id)?);
+        self.survey = Some(Arc::clone(&survey));
+        Ok(survey)
+    }
+
+    /// Lets go of the compaction survey held (a compaction found a row otherwise than read).
+    pub fn forget_survey(&mut self) {
+        self.survey = None;
     }
 
     /// Keeps the prune a clean planned for message `message_id` inside the read transaction on
