@@ -1,5 +1,7 @@
-//! The journal, the archive and the receipts written by an earlier build
-//! (tests/fixtures/formats-0.1.0, made by scripts/format-fixtures.sh) are read by this one:
+//! The journal, the archive and the receipts written by earlier builds
+//! (tests/fixtures/formats-0.1.0 and formats-record-4, made by scripts/format-fixtures.sh: the
+//! same clean, by a build before compactions were requested by range and one after) are read by
+//! this one:
 //! the same receipts and events, an audit where everything holds, every archive entry named,
 //! and a restore of every receipt that gives back the original rows byte for byte. A change of
 //! any of those formats that this build cannot read fails here.
@@ -7,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use pruning_journal::Selection;
 use serde_json::Value;
 
 use crate::common::cli::{assert_exit, json, run};
@@ -23,14 +26,18 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The fixture's three files, copied into `dir`: the database's path there.
-fn copy_formats(dir: &Path) -> PathBuf {
+/// The folders of formats written by earlier builds.
+const FORMATS: [&str; 2] = ["formats-0.1.0", "formats-record-4"];
+
+/// The three files of the formats folder `formats`, copied into `dir`: the database's path
+/// there.
+fn copy_formats(formats: &str, dir: &Path) -> PathBuf {
     for file in [
         "opencode.db",
         "opencode.db.prune-journal",
         "opencode.db.prune-archive",
     ] {
-        std::fs::copy(fixture("formats-0.1.0").join(file), dir.join(file)).unwrap();
+        std::fs::copy(fixture(formats).join(file), dir.join(file)).unwrap();
     }
     dir.join("opencode.db")
 }
@@ -72,9 +79,15 @@ fn rows(db: &Path) -> BTreeSet<String> {
 }
 
 #[test]
-fn receipts_events_and_archive_of_0_1_0_are_read_and_audited() {
+fn receipts_events_and_archive_of_earlier_builds_are_read_and_audited() {
+    for formats in FORMATS {
+        receipts_events_and_archive_are_read_and_audited(formats);
+    }
+}
+
+fn receipts_events_and_archive_are_read_and_audited(formats: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let db = copy_formats(dir.path());
+    let db = copy_formats(formats, dir.path());
     let receipts = document(&db, &["receipts"]);
     let receipts = receipts.as_array().unwrap();
     assert_eq!(receipts.len(), 13);
@@ -87,6 +100,23 @@ fn receipts_events_and_archive_of_0_1_0_are_read_and_audited() {
         .filter(|r| r["messageID"].as_str() == Some(""))
         .count();
     assert_eq!(compactions, 2);
+    // What each build journaled for its compactions: every superseded snapshot of the session
+    // (record version 3), or those of one range (record version 4).
+    let journal =
+        pruning_journal::Journal::open_read_only(&dir.path().join("opencode.db.prune-journal"))
+            .unwrap();
+    for receipt in receipts.iter().filter(|r| r["messageID"] == "") {
+        let id: uuid::Uuid = receipt["intentID"].as_str().unwrap().parse().unwrap();
+        let selection = journal.intent(id).unwrap().unwrap().selection;
+        match formats {
+            "formats-0.1.0" => assert_eq!(selection, Selection::SupersededSnapshots),
+            _ => assert!(
+                matches!(selection, Selection::SupersededSnapshotsIn { first_seq, last_seq } if first_seq <= last_seq),
+                "{selection:?}"
+            ),
+        }
+    }
+    drop(journal);
     assert!(receipts
         .iter()
         .all(|r| SESSIONS.contains(&r["sessionID"].as_str().unwrap())));
@@ -139,9 +169,15 @@ fn receipts_events_and_archive_of_0_1_0_are_read_and_audited() {
 }
 
 #[test]
-fn every_receipt_of_0_1_0_is_restored_to_the_original_rows() {
+fn every_receipt_of_earlier_builds_is_restored_to_the_original_rows() {
+    for formats in FORMATS {
+        every_receipt_is_restored_to_the_original_rows(formats);
+    }
+}
+
+fn every_receipt_is_restored_to_the_original_rows(formats: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let db = copy_formats(dir.path());
+    let db = copy_formats(formats, dir.path());
     let original = rows(&fixture("opencode-1.18.34").join("opencode.db"));
     assert_ne!(rows(&db), original, "the fixture holds no prune");
     let receipts = document(&db, &["receipts"]);

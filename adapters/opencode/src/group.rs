@@ -46,7 +46,7 @@ pub(crate) fn in_group(
     if count == 0 {
         return Vec::new();
     }
-    let lock = match write::begin(conn) {
+    let lock = match write::begin(conn, held) {
         Ok(lock) => lock,
         Err(refused) => return vec![refused],
     };

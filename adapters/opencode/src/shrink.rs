@@ -175,6 +175,7 @@ enum Step {
 
 /// One write transaction giving back up to `pages` pages.
 fn step(conn: &Connection, held: &LockTimes, pages: u64) -> rusqlite::Result<Step> {
+    held.rest_if_due();
     match conn.execute_batch("BEGIN IMMEDIATE") {
         Ok(()) => {}
         Err(error) if is_busy(&error) => return Ok(Step::Busy),

@@ -223,7 +223,10 @@ impl OpenCodeStore {
 
     /// Looks at the processes holding the database's files now.
     fn check_holders(&self) -> Result<(), StoreError> {
-        let detached = soundness::detached_files(&self.path);
+        let beside = soundness::beside(&self.path);
+        // The write lock is left free now and then only where a writer may wait for it.
+        self.lock_times.alone(beside.others == Some(false));
+        let detached = beside.detached;
         *self
             .holders_checked
             .lock()
@@ -1041,6 +1044,7 @@ impl OpenCodeStore {
         // report it; rolled back, nothing is written. Where a read-only store can take no lock
         // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
         // gives every check the same snapshot.
+        self.lock_times.rest_if_due();
         let took_lock = conn.execute_batch("BEGIN IMMEDIATE");
         let lock = super::lock_times::Held::began();
         let locked = took_lock.is_ok();

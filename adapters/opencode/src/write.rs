@@ -89,7 +89,7 @@ pub(crate) fn in_transaction(
     held: &LockTimes,
     work: impl FnOnce() -> Result<Step, Failure>,
 ) -> Result<Applied, StoreError> {
-    let lock = match begin(conn) {
+    let lock = match begin(conn, held) {
         Ok(lock) => lock,
         Err(refused) => return refused,
     };
@@ -101,13 +101,17 @@ pub(crate) fn in_transaction(
 /// Takes the write lock (`BEGIN IMMEDIATE`) and the time it was taken; the answer of a prune
 /// that could not take it (`maintenance_required` for a connection already inside a
 /// transaction or a locked database, else as [`classify`] maps the failure).
-pub(crate) fn begin(conn: &Connection) -> Result<Held, Result<Applied, StoreError>> {
+pub(crate) fn begin(
+    conn: &Connection,
+    held: &LockTimes,
+) -> Result<Held, Result<Applied, StoreError>> {
     if !conn.is_autocommit() {
         return Err(Ok(Applied::Refused(Refusal::new(
             BlockedReason::MaintenanceRequired,
             "the connection is already inside a transaction",
         ))));
     }
+    held.rest_if_due();
     match super::cached::execute(conn, "BEGIN IMMEDIATE", []) {
         Ok(_) => Ok(Held::began()),
         Err(error) => Err(classify(&error).map(Applied::Refused)),

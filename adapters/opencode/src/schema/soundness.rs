@@ -56,10 +56,31 @@ pub(crate) fn integrity_findings(conn: &Connection) -> rusqlite::Result<Vec<Stri
 /// connection's descriptors open while another connection of the process holds locks on the
 /// same file, so its own view of deleted names is SQLite's bookkeeping, not a writer beside it.
 pub(crate) fn detached_files(database: &Path) -> Vec<Held> {
-    holders::held(database, false)
-        .into_iter()
-        .filter(|held| held.state != HeldState::Current)
-        .collect()
+    beside(database).detached
+}
+
+/// What other processes hold of the database's family, from one look at `/proc`.
+pub(crate) struct Beside {
+    /// The files held open although they were deleted or replaced ([`detached_files`]).
+    pub(crate) detached: Vec<Held>,
+    /// Whether another process this user may inspect holds any of them; `None` where `/proc`
+    /// cannot be read (not Linux), so nobody can be said to be absent.
+    pub(crate) others: Option<bool>,
+}
+
+/// [`Beside`] of `database` now.
+pub(crate) fn beside(database: &Path) -> Beside {
+    let held = holders::held(database, false);
+    let others = Path::new("/proc/self/fd")
+        .is_dir()
+        .then_some(!held.is_empty());
+    Beside {
+        detached: held
+            .into_iter()
+            .filter(|held| held.state != HeldState::Current)
+            .collect(),
+        others,
+    }
 }
 
 /// What a damaged file's findings are, in a sentence: how many, the first, and whether they
@@ -147,5 +168,39 @@ pub(crate) fn detached(path: &Path, held: &[Held]) -> StoreError {
              file), so that SQLite's files are whole again, then run the command again",
             what.join("; ")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Another process holding the database open is seen beside it; with none, nobody is.
+    #[test]
+    fn another_process_holding_the_database_is_beside_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let database = dir.path().join("opencode.db");
+        std::fs::write(&database, b"").expect("write");
+        let alone = beside(&database);
+        assert!(alone.detached.is_empty());
+        assert_eq!(alone.others, Some(false));
+
+        let ready = dir.path().join("ready");
+        let mut holder = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec 3<\"$1\"; : > \"$2\"; exec sleep 30")
+            .arg("sh")
+            .arg(&database)
+            .arg(&ready)
+            .spawn()
+            .expect("spawn sh");
+        while !ready.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let held = beside(&database);
+        let _ = holder.kill();
+        let _ = holder.wait();
+        assert!(held.detached.is_empty(), "the file is still at its path");
+        assert_eq!(held.others, Some(true));
     }
 }
