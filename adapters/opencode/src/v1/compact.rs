@@ -126,11 +126,11 @@ pub struct Survey {
     pub newest: Vec<Snapshot>,
 }
 
-/// Most snapshots one compaction request deletes (one range of [`Survey::ranges`]).
+/// Most snapshots one compaction request deletes (one range of `Survey::ranges`).
 pub const RANGE_ROWS: usize = 1_000;
 
 /// Most bytes of `event.data` one compaction request deletes, 4 MiB (one range of
-/// [`Survey::ranges`]); a range holds one snapshot more when that one alone is larger. Freeing a
+/// `Survey::ranges`); a range holds one snapshot more when that one alone is larger. Freeing a
 /// row's overflow pages is what a compaction's transaction spends its time on.
 pub const RANGE_BYTES: u64 = 4 * 1024 * 1024;
 
