@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# install-opencode.sh [VERSION]: install an OpenCode binary (npm opencode-linux-x64@VERSION) under
-# <workspace>/target/ and print the binary's path.
+# install-opencode.sh [VERSION]: install an OpenCode binary under <workspace>/target/ and print the
+# binary's path. OpenCode 1.x comes from npm opencode-linux-x64@VERSION (`--version` prints
+# `1.18.34`); OpenCode 2 from @opencode/cli-linux-x64-baseline@VERSION (`--version` prints
+# `opencode v2.1.2`).
 #
 # Without VERSION (or with the pinned 1.18.34): the pinned release into
 # <workspace>/target/opencode-real/ (the interoperability test and CI use this). Any other VERSION
@@ -14,7 +16,6 @@
 set -euo pipefail
 
 PINNED=1.18.34
-PACKAGE=opencode-linux-x64
 WORKSPACE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ $# -gt 1 ]; then
   echo "usage: install-opencode.sh [VERSION]" >&2
@@ -24,6 +25,13 @@ VERSION=${1:-$PINNED}
 if ! [[ "$VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
   echo "install-opencode.sh: '$VERSION' is not a release version (X.Y.Z)" >&2
   exit 2
+fi
+if [[ "$VERSION" =~ ^1\. ]]; then
+  PACKAGE=opencode-linux-x64
+  PRINTED=$VERSION
+else
+  PACKAGE=@opencode/cli-linux-x64-baseline
+  PRINTED="opencode v$VERSION"
 fi
 if [ "$VERSION" = "$PINNED" ]; then
   PREFIX=$WORKSPACE/target/opencode-real
@@ -44,7 +52,7 @@ installed_version() {
     "$BIN" --version 2>/dev/null </dev/null || true
 }
 
-if [ "$(installed_version)" != "$VERSION" ]; then
+if [ "$(installed_version)" != "$PRINTED" ]; then
   if ! command -v npm >/dev/null 2>&1; then
     echo "install-opencode.sh: npm is not on PATH; cannot install $PACKAGE@$VERSION" >&2
     exit 1
@@ -56,8 +64,8 @@ if [ "$(installed_version)" != "$VERSION" ]; then
 fi
 
 found=$(installed_version)
-if [ "$found" != "$VERSION" ]; then
-  echo "install-opencode.sh: $BIN reports version '${found:-none}', expected $VERSION" >&2
+if [ "$found" != "$PRINTED" ]; then
+  echo "install-opencode.sh: $BIN reports version '${found:-none}', expected '$PRINTED'" >&2
   exit 1
 fi
 echo "$BIN"

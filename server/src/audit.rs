@@ -68,8 +68,8 @@ pub async fn health(State(state): State<AppState>) -> Result<Response, ApiError>
             (engine.database_id().to_string(), last, quiet_period)
         })
         .await?;
-    let last_seq = last_seq
-        .map_err(|error| ApiError::Internal(format!("the journal is unreadable: {error}")))?;
+    let last_seq =
+        last_seq.map_err(|error| ApiError::internal("the journal is unreadable", &error))?;
     Ok(document::json(&Health {
         status: Healthy::Ok,
         version: ENGINE_VERSION,
@@ -159,7 +159,7 @@ pub async fn receipt(
     let all = state
         .read(|engine| engine.receipts(None))
         .await?
-        .map_err(|error| ApiError::Internal(format!("reading the receipts failed: {error}")))?;
+        .map_err(|error| ApiError::internal("reading the receipts failed", &error))?;
     let not_found = ApiError::NotFound(format!(
         "there is no receipt {wanted} in workspace {} (GET .../receipts lists them)",
         workspace.id
@@ -209,7 +209,7 @@ pub async fn audit(
         state.admit(&workspace, session_id).await?;
     }
     let report = state
-        .read(move |engine| -> Result<AuditReport, String> {
+        .read(move |engine| -> Result<AuditReport, Failure> {
             match &session {
                 Some(id) => engine.audit(AuditScope::Session(id)),
                 None => {
@@ -218,15 +218,15 @@ pub async fn audit(
                     let named = engine
                         .store()
                         .receipt_session_ids()
-                        .map_err(|e| e.to_string())?;
+                        .map_err(Failure::from)?;
                     let sessions = sessions_inside(engine, &workspace, named.iter())?;
                     engine.audit(AuditScope::Sessions(&sessions))
                 }
             }
-            .map_err(|e| e.to_string())
+            .map_err(Failure::from)
         })
         .await?
-        .map_err(|error| ApiError::Internal(format!("the audit failed: {error}")))?;
+        .map_err(|error| ApiError::internal("the audit failed", &*error))?;
     Ok(document::json(&report))
 }
 
@@ -238,9 +238,7 @@ async fn in_workspace(
 ) -> Result<Vec<Receipt>, ApiError> {
     state
         .read(move |engine| {
-            let receipts = engine
-                .receipts(session.as_deref())
-                .map_err(|e| e.to_string())?;
+            let receipts = engine.receipts(session.as_deref()).map_err(Failure::from)?;
             let inside = sessions_inside(
                 engine,
                 &workspace,
@@ -252,17 +250,19 @@ async fn in_workspace(
                 .collect())
         })
         .await?
-        .map_err(|error: String| {
-            ApiError::Internal(format!("reading the receipts failed: {error}"))
-        })
+        .map_err(|error: Failure| ApiError::internal("reading the receipts failed", &*error))
 }
+
+/// A failure of a read the audit routes make (the engine's or the store's error, kept typed so
+/// that [`ApiError::internal`] can tell SQLite's words from ours).
+type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// The sessions of `session_ids` that lie in `workspace` (a session deleted since lies in none).
 fn sessions_inside<'a>(
     engine: &Engine<OpenCodeStore>,
     workspace: &Workspace,
     session_ids: impl Iterator<Item = &'a String>,
-) -> Result<HashSet<String>, String> {
+) -> Result<HashSet<String>, Failure> {
     let scope = workspace.scope();
     let mut seen: HashSet<&str> = HashSet::new();
     let mut inside = HashSet::new();
@@ -270,10 +270,7 @@ fn sessions_inside<'a>(
         if !seen.insert(session_id) {
             continue;
         }
-        let owner = engine
-            .store()
-            .owner(session_id)
-            .map_err(|e| e.to_string())?;
+        let owner = engine.store().owner(session_id).map_err(Failure::from)?;
         if owner.is_some_and(|o| scope.admits(&o.as_ownership()).is_ok()) {
             inside.insert(session_id.clone());
         }

@@ -59,7 +59,7 @@ pub async fn sessions(
             })
         })
         .await?
-        .map_err(|error| ApiError::Internal(format!("reading the sessions failed: {error}")))?;
+        .map_err(|error| ApiError::internal("reading the sessions failed", &error))?;
     Ok(document::compact(&page))
 }
 

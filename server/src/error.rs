@@ -5,7 +5,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use pruning_engine::ContractError;
+use pruning_engine::{ContractError, StoreError};
 use serde::Serialize;
 
 /// Why a request was not carried out. Nothing was journaled or written for any of these.
@@ -68,6 +68,23 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// A 500 answer for `what` failing with `error`. SQLite's own words (which may quote SQL)
+    /// never reach the answer: a [`StoreError::Storage`] is answered in our words and logged
+    /// whole on the server's log; any other error is answered with its message.
+    pub fn internal(what: &str, error: &(dyn std::error::Error + 'static)) -> Self {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(current) = cause {
+            if let Some(StoreError::Storage(_)) = current.downcast_ref::<StoreError>() {
+                tracing::error!(what, error = %error, "the database could not be read as expected");
+                return Self::Internal(format!(
+                    "{what}: the database is not what this version can read (the server's log has SQLite's words); `session-prune stats` on the command line says more"
+                ));
+            }
+            cause = current.source();
+        }
+        Self::Internal(format!("{what}: {error}"))
+    }
+
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
         match self {

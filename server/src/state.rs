@@ -150,7 +150,7 @@ impl AppState {
         let engine = Arc::clone(&self.inner.engine);
         tokio::task::spawn_blocking(move || call(&engine))
             .await
-            .map_err(|error| ApiError::Internal(format!("the engine call failed: {error}")))
+            .map_err(|error| ApiError::internal("the engine call failed", &error))
     }
 
     /// Runs a write on the blocking pool, after every write that arrived before it. The call
@@ -168,7 +168,7 @@ impl AppState {
             call(&inner.engine)
         })
         .await
-        .map_err(|error| ApiError::Internal(format!("the engine call failed: {error}")))
+        .map_err(|error| ApiError::internal("the engine call failed", &error))
     }
 
     /// Runs a browsing read on the blocking pool, on a read-only connection of its own (never
@@ -195,12 +195,12 @@ impl AppState {
             browser.lease()
         })
         .await
-        .map_err(|error| ApiError::Internal(format!("opening a reader failed: {error}")))?
-        .map_err(|error| ApiError::Internal(format!("the database cannot be read: {error}")))?;
+        .map_err(|error| ApiError::internal("opening a reader failed", &error))?
+        .map_err(|error| ApiError::internal("the database cannot be read", &error))?;
         let mut stop = StopOnDrop(Some(lease.interrupt_handle()));
         let result = tokio::task::spawn_blocking(move || call(&lease))
             .await
-            .map_err(|error| ApiError::Internal(format!("the read failed: {error}")));
+            .map_err(|error| ApiError::internal("the read failed", &error));
         stop.0 = None;
         result
     }
@@ -217,9 +217,7 @@ impl AppState {
         match found {
             Ok((Some(workspace), _)) => Ok(workspace),
             Ok((None, id)) => Err(ApiError::UnknownWorkspace(id)),
-            Err(error) => Err(ApiError::Internal(format!(
-                "reading the workspaces failed: {error}"
-            ))),
+            Err(error) => Err(ApiError::internal("reading the workspaces failed", &error)),
         }
     }
 
@@ -230,7 +228,7 @@ impl AppState {
         let options = self.inner.options.workspaces.clone();
         self.read(move |engine| options.list(engine.store()))
             .await?
-            .map_err(|error| ApiError::Internal(format!("reading the workspaces failed: {error}")))
+            .map_err(|error| ApiError::internal("reading the workspaces failed", &error))
     }
 
     /// Refuses (403) a session that exists outside `workspace`; tells a missing session from
@@ -280,7 +278,7 @@ impl AppState {
         })
         .await?
         .map_err(|error: pruning_engine::StoreError| {
-            ApiError::Internal(format!("reading the session failed: {error}"))
+            ApiError::internal("reading the session failed", &error)
         })
     }
 

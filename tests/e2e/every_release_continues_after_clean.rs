@@ -1,5 +1,5 @@
 //! The version matrix, interop half: for each fixture in `tests/fixtures/` written by a real
-//! OpenCode release (1.2.27, 1.3.2, 1.14.48, 1.15.13, 1.17.19, 1.18.34, and the 1.2.27 and
+//! OpenCode release (1.2.27, 1.3.2, 1.14.48, 1.15.13, 1.17.19, 1.18.34, 1.19.5, and the 1.2.27 and
 //! 1.14.48 databases upgraded in place by 1.18.34), `clean --all --apply --keep-last-turns 0`
 //! prunes exactly the complete assistant messages with tool or reasoning parts, and then the
 //! release that owns the database (1.18.34 for the upgraded ones):
@@ -263,13 +263,15 @@ fn assert_clean_result(db: &Path, manifest: &Manifest) {
 // ------------------------------------------------------------------------------------------
 // Steps
 
-/// Runs `session-prune --db DB --quiet-period 0 clean --all --apply --keep-last-turns 0
-/// --json`, asserts exit 0 and returns its report.
+/// Runs `session-prune --db DB --quiet-period 0 --abandoned-after 1m clean --all --apply
+/// --keep-last-turns 0 --json` (a killed run abandoned after a minute: a fixture written today
+/// is not yet a day old), asserts exit 0 and returns its report.
 fn clean_everything(db: &Path) -> Value {
     let mut cmd = crate::common::cli::session_prune();
     cmd.arg("--db")
         .arg(db)
-        .args(["--quiet-period", "0", "clean", "--all", "--apply"])
+        .args(["--quiet-period", "0", "--abandoned-after", "1m"])
+        .args(["clean", "--all", "--apply"])
         .args(["--keep-last-turns", "0", "--json"]);
     let out = opencode_real::run_bounded(&mut cmd, CLEAN_TIMEOUT)
         .unwrap_or_else(|e| panic!("session-prune clean: {e}"));
@@ -671,6 +673,16 @@ fn release_1_18_34_continues_its_database_switched_to_online_shrink_after_clean(
         opencode_real::VERSION,
         File::OnlineShrink,
     );
+}
+
+#[test]
+fn release_1_19_5_continues_its_database_after_clean() {
+    release_continues_after_clean("opencode-1.19.5", "1.19.5", File::AsOpenCodeLeftIt);
+}
+
+#[test]
+fn release_1_19_5_continues_its_database_switched_to_online_shrink_after_clean() {
+    release_continues_after_clean("opencode-1.19.5", "1.19.5", File::OnlineShrink);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The version matrix: every database a real OpenCode release wrote (1.2.27, 1.3.2, 1.14.48,
-//! 1.15.13, 1.17.19, 1.18.34, and 1.2.27 and 1.14.48 upgraded in place by 1.18.34) goes through
+//! 1.15.13, 1.17.19, 1.18.34, 1.19.5, and 1.2.27 and 1.14.48 upgraded in place by 1.18.34) goes through
 //! every command (listings, stats, preview, prune and its dry run, history, prune-batch, clean and
 //! its dry run, vacuum, and the HTTP preview and prune). Each answers exactly what the fixture's
 //! manifest says it holds, every dry run predicts its apply, and no output shows a raw SQLite
@@ -58,10 +58,14 @@ impl Release {
         }
     }
 
-    /// Runs the binary (quiet period 0: the fixtures were written moments apart) and keeps
-    /// what it printed.
+    /// Runs the binary (quiet period 0: the fixtures were written moments apart; unless `args`
+    /// say otherwise, a killed run abandoned after a minute: a fixture written today is not yet
+    /// a day old) and keeps what it printed.
     fn run(&mut self, args: &[&str]) -> Output {
         let mut all = vec!["--quiet-period", "0"];
+        if !args.contains(&"--abandoned-after") {
+            all.extend(["--abandoned-after", "1m"]);
+        }
         all.extend_from_slice(args);
         let out = common::cli::run(&self.db, &all);
         self.printed.push_str(&String::from_utf8_lossy(&out.stdout));
@@ -444,6 +448,11 @@ fn opencode_1_17_19_database_is_pruned_by_every_command() {
 #[test]
 fn opencode_1_18_34_database_is_pruned_by_every_command() {
     release_is_pruned_or_refused_plainly("opencode-1.18.34-matrix");
+}
+
+#[test]
+fn opencode_1_19_5_database_is_pruned_by_every_command() {
+    release_is_pruned_or_refused_plainly("opencode-1.19.5");
 }
 
 #[test]

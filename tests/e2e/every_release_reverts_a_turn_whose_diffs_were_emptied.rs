@@ -1,5 +1,5 @@
 //! The version matrix, diffs half: each OpenCode release (1.2.27, 1.3.2, 1.14.48, 1.15.13,
-//! 1.17.19, 1.18.34), on the database it wrote, takes two turns that edit a file of its work
+//! 1.17.19, 1.18.34, 1.19.5), on the database it wrote, takes two turns that edit a file of its work
 //! tree (through its bash tool), records the turns' `summary.diffs`, and reverts the first turn.
 //! Then `clean --diffs` empties the file bodies of those diffs, and the same release lists and
 //! exports the session, reverts the same turn with the same result (the file as it was, the
@@ -275,4 +275,9 @@ fn release_1_18_34_reverts_a_turn_whose_diffs_were_emptied() {
         opencode_real::VERSION,
         Tracks::BashEdits,
     );
+}
+
+#[test]
+fn release_1_19_5_reverts_a_turn_whose_diffs_were_emptied() {
+    release_reverts_after_diffs_prune("opencode-1.19.5", "1.19.5", Tracks::BashEdits);
 }

@@ -95,6 +95,7 @@ mod large_message_prunes_in_one_transaction;
 mod layouts_are_pruned_or_refused_in_words;
 mod no_command_loads_a_row_over_the_budget;
 mod online_shrink_gives_freed_pages_back;
+mod opencode2_continues_after_prune;
 mod opencode_continues_a_killed_session_after_clean;
 mod opencode_continues_a_restored_session;
 mod opencode_continues_after_clean_and_vacuum;

@@ -20,6 +20,7 @@ const RELEASES: &[&str] = &[
     "opencode-1.14.48",
     "opencode-1.17.19",
     "opencode-1.18.34",
+    "opencode-1.19.5",
     "opencode-1.2.27-upgraded-1.18.34",
     "opencode-1.14.48-upgraded-1.18.34",
 ];

@@ -1,7 +1,9 @@
 //! OpenCode's own workspaces: its projects (`project.id` -> `worktree`) and workspaces
 //! (`workspace.id` -> `directory`), each the directory its sessions live in.
 //!
-//! Source: OpenCode's migrations (`project`, `20260225215848_workspace`).
+//! Source: OpenCode's migrations (`project`, `20260225215848_workspace`). OpenCode 2 keeps a
+//! `workspace` table of its own shape (`id, provider, binding, created_at, last_used_at`: no
+//! directory), so there a workspace is known by its project alone.
 
 use pruning_engine::Scope;
 use rusqlite::Connection;
@@ -32,19 +34,20 @@ impl Workspace {
 }
 
 /// Reads OpenCode's projects (`project.worktree`) and workspaces (`workspace.directory`, where
-/// set), ordered by id. A table that does not exist contributes nothing; a row whose directory
-/// is NULL, empty or not absolute is left out (it could not scope anything).
+/// set), ordered by id. A table that does not exist, or lacks the directory column (OpenCode
+/// 2's `workspace`), contributes nothing; a row whose directory is NULL, empty or not absolute
+/// is left out (it could not scope anything).
 pub fn discover(conn: &Connection) -> rusqlite::Result<Vec<Workspace>> {
     let schema = Schema::read(conn)?;
     let mut found = Vec::new();
-    for (table, sql) in [
-        ("project", "SELECT id, worktree FROM project"),
+    for (present, sql) in [
+        (schema.has("project"), "SELECT id, worktree FROM project"),
         (
-            "workspace",
+            schema.has_column("workspace", "directory"),
             "SELECT id, directory FROM workspace WHERE directory IS NOT NULL",
         ),
     ] {
-        if !schema.has(table) {
+        if !present {
             continue;
         }
         let mut stmt = conn.prepare(sql)?;

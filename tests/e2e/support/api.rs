@@ -43,6 +43,37 @@ pub fn http(
     body: Option<&Value>,
     timeout: Duration,
 ) -> Result<Response, String> {
+    send(base, None, method, path_and_query, body, timeout)
+}
+
+/// [`http`] with HTTP basic authentication as `user` with `password` (OpenCode 2's service asks
+/// for user `opencode` and the password in its `service.json`).
+pub fn http_basic(
+    base: &str,
+    (user, password): (&str, &str),
+    method: &str,
+    path_and_query: &str,
+    body: Option<&Value>,
+    timeout: Duration,
+) -> Result<Response, String> {
+    send(
+        base,
+        Some((user, password)),
+        method,
+        path_and_query,
+        body,
+        timeout,
+    )
+}
+
+fn send(
+    base: &str,
+    basic: Option<(&str, &str)>,
+    method: &str,
+    path_and_query: &str,
+    body: Option<&Value>,
+    timeout: Duration,
+) -> Result<Response, String> {
     let fail = |e: &dyn Error| {
         let mut text = format!("{method} {path_and_query}: {e}");
         let mut source = e.source();
@@ -61,6 +92,9 @@ pub fn http(
     let mut request = client
         .request(verb, format!("{base}{path_and_query}"))
         .header(ACCEPT, "application/json");
+    if let Some((user, password)) = basic {
+        request = request.basic_auth(user, Some(password));
+    }
     if let Some(body) = body {
         request = request.json(body);
     }

@@ -22,14 +22,33 @@ pub fn workspace() -> PathBuf {
 }
 
 /// Where `scripts/install-opencode.sh VERSION` installs `version`: `target/opencode-real/` for
-/// the pinned [`VERSION`], `target/opencode-versions/VERSION/` for any other release.
+/// the pinned [`VERSION`], `target/opencode-versions/VERSION/` for any other release; the
+/// package is `opencode-linux-x64` for 1.x, `@opencode/cli-linux-x64-baseline` for OpenCode 2.
 pub fn installed_binary_of(version: &str) -> PathBuf {
     let prefix = if version == VERSION {
         workspace().join("target/opencode-real")
     } else {
         workspace().join("target/opencode-versions").join(version)
     };
-    prefix.join("node_modules/opencode-linux-x64/bin/opencode")
+    let package = if version.starts_with("1.") {
+        "opencode-linux-x64"
+    } else {
+        "@opencode/cli-linux-x64-baseline"
+    };
+    prefix
+        .join("node_modules")
+        .join(package)
+        .join("bin/opencode")
+}
+
+/// What `opencode --version` prints for `version`: the bare version for 1.x, `opencode vX.Y.Z`
+/// for OpenCode 2.
+fn printed_version(version: &str) -> String {
+    if version.starts_with("1.") {
+        version.to_string()
+    } else {
+        format!("opencode v{version}")
+    }
 }
 
 /// The variable naming an explicit binary for `version`: `OPENCODE_BIN_1_18_34` for 1.18.34.
@@ -134,7 +153,7 @@ fn check_version(path: &Path, version: &str) -> Result<(), String> {
     isolate(&mut cmd, home.path());
     let out = run_bounded(&mut cmd, VERSION_TIMEOUT)?;
     let found = out.stdout.trim();
-    if out.status.success() && found == version {
+    if out.status.success() && found == printed_version(version) {
         Ok(())
     } else {
         Err(format!(

@@ -1,12 +1,26 @@
 //! The mock model OpenCode talks to in the interop tests: an OpenAI-compatible server (axum) on
 //! loopback that answers every chat completion with a fixed text, streamed as server-sent
 //! `chat.completion.chunk` events when asked to stream, and records every request it receives.
-//! A turn whose newest message is a user message holding `[[bash:COMMAND]]` is answered with a
-//! call of OpenCode's `bash` tool running COMMAND instead (streamed requests only).
+//!
+//! Tags in the newest user message script a turn (streamed requests only):
+//! - `[[bash:COMMAND]]`: while that message is the newest, a call of the shell tool running
+//!   COMMAND (OpenCode 1.x names it `bash`, OpenCode 2 `shell`: the name the request offers);
+//! - `[[reason:TEXT]]`: TEXT in upper case streamed as reasoning (`reasoning_content`) before
+//!   that call or text;
+//! - `[[say:TEXT]]`: the closing text is [`REPLY_TEXT`], a space and TEXT in upper case.
+//!
+//! (Upper case, so that a canary written in lower case in the prompt is found in a later request
+//! only where the model's reasoning or text carried it.)
+//! - `[[slow:SECS]]`: the closing text streamed over SECS seconds, a word every 250 ms, so that
+//!   a run holds its session that long.
+//!
+//! A compaction request of OpenCode 2 (it asks for a fixed template and checks the answer) gets
+//! [`SUMMARY_TEXT`], which follows that template.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -14,7 +28,7 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
-use futures_util::stream;
+use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
 
@@ -22,6 +36,16 @@ use tokio::runtime::Runtime;
 pub const REPLY_TEXT: &str = "Continued after prune.";
 /// Text the mock answers to a title request.
 pub const TITLE_TEXT: &str = "Fixture title";
+/// What OpenCode 2 writes in a compaction request it checks the answer of.
+const SUMMARY_TEMPLATE_ASK: &str = "You MUST use this format for your response";
+/// The summary of a compaction request of OpenCode 2: the sections its template names, in its
+/// order, the first one carrying `SUMMARY_CANARY`.
+pub const SUMMARY_TEXT: &str = "## Objective\n- SUMMARY_CANARY continue the fixture work\n\n\
+## Requirements\n- (none)\n\n## Decisions\n- (none)\n\n## Work State\n### Completed\n- the \
+turns so far\n\n### Active\n- (none)\n\n### Blocked\n- (none)\n\n## Next Move\n1. go on\n\n\
+## Relevant Files\n- `README.txt`: read\n\n## Important Context\n- (none)";
+/// The pause between the words of a `[[slow:SECS]]` reply.
+const SLOW_PACE: Duration = Duration::from_millis(250);
 
 /// What a request to the mock was taken for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,9 +87,11 @@ impl ModelRequest {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The session OpenCode sent this request for: its `x-opencode-session-id` header.
+    /// The session OpenCode sent this request for: its `x-opencode-session-id` header
+    /// (OpenCode 1.x, 2.1), or `x-opencode-session` (OpenCode 2.0).
     pub fn session_id(&self) -> Option<&str> {
         self.header("x-opencode-session-id")
+            .or_else(|| self.header("x-opencode-session"))
     }
 
     /// The text of the newest `user` message of a chat request.
@@ -168,18 +194,105 @@ async fn answer(
             let models = json!({"object": "list", "data": [{"id": "fixture", "object": "model"}]});
             return Json(models).into_response();
         }
-        RequestKind::Title => TITLE_TEXT,
-        RequestKind::Chat => REPLY_TEXT,
+        RequestKind::Title => TITLE_TEXT.to_string(),
+        RequestKind::Chat => closing_text(&parsed),
     };
-    if parsed["stream"] == true {
-        let events = match bash_command(&parsed).filter(|_| kind == RequestKind::Chat) {
-            Some(command) => tool_call_chunks(&command),
-            None => chunks(text),
+    if parsed["stream"] != true {
+        return Json(completion(&text)).into_response();
+    }
+    let turn = Turn::of(&parsed).filter(|_| kind == RequestKind::Chat);
+    let reasoning = turn.as_ref().and_then(|turn| turn.reasoning.clone());
+    let mut events = reasoning
+        .map(|text| reasoning_chunks(&text))
+        .unwrap_or_default();
+    let pace = match turn.as_ref().and_then(|turn| turn.call.clone()) {
+        Some((tool, command)) => {
+            events.extend(tool_call_chunks(&tool, &command));
+            None
+        }
+        None => {
+            events.extend(chunks(&text));
+            turn.and_then(|turn| turn.slow_secs)
+                .map(|secs| (secs, events.len()))
+        }
+    };
+    match pace {
+        Some((secs, count)) => {
+            // The words spread over `secs`, at most one every SLOW_PACE.
+            let gap = (Duration::from_secs(secs) / u32::try_from(count.max(1)).unwrap_or(1))
+                .max(SLOW_PACE);
+            let paced = stream::iter(events).then(move |event| async move {
+                tokio::time::sleep(gap).await;
+                Ok::<_, Infallible>(event)
+            });
+            Sse::new(paced).into_response()
+        }
+        None => Sse::new(stream::iter(events.into_iter().map(Ok::<_, Infallible>))).into_response(),
+    }
+}
+
+/// What the tags of the newest message, when it is the user's, ask of this step.
+#[derive(Debug, Clone, Default)]
+struct Turn {
+    /// `(tool name, command)` of a `[[bash:COMMAND]]` step.
+    call: Option<(String, String)>,
+    /// `[[reason:TEXT]]`.
+    reasoning: Option<String>,
+    /// `[[slow:SECS]]`.
+    slow_secs: Option<u64>,
+}
+
+impl Turn {
+    /// `None` when the newest message is not the user's (a tool result: the turn's last step).
+    fn of(body: &Value) -> Option<Self> {
+        let newest = body["messages"].as_array()?.last()?;
+        if newest["role"] != "user" {
+            return None;
+        }
+        let text = content_text(&newest["content"]);
+        let offered = |name: &str| {
+            body["tools"]
+                .as_array()
+                .is_some_and(|tools| tools.iter().any(|tool| tool["function"]["name"] == name))
         };
-        let events = events.into_iter().map(Ok::<_, Infallible>);
-        Sse::new(stream::iter(events)).into_response()
-    } else {
-        Json(completion(text)).into_response()
+        let tool = if !offered("bash") && offered("shell") {
+            "shell"
+        } else {
+            "bash"
+        };
+        Some(Self {
+            call: tag(&text, "bash").map(|command| (tool.to_string(), command)),
+            reasoning: tag(&text, "reason").map(|text| text.to_uppercase()),
+            slow_secs: tag(&text, "slow").and_then(|secs| secs.parse().ok()),
+        })
+    }
+}
+
+/// The text of the first `[[NAME:TEXT]]` in `text`.
+fn tag(text: &str, name: &str) -> Option<String> {
+    let open = format!("[[{name}:");
+    let start = text.find(&open)? + open.len();
+    let end = start + text[start..].find("]]")?;
+    Some(text[start..end].to_string())
+}
+
+/// The closing text of a chat request: [`SUMMARY_TEXT`] for OpenCode 2's compaction, else
+/// [`REPLY_TEXT`], followed by the `[[say:TEXT]]` of the newest user message in upper case.
+fn closing_text(body: &Value) -> String {
+    let messages = body["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if messages
+        .iter()
+        .any(|m| content_text(&m["content"]).contains(SUMMARY_TEMPLATE_ASK))
+    {
+        return SUMMARY_TEXT.to_string();
+    }
+    let newest_user = messages.iter().rev().find(|m| m["role"] == "user");
+    match newest_user.and_then(|m| tag(&content_text(&m["content"]), "say")) {
+        Some(say) => format!("{REPLY_TEXT} {}", say.to_uppercase()),
+        None => REPLY_TEXT.to_string(),
     }
 }
 
@@ -237,29 +350,16 @@ fn completion(text: &str) -> Value {
     })
 }
 
-/// The COMMAND of a `[[bash:COMMAND]]` tag in the request's newest message, when that message is
-/// the user's.
-fn bash_command(body: &Value) -> Option<String> {
-    let newest = body["messages"].as_array()?.last()?;
-    if newest["role"] != "user" {
-        return None;
-    }
-    let text = content_text(&newest["content"]);
-    let start = text.find("[[bash:")? + "[[bash:".len();
-    let end = start + text[start..].find("]]")?;
-    Some(text[start..end].to_string())
-}
-
-/// A call of the `bash` tool running `command`, as `chat.completion.chunk` events: the role,
-/// the whole call in one delta, an empty delta with `finish_reason: "tool_calls"` and usage,
-/// then `[DONE]`.
-fn tool_call_chunks(command: &str) -> Vec<Event> {
+/// A call of the shell tool `tool` running `command`, as `chat.completion.chunk` events: the
+/// role, the whole call in one delta, an empty delta with `finish_reason: "tool_calls"` and
+/// usage, then `[DONE]`.
+fn tool_call_chunks(tool: &str, command: &str) -> Vec<Event> {
     let arguments = json!({"command": command, "description": "Run the scripted command"});
     let call = json!({
         "index": 0,
         "id": "call_interop",
         "type": "function",
-        "function": {"name": "bash", "arguments": arguments.to_string()}
+        "function": {"name": tool, "arguments": arguments.to_string()}
     });
     let chunk = |delta: Value, finish: Value| {
         json!({
@@ -307,5 +407,26 @@ fn chunks(text: &str) -> Vec<Event> {
         .map(|chunk| chunk.to_string())
         .chain(["[DONE]".to_string()])
         .map(|data| Event::default().data(data))
+        .collect()
+}
+
+/// `text` as reasoning (`reasoning_content` deltas, one per word) after the role: the start of a
+/// streamed answer, which the tool call or the text follows in the same stream.
+fn reasoning_chunks(text: &str) -> Vec<Event> {
+    let chunk = |delta: Value| {
+        json!({
+            "id": "chatcmpl-interop",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fixture",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": Value::Null}]
+        })
+    };
+    std::iter::once(chunk(json!({"role": "assistant"})))
+        .chain(
+            text.split_inclusive(' ')
+                .map(|piece| chunk(json!({"reasoning_content": piece}))),
+        )
+        .map(|chunk| Event::default().data(chunk.to_string()))
         .collect()
 }

@@ -8,7 +8,8 @@
 //! - `binary.rs`: which release binary to run ([`binary`], [`binary_of`]);
 //! - `process.rs`: isolated, bounded child processes and the running server ([`Server`]);
 //! - `mock_model.rs`: the OpenAI-compatible model OpenCode talks to ([`MockModel`]);
-//! - `api.rs`: the client of OpenCode's own HTTP API ([`http`]).
+//! - `api.rs`: the client of OpenCode's own HTTP API ([`http`]);
+//! - `service.rs`: OpenCode 2's background service ([`Service`]).
 // Each interop test (and `benches/scale_clean.rs`) uses a part of the harness.
 #![allow(dead_code)]
 
@@ -16,15 +17,18 @@ mod api;
 mod binary;
 mod mock_model;
 mod process;
+mod service;
 
 #[allow(unused_imports)]
-pub use api::{http, query_value, Response};
+pub use api::{http, http_basic, query_value, Response};
 #[allow(unused_imports)]
 pub use binary::{binary, binary_of, workspace, VERSION};
 #[allow(unused_imports)]
 pub use mock_model::{MockModel, ModelRequest, RequestKind, REPLY_TEXT, TITLE_TEXT};
 #[allow(unused_imports)]
 pub use process::{run_bounded, Captured, Server, Stopped};
+#[allow(unused_imports)]
+pub use service::{configure as configure_service, Service};
 
 use process::{isolate, CLOSED_PORT_URL};
 

@@ -56,7 +56,7 @@ const V2_REQUIRED: [&str; 6] = ["id", "session_id", "type", "seq", "time_created
 pub const V2_SWITCH_TYPES: [&str; 2] = ["agent-switched", "model-switched"];
 
 /// Tables whose columns the profile records.
-const PROFILED: [&str; 10] = [
+const PROFILED: [&str; 11] = [
     "session",
     "session_v2",
     "message",
@@ -67,6 +67,7 @@ const PROFILED: [&str; 10] = [
     "session_input",
     "todo",
     "session_prune_receipt",
+    "workspace",
 ];
 
 /// What the database's event log looks like to a V1 prune.

@@ -1,0 +1,112 @@
+//! The real OpenCode 2 (2.0.15 and 2.1.2), in its background service mode, writes turns that a
+//! clean prunes, and continues the pruned session: the next model request carries no pruned
+//! tool output or reasoning while every text the user and the model wrote is still there, and
+//! `opencode session export` of the pruned session succeeds.
+//!
+//! The binaries come from `scripts/install-opencode.sh 2.1.2` / `2.0.15` (see
+//! `support/binary.rs`); without one a test prints why and returns, except under `CI=true`.
+
+use crate::common::cli::{json, run};
+use crate::opencode_real;
+
+use std::time::Duration;
+
+use opencode_real::{binary_of, configure_service, MockModel, OpenCode, RequestKind, Service};
+use rusqlite::Connection;
+
+const TURN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The text of turn `n` of a session: a shell call printing `TOOL_CANARY_n`, reasoning holding
+/// `REASONING_CANARY_n` and a closing text holding `TEXT_CANARY_n`. The prompt itself holds none
+/// of the three (the command prints its canary in pieces, the mock upper-cases the others).
+fn work_turn(n: u32) -> String {
+    format!(
+        "Turn {n}: run the check. [[bash:printf '%s_%s_{n}' TOOL CANARY]] \
+         [[reason:reasoning_canary_{n} thinking]] [[say:text_canary_{n}]]"
+    )
+}
+
+fn continues_after_clean(version: &str) {
+    let Some(bin) = binary_of(version) else {
+        return;
+    };
+    let mock = MockModel::start();
+    let home = OpenCode::new(&bin, &mock.base_url());
+    configure_service(&home, &mock.base_url());
+    let mut service = Service::start(&home);
+    let session = service.create_session("pruned by a clean");
+    for n in 1..=3 {
+        service.turn(&session, &work_turn(n), TURN_TIMEOUT);
+    }
+    let db = home.database();
+    let conn = Connection::open(&db).expect("open");
+    let tool_rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM session_message WHERE session_id = ?1 AND type = 'assistant' \
+             AND data LIKE '%TOOL_CANARY_%'",
+            [&session],
+            |row| row.get(0),
+        )
+        .expect("count");
+    assert!(
+        tool_rows >= 3,
+        "{tool_rows} assistant rows hold a tool canary"
+    );
+    drop(conn);
+
+    let out = run(
+        &db,
+        &[
+            "--json",
+            "--quiet-period",
+            "0",
+            "clean",
+            "--all",
+            "--apply",
+            "--keep-last-turns",
+            "0",
+        ],
+    );
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(report["pruned"].as_u64() >= Some(3), "{report}");
+
+    let before = mock.requests().len();
+    service.turn(
+        &session,
+        "Turn 4: go on. [[say:text_canary_4]]",
+        TURN_TIMEOUT,
+    );
+    let next = mock.requests()[before..]
+        .iter()
+        .find(|request| {
+            request.kind == RequestKind::Chat && request.session_id() == Some(session.as_str())
+        })
+        .cloned()
+        .expect("the continued turn's model request");
+    for n in 1..=3 {
+        for pruned in [format!("TOOL_CANARY_{n}"), format!("REASONING_CANARY_{n}")] {
+            assert!(
+                !next.body.contains(&pruned),
+                "{version}: {pruned} was sent after the clean"
+            );
+        }
+        for kept in [
+            format!("Turn {n}: run the check."),
+            format!("TEXT_CANARY_{n}"),
+        ] {
+            assert!(next.body.contains(&kept), "{version}: {kept} was not sent");
+        }
+    }
+    service.stop();
+}
+
+#[test]
+fn opencode_2_1_2_continues_after_clean() {
+    continues_after_clean("2.1.2");
+}
+
+#[test]
+fn opencode_2_0_15_continues_after_clean() {
+    continues_after_clean("2.0.15");
+}
