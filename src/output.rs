@@ -94,7 +94,8 @@ pub fn is_closed_pipe(cause: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// What a receipt's prune removed, in words: `N part(s)`, `N superseded snapshot(s)` (a
-/// compaction's), or `the file bodies of N diff(s)` (a diffs prune's). A restore's receipt
+/// compaction's), `the file bodies of N diff(s)` (a diffs prune's), or `its OpenCode 1.x copy
+/// (the message row and N part(s))` (a removal of migrated rows). A restore's receipt
 /// names the operation of the prune it undid, so the same words say what it put back.
 pub fn removed(receipt: &pruning_engine::Receipt) -> String {
     match &receipt.operation {
@@ -104,6 +105,10 @@ pub fn removed(receipt: &pruning_engine::Receipt) -> String {
         Some(pruning_engine::Operation::Diffs(diffs)) => {
             format!("the file bodies of {} diff(s)", diffs.entries)
         }
+        Some(pruning_engine::Operation::MigratedV1(removed)) => format!(
+            "its OpenCode 1.x copy (the message row and {} part(s))",
+            removed.parts
+        ),
         None => format!("{} part(s)", receipt.part_ids.len()),
     }
 }

@@ -59,6 +59,10 @@ pub enum Selection {
     /// range, so that each one's transaction stays short (docs/ARCHITECTURE.md, "Copies
     /// OpenCode keeps").
     SupersededSnapshots(SeqRange),
+    /// No part: every OpenCode 1.x row of a message that OpenCode 2 migrated, its `message` row
+    /// and its `part` rows, a copy OpenCode 2 never reads (docs/ARCHITECTURE.md, "Migrated
+    /// history"). The request's revision is the rows' ([`crate::revision::rows_revision`]).
+    MigratedV1,
 }
 
 /// An inclusive range of `event.seq` values (OpenCode's per-aggregate event sequence):
@@ -104,6 +108,7 @@ impl From<&Selection> for pruning_journal::Selection {
                 first_seq: seqs.first,
                 last_seq: seqs.last,
             },
+            Selection::MigratedV1 => Self::MigratedV1,
         }
     }
 }
@@ -257,6 +262,17 @@ impl PruneRequest {
         revision: String,
     ) -> Result<Self, ContractError> {
         Self::new(session_id, message_id, revision, Selection::Diffs)
+    }
+
+    /// Builds a validated request that removes the OpenCode 1.x rows of a message OpenCode 2
+    /// migrated ([`Selection::MigratedV1`]); `revision` is the rows' revision. Same errors as
+    /// [`Self::from_json`] for the ids and the revision.
+    pub fn migrated_v1(
+        session_id: String,
+        message_id: String,
+        revision: String,
+    ) -> Result<Self, ContractError> {
+        Self::new(session_id, message_id, revision, Selection::MigratedV1)
     }
 
     /// Builds a validated request that compacts the part of a session's event log whose

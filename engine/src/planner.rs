@@ -321,11 +321,12 @@ impl StoredMessage {
             }
             Selection::AllTechnical => technical,
             // The store plans these itself: they remove no part.
-            Selection::Diffs | Selection::SupersededSnapshots(_) => {
+            Selection::Diffs | Selection::SupersededSnapshots(_) | Selection::MigratedV1 => {
                 return Err(Refusal::new(
                     BlockedReason::NotDeletable,
-                    "this request selects no part of the message (summary diffs, or snapshots \
-                     of the event log), which the planner of parts does not plan",
+                    "this request selects no part of the message (summary diffs, snapshots of \
+                     the event log, or the rows OpenCode 2 migrated), which the planner of \
+                     parts does not plan",
                 ))
             }
         };

@@ -77,6 +77,12 @@ impl Receipt {
         self.restores.is_some()
     }
 
+    /// Whether this receipt is of a removal of a message's OpenCode 1.x rows OpenCode 2 migrated
+    /// (or of its restore): it names the message OpenCode 2's copy has, not that copy's rows.
+    pub fn is_migrated_v1(&self) -> bool {
+        matches!(self.operation, Some(Operation::MigratedV1(_)))
+    }
+
     /// Whether this is the receipt of a compaction (it names no message), not of its restore.
     pub fn is_compaction(&self) -> bool {
         !self.is_restore() && matches!(self.operation, Some(Operation::Compaction(_)))
@@ -98,7 +104,8 @@ impl Receipt {
 }
 
 /// What a prune of one of the copies OpenCode keeps removed (docs/ARCHITECTURE.md, "Copies
-/// OpenCode keeps"). JSON: `{"kind": "diffs", ...}` or `{"kind": "compaction", ...}`.
+/// OpenCode keeps", "Migrated history"). JSON: `{"kind": "diffs", ...}`,
+/// `{"kind": "compaction", ...}` or `{"kind": "migratedV1", ...}`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -107,6 +114,22 @@ pub enum Operation {
     Diffs(DiffsPruned),
     /// The superseded snapshots of a session's event log were deleted.
     Compaction(Compacted),
+    /// The OpenCode 1.x rows of a message OpenCode 2 migrated were deleted.
+    #[serde(rename = "migratedV1")]
+    MigratedV1(MigratedRemoved),
+}
+
+/// What the removal of a message's migrated OpenCode 1.x rows deleted: its `message` row and
+/// its `part` rows (no event: OpenCode 2 deleted the 1.x events when it migrated the file).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigratedRemoved {
+    /// `part` rows deleted.
+    pub parts: u32,
+    /// Ids of the deleted `part` rows, by id.
+    #[serde(rename = "partIDs")]
+    pub part_ids: Vec<String>,
 }
 
 /// What a diffs prune changed: the entries of `summary.diffs` whose file bodies it emptied, in

@@ -101,6 +101,23 @@ pub fn event_log_revision(session_id: &str, seq: Option<i64>) -> String {
     sha256_hex(canonical_json(&body).as_bytes())
 }
 
+/// The revision a removal of migrated rows ([`crate::Selection::MigratedV1`]) is bound to: the
+/// lowercase hex SHA-256 of the rows as stored, each row its id and its `data` text, each of
+/// them as its byte length (8 bytes, little-endian) and its bytes, in the order given (the
+/// store gives the `message` row first, then its `part` rows by id). Any change to a row, a
+/// row more or a row less, is another revision; no rows at all is the revision of what is left
+/// after the removal.
+pub fn rows_revision<'a>(rows: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut hasher = Sha256::new();
+    for (id, data) in rows {
+        for field in [id, data] {
+            hasher.update((field.len() as u64).to_le_bytes());
+            hasher.update(field.as_bytes());
+        }
+    }
+    hex::encode(hasher.finalize())
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

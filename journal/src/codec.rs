@@ -24,7 +24,10 @@ use crate::error::CodecError;
 use crate::record::{CommittedEvent, EventKind, Intent, Selection};
 
 /// The newest intent and event record version this build writes and reads.
-pub const RECORD_VERSION: u8 = 4;
+pub const RECORD_VERSION: u8 = 5;
+
+/// The record version that added [`Selection::SupersededSnapshotsIn`].
+const RANGES_VERSION: u8 = 4;
 
 /// The record version that added [`Selection::Diffs`], [`Selection::SupersededSnapshots`] and
 /// [`EventKind::Compacted`].
@@ -102,12 +105,14 @@ fn split_record(bytes: &[u8]) -> Result<(u8, &[u8]), CodecError> {
 }
 
 /// Encodes an intent: version 1, 2 when its selection is a restore, 3 when it selects diffs or
-/// every superseded snapshot of a session, 4 when it selects those of one range.
+/// every superseded snapshot of a session, 4 when it selects those of one range, 5 when it
+/// selects the OpenCode 1.x rows of a message OpenCode 2 migrated.
 ///
 /// Errors: [`CodecError::Encode`].
 pub fn encode_intent(intent: &Intent) -> Result<Vec<u8>, CodecError> {
     let version = match intent.selection {
-        Selection::SupersededSnapshotsIn { .. } => RECORD_VERSION,
+        Selection::MigratedV1 => RECORD_VERSION,
+        Selection::SupersededSnapshotsIn { .. } => RANGES_VERSION,
         Selection::Diffs | Selection::SupersededSnapshots => COPIES_VERSION,
         Selection::Restore(_) => RESTORE_VERSION,
         Selection::Indexes(_) | Selection::AllTechnical => FORMAT_VERSION,
@@ -115,9 +120,9 @@ pub fn encode_intent(intent: &Intent) -> Result<Vec<u8>, CodecError> {
     encode_as(version, intent)
 }
 
-/// Decodes an intent of version 1 to 4 (one layout, with variants added at the end).
+/// Decodes an intent of version 1 to 5 (one layout, with variants added at the end).
 ///
-/// Errors: as [`decode`], with versions 1 to 4 known.
+/// Errors: as [`decode`], with versions 1 to 5 known.
 pub fn decode_intent(bytes: &[u8]) -> Result<Intent, CodecError> {
     let (_, body) = split_record(bytes)?;
     decode_body(body)
@@ -160,9 +165,10 @@ pub fn encode_event(event: &CommittedEvent) -> Result<Vec<u8>, CodecError> {
 }
 
 /// Decodes an event of version 1 (a prune's), 2 or 3 (one layout, with a kind added at the
-/// end of [`EventKind`]); no event is written as version 4, and one read so decodes as 3's.
+/// end of [`EventKind`]); no event is written as version 4 or 5, and one read so decodes as
+/// 3's.
 ///
-/// Errors: as [`decode`], with versions 1 to 4 known.
+/// Errors: as [`decode`], with versions 1 to 5 known.
 pub fn decode_event(bytes: &[u8]) -> Result<CommittedEvent, CodecError> {
     let (version, body) = split_record(bytes)?;
     if version >= RESTORE_VERSION {

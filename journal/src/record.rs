@@ -5,7 +5,8 @@
 //! the on-disk format (postcard encodes fields positionally): changing it needs a new record
 //! version (see `codec`: version 2 added [`Selection::Restore`] and [`CommittedEvent::kind`],
 //! version 3 [`Selection::Diffs`], [`Selection::SupersededSnapshots`] and
-//! [`EventKind::Compacted`], version 4 [`Selection::SupersededSnapshotsIn`]).
+//! [`EventKind::Compacted`], version 4 [`Selection::SupersededSnapshotsIn`], version 5
+//! [`Selection::MigratedV1`]).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -34,6 +35,9 @@ pub enum Selection {
         /// The highest `event.seq` of the range.
         last_seq: i64,
     },
+    /// No part: every OpenCode 1.x row (its `message` row and its `part` rows) of a message
+    /// OpenCode 2 migrated, a copy it never reads. Record version 5.
+    MigratedV1,
 }
 
 /// What a committed intent did, as its event announces it.

@@ -84,7 +84,7 @@ pub fn print_human(
                      checked when you prune, or with prune --dry-run)"
                 } else {
                     "no (prunes cannot be written where this message is stored: read-only \
-                     media, or a V2 row of OpenCode 1.18's shared session table)"
+                     media, or an OpenCode 2 row in the session table OpenCode 1.17 to 1.19 share)"
                 }
             )?;
             if parts.is_empty() {

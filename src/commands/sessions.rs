@@ -18,20 +18,41 @@ pub fn run(_args: Args, config: &Config) -> anyhow::Result<Outcome> {
         output::json_document(&list)?;
         return Ok(Outcome::Done);
     }
+    for service in pruning_opencode::services_holding(&config.db) {
+        say!(
+            "{} has the database open (`opencode service stop` stops it)",
+            service.describe()
+        )?;
+    }
+    // The column of OpenCode 1.x rows OpenCode 2 migrated, only where there are any.
+    let migrated: u64 = list.iter().map(|s| s.migrated_v1_bytes).sum();
+    let copy = |bytes: u64| {
+        if migrated > 0 {
+            format!(" {:>11}", output::bytes(bytes))
+        } else {
+            String::new()
+        }
+    };
     say!(
-        "{:<32} {:>8} {:>11} {:>11}  title  [directory]",
+        "{:<32} {:>8} {:>11} {:>11}{}  title  [directory]",
         "session",
         "messages",
         "total",
-        "prunable"
+        "prunable",
+        if migrated > 0 {
+            format!(" {:>11}", "1.x copy")
+        } else {
+            String::new()
+        }
     )?;
     for s in &list {
         say!(
-            "{:<32} {:>8} {:>11} {:>11}  {}  [{}]",
+            "{:<32} {:>8} {:>11} {:>11}{}  {}  [{}]",
             s.session_id,
             s.messages,
             output::bytes(s.total_bytes),
             output::bytes(s.prunable_bytes),
+            copy(s.migrated_v1_bytes),
             output::printable(&s.title),
             output::printable(&s.directory)
         )?;
@@ -45,5 +66,13 @@ pub fn run(_args: Args, config: &Config) -> anyhow::Result<Outcome> {
         output::bytes(prunable),
         config.invocation
     )?;
+    if migrated > 0 {
+        say!(
+            "{} is the copy of OpenCode 1.x history that OpenCode 2 made at its first start and \
+             never reads again (`{} clean --all --migrated-v1` removes it)",
+            output::bytes(migrated),
+            config.invocation
+        )?;
+    }
     Ok(Outcome::Done)
 }

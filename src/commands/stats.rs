@@ -52,6 +52,32 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
             format!("{about}{}", output::bytes(v.bytes))
         )
     };
+    if !stats.releases.is_empty() {
+        let written: Vec<String> = stats
+            .releases
+            .iter()
+            .map(|release| {
+                let version = if release.version.is_empty() {
+                    "an unnamed release"
+                } else {
+                    release.version.as_str()
+                };
+                format!(
+                    "OpenCode {} ({} session(s))",
+                    output::printable(version),
+                    release.sessions
+                )
+            })
+            .collect();
+        say!("written by {}", written.join(", "))?;
+    }
+    for service in &stats.services {
+        say!(
+            "{} has the database open: it may write beside this tool (prunes keep clear of the \
+             sessions it runs); `opencode service stop` stops it before a `vacuum`",
+            service.describe()
+        )?;
+    }
     say!(
         "file {}  wal {}  free pages {} (given back by vacuum)",
         output::bytes(stats.database_bytes),
@@ -79,10 +105,14 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         "count",
         "bytes"
     )?;
-    say!("{:<34} {}", "tool parts (V1)", guess("part", &t.tool_parts))?;
     say!(
         "{:<34} {}",
-        "reasoning parts (V1)",
+        "tool parts (OpenCode 1.x)",
+        guess("part", &t.tool_parts)
+    )?;
+    say!(
+        "{:<34} {}",
+        "reasoning parts (OpenCode 1.x)",
         guess("part", &t.reasoning_parts)
     )?;
     say!(
@@ -92,7 +122,7 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
     )?;
     say!(
         "{:<34} {}",
-        "tool/reasoning entries (V2)",
+        "tool/reasoning entries (OpenCode 2)",
         guess("session_message", &t.v2_entries)
     )?;
     say!(
@@ -142,6 +172,29 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         output::bytes(c.diffs_in_messages.bytes + c.diffs_in_snapshots.bytes),
         config.invocation
     )?;
+    let m = &stats.migrated_v1;
+    if m.sessions > 0 {
+        say!(
+            "\n{:<34} {:>10} {:>11}",
+            "history OpenCode 2 migrated",
+            "count",
+            "bytes"
+        )?;
+        say!("{:<34} {:>10}", "sessions", m.sessions)?;
+        say!(
+            "{:<34} {}",
+            "their OpenCode 1.x messages",
+            size(&m.messages)
+        )?;
+        say!("{:<34} {}", "their OpenCode 1.x parts", size(&m.parts))?;
+        say!(
+            "{} of OpenCode 1.x rows that OpenCode 2 copied at its first start and never reads \
+             again (not counted above); `{} clean --all --migrated-v1` shows what removing them \
+             would take",
+            output::bytes(m.bytes()),
+            config.invocation
+        )?;
+    }
     if let Some(estimate) = &stats.estimate {
         let rows: u64 = stats.tables.iter().map(|t| t.volume.count).sum();
         say!(

@@ -103,15 +103,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
 
     doc.pids = other_processes(&config.db);
     if !doc.pids.is_empty() && !force {
-        doc.reason = Some(format!(
-            "other processes have the database open ({}): stop them first (OpenCode, or a \
-             `session-prune serve`), or pass --force to run anyway",
-            doc.pids
-                .iter()
-                .map(|pid| process_named(*pid))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        doc.reason = Some(holders_words(&doc.pids));
         return refuse(config, &doc);
     }
 
@@ -214,4 +206,34 @@ fn room_shortage(needs: &Needs, same_disk: bool, temp_free: u64, db_free: u64) -
         ));
     }
     (!short.is_empty()).then(|| format!("not enough free disk space: {}", short.join("; ")))
+}
+
+/// Why `vacuum` does not run while `pids` hold the database, in words: each process named, OpenCode
+/// 2's background service with how to stop it (it keeps running after `opencode run` and the
+/// TUI exit), the rest with what they likely are.
+fn holders_words(pids: &[u32]) -> String {
+    let mut services = Vec::new();
+    let mut others = Vec::new();
+    for pid in pids {
+        match pruning_opencode::OpenCodeService::of_pid(*pid) {
+            Some(service) => services.push(service.describe()),
+            None => others.push(process_named(*pid)),
+        }
+    }
+    let mut words = Vec::new();
+    if !services.is_empty() {
+        words.push(format!(
+            "{} has the database open: `opencode service stop` stops it (it keeps running after \
+             `opencode run` and the TUI exit; OpenCode starts it again when next used)",
+            services.join(", ")
+        ));
+    }
+    if !others.is_empty() {
+        words.push(format!(
+            "other processes have the database open ({}): stop them first (OpenCode, or a \
+             `session-prune serve`)",
+            others.join(", ")
+        ));
+    }
+    format!("{}, or pass --force to run anyway", words.join("; "))
 }

@@ -663,7 +663,7 @@ fn messages_counts_only_what_can_be_pruned_where_it_is_stored() {
     let lines: Vec<String> = text(&v2).lines().rev().take(2).map(String::from).collect();
     assert_eq!(
         lines[0],
-        "3 with tool or reasoning parts cannot be pruned where they are stored: V2 rows in OpenCode 1.18's shared session table are read-only for prunes"
+        "3 with tool or reasoning parts cannot be pruned where they are stored: OpenCode 2 rows in the session table OpenCode 1.17 to 1.19 share are read-only for prunes"
     );
     assert!(
         lines[1].starts_with("8 message(s), 0 with tool or reasoning parts to prune"),

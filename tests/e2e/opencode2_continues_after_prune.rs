@@ -11,33 +11,17 @@ use crate::opencode_real;
 
 use std::time::Duration;
 
-use opencode_real::{binary_of, configure_service, MockModel, OpenCode, RequestKind, Service};
+use opencode_real::{opencode2_home, RequestKind, Service};
 use rusqlite::Connection;
 
 const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// The text of turn `n` of a session: a shell call printing `TOOL_CANARY_n`, reasoning holding
-/// `REASONING_CANARY_n` and a closing text holding `TEXT_CANARY_n`. The prompt itself holds none
-/// of the three (the command prints its canary in pieces, the mock upper-cases the others).
-fn work_turn(n: u32) -> String {
-    format!(
-        "Turn {n}: run the check. [[bash:printf '%s_%s_{n}' TOOL CANARY]] \
-         [[reason:reasoning_canary_{n} thinking]] [[say:text_canary_{n}]]"
-    )
-}
-
 fn continues_after_clean(version: &str) {
-    let Some(bin) = binary_of(version) else {
+    let Some((mock, home)) = opencode2_home(version) else {
         return;
     };
-    let mock = MockModel::start();
-    let home = OpenCode::new(&bin, &mock.base_url());
-    configure_service(&home, &mock.base_url());
     let mut service = Service::start(&home);
-    let session = service.create_session("pruned by a clean");
-    for n in 1..=3 {
-        service.turn(&session, &work_turn(n), TURN_TIMEOUT);
-    }
+    let session = service.session_with_turns("pruned by a clean", 3, TURN_TIMEOUT);
     let db = home.database();
     let conn = Connection::open(&db).expect("open");
     let tool_rows: i64 = conn

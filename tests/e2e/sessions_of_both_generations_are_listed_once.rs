@@ -1,5 +1,5 @@
 //! A session with rows in both storage generations is listed once, with each generation's
-//! bytes; a session in both session tables is listed once; a V2 table this version cannot read
+//! bytes; a session in both session tables is listed once (as OpenCode 2 migrated it); a V2 table this version cannot read
 //! is refused in words instead of showing no messages, while OpenCode 1.14's and 1.15's table
 //! without `seq`, which holds only agent and model switches, is read as it always was.
 
@@ -60,7 +60,7 @@ fn a_session_with_v1_and_v2_rows_is_listed_once_with_each_generations_bytes() {
 }
 
 #[test]
-fn a_session_in_both_session_tables_is_listed_once() {
+fn a_session_in_both_session_tables_is_listed_once_as_opencode_2_migrated_it() {
     let fx = Fixture::new();
     let before = sessions(&fx);
     fx.exec(&format!(
@@ -68,7 +68,19 @@ fn a_session_in_both_session_tables_is_listed_once() {
     ));
     let after = sessions(&fx);
     assert_eq!(after.len(), before.len());
-    assert_eq!(listed(&after, MANY_TURNS), listed(&before, MANY_TURNS));
+    let (was, now) = (listed(&before, MANY_TURNS), listed(&after, MANY_TURNS));
+    assert_eq!((was.len(), now.len()), (1, 1), "{now:?}");
+    let (was, now) = (was[0], now[0]);
+    // Its V1 rows are the history OpenCode 2 migrated; none has a copy in `session_message`, so
+    // each still counts as a message, none as prunable (a V1 prune of a migrated session is
+    // refused), and all of them as the migrated copy's bytes.
+    for key in ["messages", "totalBytes", "v1Bytes", "title", "directory"] {
+        assert_eq!(now[key], was[key], "{key}");
+    }
+    assert_eq!(now["migratedV1Bytes"], was["v1Bytes"]);
+    assert_eq!(was["migratedV1Bytes"], 0);
+    assert_eq!(now["prunableBytes"], 0);
+    assert!(was["prunableBytes"].as_u64() > Some(0));
 }
 
 #[test]

@@ -82,7 +82,11 @@ fn v2_message_prune_is_unsupported_storage_and_changes_nothing() {
             reason: BlockedReason::UnsupportedStorage
         }
     );
-    assert!(outcome.refusal.unwrap().detail.contains("V2 message"));
+    assert!(outcome
+        .refusal
+        .unwrap()
+        .detail
+        .contains("OpenCode 2 messages live in the session table OpenCode 1.17 to 1.19 share"));
     drop(engine);
     assert_eq!(fx.file_digest(), digest);
     assert!(!fx.has_table("session_prune_receipt"));

@@ -15,6 +15,7 @@ use rusqlite::Connection;
 
 use super::archive::StoreArchive;
 use super::lock_times::LockTimes;
+use super::migrated::{self, remove::MigratedPlan};
 use super::schema::Schema;
 use super::v1::apply::{PlanUse, V1Plan};
 use super::v1::compact::{CompactionPlan, Survey};
@@ -29,7 +30,7 @@ use super::{v1, v2};
 /// The storage generation that holds a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Generation {
-    /// `message` + `part` rows (OpenCode 1.2 to 1.18).
+    /// `message` + `part` rows (OpenCode 1.2 to 1.19).
     V1,
     /// A `session_message` row.
     V2,
@@ -62,14 +63,16 @@ impl Generation {
     }
 
     /// Why no prune can be written in this generation here, in words; `None` when one can. V2
-    /// rows where `session_v2` has no run claim (OpenCode 1.18's shared session table) are
+    /// rows where `session_v2` has no run claim (the session table OpenCode 1.17 to 1.19 share) are
     /// read-only for prunes.
     pub(crate) fn read_only(self, conn: &Connection) -> rusqlite::Result<Option<&'static str>> {
         Ok(match self {
             Self::V1 => None,
             Self::V2 if v2::writable(conn)? => None,
             Self::V2 => {
-                Some("V2 rows in OpenCode 1.18's shared session table are read-only for prunes")
+                Some(
+                    "OpenCode 2 rows in the session table OpenCode 1.17 to 1.19 share are read-only for prunes",
+                )
             }
         })
     }
@@ -262,6 +265,12 @@ pub(crate) fn capture_ahead(
                 Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
             };
         }
+        Selection::MigratedV1 => {
+            return match migrated::remove::prepare(conn, schema, request, &key)? {
+                Prepared::Plan(_) => migrated::remove::capture_ahead(conn, request).map(Some),
+                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
+            };
+        }
         Selection::Indexes(_) | Selection::AllTechnical => {}
     }
     match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
@@ -282,15 +291,15 @@ pub(crate) fn capture_ahead(
                 Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
             }
         }
-        Generation::V2 => match v2::apply::prepare(conn, schema, request, &key)? {
+        Generation::V2 => match v2::apply::prepare(conn, schema, request, &key, clock)? {
             Prepared::Plan(_) => v2::apply::capture_row(conn, request).map(Some),
             Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
         },
     }
 }
 
-/// A planned prune: of a message of either generation, of a V1 user message's diffs, or of a V1
-/// session's superseded snapshots.
+/// A planned prune: of a message of either generation, of a V1 user message's diffs, of a V1
+/// session's superseded snapshots, or of a message's 1.x rows OpenCode 2 migrated.
 enum Planned {
     /// A V1 message's.
     V1(V1Plan),
@@ -300,6 +309,8 @@ enum Planned {
     Diffs(DiffsPlan),
     /// A V1 session's superseded snapshots.
     Compaction(CompactionPlan),
+    /// A message's 1.x rows that OpenCode 2 migrated.
+    Migrated(MigratedPlan),
 }
 
 impl Planned {
@@ -309,6 +320,7 @@ impl Planned {
             Self::V2(planned) => &planned.plan,
             Self::Diffs(planned) => &planned.plan,
             Self::Compaction(planned) => &planned.plan,
+            Self::Migrated(planned) => &planned.plan,
         }
     }
 
@@ -318,6 +330,7 @@ impl Planned {
             Self::V2(planned) => planned.plan,
             Self::Diffs(planned) => planned.plan,
             Self::Compaction(planned) => planned.plan,
+            Self::Migrated(planned) => planned.plan,
         }
     }
 
@@ -328,7 +341,8 @@ impl Planned {
             Self::V1(planned) => planned.abandoned.as_ref(),
             Self::Diffs(planned) => planned.abandoned.as_ref(),
             Self::Compaction(planned) => planned.abandoned.as_ref(),
-            Self::V2(_) => None,
+            Self::V2(planned) => planned.abandoned.as_ref(),
+            Self::Migrated(_) => None,
         };
         run.map(|run| AbandonedRun {
             message_id: run.message_id.clone(),
@@ -339,7 +353,9 @@ impl Planned {
     /// The receipt's `storage` column.
     fn storage(&self) -> &'static str {
         match self {
-            Self::V1(_) | Self::Diffs(_) | Self::Compaction(_) => v1::apply::STORAGE,
+            Self::V1(_) | Self::Diffs(_) | Self::Compaction(_) | Self::Migrated(_) => {
+                v1::apply::STORAGE
+            }
             Self::V2(_) => v2::apply::STORAGE,
         }
     }
@@ -387,6 +403,12 @@ fn prepare(
                     .map(Planned::Diffs),
             );
         }
+        Selection::MigratedV1 => {
+            return Ok(
+                migrated::remove::prepare(conn, schema, request, request_key)?
+                    .map(Planned::Migrated),
+            );
+        }
         Selection::Indexes(_) | Selection::AllTechnical => {}
     }
     Ok(
@@ -403,7 +425,7 @@ fn prepare(
             )?
             .map(Planned::V1),
             Generation::V2 => {
-                v2::apply::prepare(conn, schema, request, request_key)?.map(Planned::V2)
+                v2::apply::prepare(conn, schema, request, request_key, clock)?.map(Planned::V2)
             }
         },
     )
@@ -443,6 +465,7 @@ fn prune(
         Planned::V2(planned) => v2::apply::write(conn, request, planned, capture)?,
         Planned::Diffs(planned) => v1::diffs::write(conn, command, planned, capture)?,
         Planned::Compaction(planned) => v1::compact::write(conn, known, command, planned, capture)?,
+        Planned::Migrated(planned) => migrated::remove::write(conn, request, planned, capture)?,
     };
     let mut written = match written {
         Ok(written) => written,

@@ -21,12 +21,14 @@ mod group;
 mod history;
 mod ids;
 mod lock_times;
+mod migrated;
 mod ownership;
 mod paths;
 mod queries;
 mod receipts;
 mod row_budget;
 mod schema;
+mod service;
 mod sessions;
 mod shrink;
 mod spill;
@@ -55,10 +57,14 @@ pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use schema::holders::process_named;
 pub use schema::media::read_only_media;
 pub use schema::{EventLog, Schema};
+pub use service::{holding as services_holding, OpenCodeService};
 pub use sessions::{MessageSummary, SessionSummary};
 pub use shrink::{AutoVacuum, GivenBack};
 pub use spill::folder as spill_folder;
-pub use stats::{Copies, Estimate, EventVolume, Spill, Stats, TableVolume, Technical, Volume};
+pub use stats::{
+    Copies, Estimate, EventVolume, MigratedV1, Release, Spill, Stats, TableVolume, Technical,
+    Volume,
+};
 pub use store::{
     empty_database, refuse_detached, OpenCodeStore, StoreOptions, DEFAULT_ABANDONED_AFTER,
     DEFAULT_QUIET_PERIOD,

@@ -251,6 +251,28 @@ impl OpenCodeStore {
         copies::plan_diffs(self, session_id, message_id)
     }
 
+    /// The removal a clean with `--migrated-v1` makes of a session's OpenCode 1.x rows that
+    /// OpenCode 2 migrated: one request per message, nothing, or skipped and why (see
+    /// `copies::plan_migrated`).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn clean_migrated(
+        &self,
+        session_id: &str,
+    ) -> Result<PlannedCopy<Vec<PlannedCopy>>, StoreError> {
+        copies::plan_migrated(self, session_id)
+    }
+
+    /// The OpenCode 1.x history OpenCode 2 migrated: sessions, and their message and part rows
+    /// (all 0 in a file OpenCode 2 has not migrated).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn migrated_v1(&self) -> Result<crate::MigratedV1, StoreError> {
+        let conn = self.connection();
+        let schema = self.schema_of(&conn).map_err(storage)?;
+        crate::MigratedV1::read(&conn, &schema).map_err(storage)
+    }
+
     /// Part rows of a session whose message row is missing (see `clean::orphan_parts`).
     ///
     /// Errors: [`StoreError::Storage`].

@@ -35,12 +35,14 @@ pub struct SessionSummary {
     /// Its workspace (`workspace_id`; `null` when it has none or the table has no such column).
     #[serde(rename = "workspaceID")]
     pub workspace_id: Option<String>,
-    /// Number of messages: V1 `message` rows plus V2 `session_message` rows.
+    /// Number of messages: V1 `message` rows plus V2 `session_message` rows (of a session
+    /// OpenCode 2 migrated, its V1 rows with no OpenCode 2 copy and its `session_message` rows).
     pub messages: u64,
     /// Bytes of message, part, session_message and event data of the session.
     #[serde(rename = "totalBytes")]
     pub total_bytes: u64,
-    /// Bytes of tool and reasoning content and of V1 snapshot events of it.
+    /// Bytes of tool and reasoning content and of V1 snapshot events of it (of a session
+    /// OpenCode 2 migrated, of its OpenCode 2 rows alone).
     #[serde(rename = "prunableBytes")]
     pub prunable_bytes: u64,
     /// `time_updated`, ms since the Unix epoch.
@@ -58,6 +60,10 @@ pub struct SessionSummary {
     /// Of `totalBytes`, the V2 `session_message` data.
     #[serde(rename = "v2Bytes")]
     pub v2_bytes: u64,
+    /// Of `v1Bytes`, the V1 rows of a session OpenCode 2 migrated: a copy it does not read
+    /// (`clean --migrated-v1` removes it). 0 for every other session.
+    #[serde(rename = "migratedV1Bytes")]
+    pub migrated_v1_bytes: u64,
     /// Whether `prunableBytes` is estimated from a sample of the session's rows (an estimated
     /// overview's largest sessions beyond its read budget), not read from every row.
     #[serde(rename = "prunableEstimated")]
@@ -286,21 +292,31 @@ fn list_with(
             zero.clone()
         }
     };
+    let migrated = super::migrated::possible(&schema);
+    let copied = if migrated {
+        format!("AND NOT {}", super::migrated::copied("m"))
+    } else {
+        String::new()
+    };
+    // Of a migrated session (listed from `session_v2`), the V1 rows count as its messages only
+    // where OpenCode 2 holds no copy of them.
     let v1_messages = count(
         v1,
-        "(SELECT count(*) FROM message m WHERE m.session_id = s.id)".into(),
+        "(SELECT count(*) FROM message m WHERE m.session_id = s.id COPIED)".into(),
     );
-    let v1_bytes = pick(
-        v1,
+    let v1_bytes_sql: String =
         "(SELECT coalesce(sum(octet_length(m.data)), 0) FROM message m WHERE m.session_id = s.id) \
          + (SELECT coalesce(sum(octet_length(p.data)), 0) FROM part p WHERE p.session_id = s.id)"
-            .into(),
-    );
+            .into();
+    let v1_bytes = pick(v1, v1_bytes_sql.clone());
+    // Read for the counts too: an estimated listing takes its sizes from elsewhere, but not
+    // which of them are a migrated copy.
+    let migrated_v1_bytes = count(v1, v1_bytes_sql);
     let v1_prunable = pick(
         v1,
         format!(
             "(SELECT coalesce(sum(octet_length(p.data)), 0) FROM part p WHERE p.session_id = s.id \
-               AND {})",
+               AND {} AND NOT MIGRATED)",
             technical_part()
         ),
     );
@@ -349,28 +365,52 @@ fn list_with(
         None => ("", Vec::new()),
     };
     let mut sessions = Vec::new();
-    // A session in both tables is listed once, from the shared one: each sum above covers both
+    // A session in both tables is listed once: from `session_v2` where OpenCode 2 migrated it
+    // (the row OpenCode 2 reads), else from the shared table; each sum above covers both
     // generations by session id already.
-    let once = match (only.is_some(), schema.has(SessionTable::Shared.name())) {
-        (true, true) => "AND s.id NOT IN (SELECT id FROM session)",
-        (false, true) => "WHERE s.id NOT IN (SELECT id FROM session)",
-        (_, false) => "",
+    let (in_v2, in_shared) = (
+        schema.has("session_v2"),
+        schema.has(SessionTable::Shared.name()),
+    );
+    let not_in = |other: &str| match only.is_some() {
+        true => format!("AND s.id NOT IN (SELECT id FROM {other})"),
+        false => format!("WHERE s.id NOT IN (SELECT id FROM {other})"),
     };
     for table in [SessionTable::Shared, SessionTable::V2] {
         if !schema.has(table.name()) {
             continue;
         }
-        let once = if table == SessionTable::V2 { once } else { "" };
+        let once = match table {
+            SessionTable::Shared if in_v2 && migrated => not_in("session_v2"),
+            SessionTable::V2 if in_shared && !migrated => not_in("session"),
+            _ => String::new(),
+        };
+        // The session's V1 rows are a copy OpenCode 2 does not read.
+        let is_migrated = if table == SessionTable::V2 && migrated {
+            "s.id IN (SELECT id FROM session)"
+        } else {
+            "0"
+        };
+        let v1_messages = v1_messages.replace(
+            "COPIED",
+            if is_migrated == "0" {
+                ""
+            } else {
+                copied.as_str()
+            },
+        );
+        let v1_prunable = v1_prunable.replace("MIGRATED", is_migrated);
         let workspace = super::ownership::workspace_column(conn, table)?;
         let sql = format!(
             "SELECT s.id, CAST(coalesce(s.title, '') AS TEXT), CAST(coalesce(s.directory, '') AS TEXT),
                CAST(coalesce(s.time_updated, 0) AS INTEGER),
                {v1_messages} + {v2_messages},
                {v1_bytes} + {v2_bytes} + {event_bytes},
-               {v1_prunable} + {v2_prunable} + {event_prunable},
+               {v1_prunable} + {v2_prunable} + (CASE WHEN {is_migrated} THEN 0 ELSE {event_prunable} END),
                CAST(coalesce(s.project_id, '') AS TEXT), CAST({workspace} AS TEXT),
                CAST(coalesce(s.time_created, 0) AS INTEGER), {v2_messages} > 0,
-               {v1_bytes}, {v2_bytes}, {v1_messages} > 0
+               {v1_bytes}, {v2_bytes}, {v1_messages} > 0,
+               CASE WHEN {is_migrated} THEN {migrated_v1_bytes} ELSE 0 END
              FROM {} s {where_only} {once}",
             table.name()
         );
@@ -404,6 +444,7 @@ fn list_with(
                 },
                 v1_bytes: n(11)?,
                 v2_bytes: n(12)?,
+                migrated_v1_bytes: n(14)?,
                 prunable_estimated: false,
             })
         })?;
@@ -458,7 +499,8 @@ const COMPLETED: &str = "coalesce(json_type(DATA, '$.time.completed') IN ('integ
                          AND json_extract(DATA, '$.time.completed') > 0, 0)";
 
 /// Every message of a session in both generations, oldest first (by `time_created`, then id:
-/// ids wrapped on 2026-08-14 and do not sort by time).
+/// ids wrapped on 2026-08-14 and do not sort by time). A V1 message OpenCode 2 holds a copy of
+/// (`super::migrated`) is listed once, as that copy.
 pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<MessageSummary>> {
     let schema = Schema::read(conn)?;
     let mut list = Vec::new();
@@ -467,6 +509,16 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
         // with every column they name, `data` included, whole.
         let message = row_budget::data("m", "message");
         let technical = technical_part();
+        // A V1 message OpenCode 2 holds a copy of is listed once, as that copy.
+        let copy = if super::migrated::possible(&schema) {
+            format!(
+                "AND NOT ({} AND {})",
+                super::migrated::in_migrated_session(&schema, "m.session_id"),
+                super::migrated::copied("m")
+            )
+        } else {
+            String::new()
+        };
         let sql = format!(
             "SELECT m.id,
                 CAST(CASE WHEN json_valid({message}) THEN coalesce(json_extract({message}, '$.role'), '') ELSE '' END AS TEXT),
@@ -477,7 +529,7 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
                 (SELECT coalesce(sum(CASE WHEN {technical} THEN octet_length(p.data) ELSE 0 END), 0)
                    FROM part p WHERE p.message_id = m.id)
              FROM message m
-             WHERE m.session_id = ?1",
+             WHERE m.session_id = ?1 {copy}",
             COMPLETED.replace("DATA", &message)
         );
         collect(conn, &sql, session_id, "v1", &mut list)?;

@@ -23,6 +23,8 @@ pub(crate) enum Kind {
     Diffs,
     /// A session's superseded snapshots.
     Compaction,
+    /// A message's 1.x rows OpenCode 2 migrated.
+    MigratedV1,
 }
 
 impl Kind {
@@ -32,13 +34,14 @@ impl Kind {
             None => Self::Parts,
             Some(pruning_engine::Operation::Diffs(_)) => Self::Diffs,
             Some(pruning_engine::Operation::Compaction(_)) => Self::Compaction,
+            Some(pruning_engine::Operation::MigratedV1(_)) => Self::MigratedV1,
         }
     }
 }
 
 /// The revision a prune of `kind` is bound to, now, or why it cannot be read: the message's
-/// content revision as its generation reads it, its diffs revision, or the session's event log
-/// revision.
+/// content revision as its generation reads it, its diffs revision, the session's event log
+/// revision, or its 1.x rows' revision (that of no rows when they are gone).
 pub(crate) fn revision_of(
     conn: &Connection,
     generation: Generation,
@@ -55,6 +58,17 @@ pub(crate) fn revision_of(
                     format!("message {message_id} is gone or no longer a JSON object"),
                 )
             })
+        }
+        (Kind::MigratedV1, _) => {
+            use super::migrated::remove::{self, Unread};
+            match remove::revision_of(conn, session_id, message_id)? {
+                Ok(revision) => Ok(revision),
+                Err(Unread::Missing) => Ok(remove::removed_revision()),
+                Err(_) => Err(refuse(
+                    BlockedReason::Conflict,
+                    format!("the 1.x rows of message {message_id} cannot be read whole"),
+                )),
+            }
         }
         (Kind::Parts, Generation::V1) => {
             read::read_message(conn, session_id, message_id, Texts::Skip)?

@@ -95,6 +95,103 @@ pub struct Copies {
     pub diffs_in_snapshots: Volume,
 }
 
+/// One OpenCode release and the sessions it wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Release {
+    /// The release (`1.18.34`, `2.1.2`), as the session rows name it.
+    pub version: String,
+    /// Sessions it wrote.
+    pub sessions: u64,
+}
+
+/// The releases that wrote the sessions of the file (see [`Stats::releases`]).
+///
+/// Errors: SQLite's.
+fn releases(conn: &Connection, schema: &Schema) -> rusqlite::Result<Vec<Release>> {
+    let mut selects = Vec::new();
+    if schema.has("session_v2") {
+        selects.push("SELECT id, version FROM session_v2".to_string());
+    }
+    if schema.has("session") && schema.has_column("session", "version") {
+        let not_in_v2 = if schema.has("session_v2") {
+            " WHERE id NOT IN (SELECT id FROM session_v2)"
+        } else {
+            ""
+        };
+        selects.push(format!("SELECT id, version FROM session{not_in_v2}"));
+    }
+    if selects.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare(&format!(
+        "SELECT CAST(coalesce(version, '') AS TEXT), count(*) FROM ({}) \
+         GROUP BY 1 ORDER BY 2 DESC, 1",
+        selects.join(" UNION ALL ")
+    ))?;
+    let rows = stmt.query_map([], |row| {
+        Ok(Release {
+            version: row.get(0)?,
+            sessions: row.get::<_, i64>(1)?.max(0) as u64,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The V1 rows of the sessions OpenCode 2 migrated (docs/opencode-versions.md, "OpenCode 2"):
+/// what `clean --migrated-v1` removes where OpenCode 2 holds a copy of every message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MigratedV1 {
+    /// Sessions with a V1 `session` row and an OpenCode 2 `session_v2` row of the same id.
+    pub sessions: u64,
+    /// Their `message` rows.
+    pub messages: Volume,
+    /// Their `part` rows.
+    pub parts: Volume,
+}
+
+impl MigratedV1 {
+    /// Reads them: counts and the sizes of the rows' `data` (`octet_length` reads no value).
+    ///
+    /// Errors: SQLite's.
+    pub(crate) fn read(conn: &Connection, schema: &Schema) -> rusqlite::Result<Self> {
+        if !super::migrated::possible(schema) {
+            return Ok(Self::default());
+        }
+        let volume = |table: &str| -> rusqlite::Result<Volume> {
+            conn.query_row(
+                &format!(
+                    "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM {table} \
+                     WHERE session_id IN (SELECT id FROM session_v2)"
+                ),
+                [],
+                |row| {
+                    Ok(Volume {
+                        count: row.get::<_, i64>(0)?.max(0) as u64,
+                        bytes: row.get::<_, i64>(1)?.max(0) as u64,
+                    })
+                },
+            )
+        };
+        let sessions: i64 = conn.query_row(
+            "SELECT count(*) FROM session WHERE id IN (SELECT id FROM session_v2)",
+            [],
+            |row| row.get(0),
+        )?;
+        Ok(Self {
+            sessions: sessions.max(0) as u64,
+            messages: volume("message")?,
+            parts: volume("part")?,
+        })
+    }
+
+    /// Bytes of both.
+    pub fn bytes(&self) -> u64 {
+        self.messages.bytes + self.parts.bytes
+    }
+}
+
 /// Spill files in `<data>/tool-output/`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -126,6 +223,15 @@ pub struct Stats {
     pub copies: Copies,
     /// Spill files.
     pub spill: Spill,
+    /// The V1 history OpenCode 2 migrated: a copy of sessions it reads from its own rows, never
+    /// from these (all 0 in a file OpenCode 2 has not migrated). Exact in every overview.
+    #[serde(rename = "migratedV1")]
+    pub migrated_v1: MigratedV1,
+    /// The OpenCode releases that wrote the file's sessions (their `version` column; a session
+    /// OpenCode 2 migrated counts once, with the release that wrote it), most sessions first.
+    pub releases: Vec<Release>,
+    /// OpenCode 2's background services that have the database open now (read from `/proc`).
+    pub services: Vec<super::service::OpenCodeService>,
     /// `null` when every figure is exact (`measure`, or an `estimate` that read every table
     /// whole); else how `technical` and `copies` were estimated. The files, tables, event types
     /// and spill files are exact in both.
@@ -201,11 +307,11 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     if measured("part") {
         technical.tool_parts = volume(&format!(
             "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part WHERE {}",
-            part_is("tool")
+            part_is(&schema, "tool")
         ))?;
         technical.reasoning_parts = volume(&format!(
             "SELECT count(*), coalesce(sum(octet_length(data)), 0) FROM part WHERE {}",
-            part_is("reasoning")
+            part_is(&schema, "reasoning")
         ))?;
     }
     if measured("event") && schema.has_column("event", "type") {
@@ -219,9 +325,10 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     }
 
     let copies = copies(conn, &schema, &volume)?;
+    let migrated_v1 = MigratedV1::read(conn, &schema)?;
 
-    let files = Files::read(conn, path)?;
-    Ok(files.into_stats(tables, events, technical, copies, None))
+    let files = Files::read(conn, &schema, path)?;
+    Ok(files.into_stats(tables, events, technical, copies, migrated_v1, None))
 }
 
 /// What the file system and SQLite's header say, and the spill files: exact in every overview.
@@ -230,6 +337,8 @@ struct Files {
     wal_bytes: u64,
     free_bytes: u64,
     spill: Spill,
+    releases: Vec<Release>,
+    services: Vec<super::service::OpenCodeService>,
 }
 
 impl Files {
@@ -240,6 +349,7 @@ impl Files {
         events: Vec<EventVolume>,
         technical: Technical,
         copies: Copies,
+        migrated_v1: MigratedV1,
         estimate: Option<Estimate>,
     ) -> Stats {
         Stats {
@@ -251,13 +361,16 @@ impl Files {
             technical,
             copies,
             spill: self.spill,
+            migrated_v1,
+            releases: self.releases,
+            services: self.services,
             estimate,
         }
     }
 
     /// Reads them for the database at `path`. Which spill files no row names is read from the
     /// rows that name spill files (`spill::referenced`), only when there are any.
-    fn read(conn: &Connection, path: &Path) -> rusqlite::Result<Self> {
+    fn read(conn: &Connection, schema: &Schema, path: &Path) -> rusqlite::Result<Self> {
         let page_size: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0))?;
         let free_pages: i64 = conn.query_row("PRAGMA freelist_count", [], |row| row.get(0))?;
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -282,6 +395,8 @@ impl Files {
             wal_bytes: size(Path::new(&wal)),
             free_bytes: (page_size.max(0) as u64).saturating_mul(free_pages.max(0) as u64),
             spill,
+            releases: releases(conn, schema)?,
+            services: super::service::holding(path),
         })
     }
 }
@@ -315,10 +430,10 @@ fn copies(
                 event_entity_sql()
             ),
         )?;
-        copies.diffs_in_snapshots = volume(&diffs_sql(DiffsIn::Snapshots, Rows::All))?;
+        copies.diffs_in_snapshots = volume(&diffs_sql(schema, DiffsIn::Snapshots, Rows::All))?;
     }
     if schema.has("message") && schema.has_column("message", "data") {
-        copies.diffs_in_messages = volume(&diffs_sql(DiffsIn::Messages, Rows::All))?;
+        copies.diffs_in_messages = volume(&diffs_sql(schema, DiffsIn::Messages, Rows::All))?;
     }
     Ok(copies)
 }
@@ -362,13 +477,16 @@ impl Rows {
 }
 
 /// The condition on a `part` row (unaliased) that it is a part of type `kind` (`tool`,
-/// `reasoning`). The substring test skips most rows before their JSON is parsed; every read of
-/// `data` but its size is bounded by the row budget.
-fn part_is(kind: &str) -> String {
+/// `reasoning`) of live history: not of a session OpenCode 2 migrated, whose V1 rows are a
+/// copy ([`MigratedV1`] counts them). The substring test skips most rows before their JSON is
+/// parsed; every read of `data` but its size is bounded by the row budget.
+fn part_is(schema: &Schema, kind: &str) -> String {
     let part = row_budget::data("", "part");
+    let migrated = super::migrated::in_migrated_session(schema, "session_id");
     format!(
         "session_prune_contains({part}, '\"{kind}\"') \
-         AND CASE WHEN json_valid({part}) THEN json_extract({part}, '$.type') END = '{kind}'"
+         AND CASE WHEN json_valid({part}) THEN json_extract({part}, '$.type') END = '{kind}' \
+         AND NOT {migrated}"
     )
 }
 
@@ -405,10 +523,15 @@ enum DiffsIn {
 }
 
 /// The count of diff entries holding a file body, and the bytes of those bodies as JSON text,
-/// in `rows` of the table `place` names.
-fn diffs_sql(place: DiffsIn, rows: Rows) -> String {
+/// in `rows` of the table `place` names (of `message` rows, those of live history: not of a
+/// session OpenCode 2 migrated).
+fn diffs_sql(schema: &Schema, place: DiffsIn, rows: Rows) -> String {
+    let live = format!(
+        "NOT {} AND",
+        super::migrated::in_migrated_session(schema, "r.session_id")
+    );
     let (table, filter, path) = match place {
-        DiffsIn::Messages => ("message", "", "$.summary.diffs"),
+        DiffsIn::Messages => ("message", live.as_str(), "$.summary.diffs"),
         DiffsIn::Snapshots => (
             "event",
             "r.type = 'message.updated.1' AND",

@@ -498,7 +498,7 @@ impl OpenCodeStore {
     /// Why no prune of the message can be written where it is stored, in words; `None` when
     /// one can. The file or its folder cannot be written (read-only media: checked with
     /// `access(2)`, whether or not this store was opened read-only), or the message is a V2 row
-    /// where V2 prunes are not written (OpenCode 1.18's shared session table, see
+    /// where V2 prunes are not written (the session table OpenCode 1.17 to 1.19 share, see
     /// `Generation::read_only`). An error reading the schema fails closed with its words.
     pub fn read_only_reason(&self, session_id: &str, message_id: &str) -> Option<String> {
         self.read_only_reason_on(&self.connection(), session_id, message_id)

@@ -182,7 +182,9 @@ impl<S: SessionStore> Engine<S> {
     }
 }
 
-/// The receipts of the message `receipt` names, oldest commit first.
+/// The receipts of the rows `receipt` names, oldest commit first: those of its message, and of
+/// the same copy of it (a removal of the OpenCode 1.x rows OpenCode 2 migrated names the same
+/// message as the prunes of OpenCode 2's copy, but not the same rows).
 fn receipts_of_message<S: SessionStore>(
     store: &S,
     receipt: &Receipt,
@@ -190,7 +192,9 @@ fn receipts_of_message<S: SessionStore>(
     Ok(store
         .receipts(Some(&receipt.session_id))?
         .into_iter()
-        .filter(|r| r.message_id == receipt.message_id)
+        .filter(|r| {
+            r.message_id == receipt.message_id && r.is_migrated_v1() == receipt.is_migrated_v1()
+        })
         .collect())
 }
 

@@ -58,7 +58,7 @@ fn a_prune_is_version_1_and_a_restore_version_2_and_both_read_back() {
         (FORMAT_VERSION, FORMAT_VERSION)
     );
     assert_eq!(versions(&path, restore.intent_id, 2), (2, 2));
-    assert_eq!((FORMAT_VERSION, RECORD_VERSION), (1, 4));
+    assert_eq!((FORMAT_VERSION, RECORD_VERSION), (1, 5));
 
     let journal = Journal::open_read_only(&path).unwrap();
     let read = journal.intent(restore.intent_id).unwrap().unwrap();
@@ -164,10 +164,7 @@ fn a_compaction_of_one_range_is_a_version_4_intent_with_a_version_3_event() {
             .unwrap();
         journal.commit(std::slice::from_ref(&commit)).unwrap();
     }
-    assert_eq!(
-        versions(&path, compaction.intent_id, 1),
-        (RECORD_VERSION, 3)
-    );
+    assert_eq!(versions(&path, compaction.intent_id, 1), (4, 3));
     let journal = Journal::open_read_only(&path).unwrap();
     let read = journal.intent(compaction.intent_id).unwrap().unwrap();
     assert_eq!(
@@ -191,5 +188,37 @@ fn a_compaction_of_one_range_is_a_version_4_intent_with_a_version_3_event() {
             },
             12
         )]
+    );
+}
+
+#[test]
+fn a_removal_of_migrated_rows_is_a_version_5_intent_with_a_version_1_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_path(&dir);
+    let mut removal = intent(1);
+    removal.selection = Selection::MigratedV1;
+    // Announced as a prune of the message: its event stays version 1.
+    let commit = commit_for(&removal, 5);
+    {
+        let journal = Journal::open(&path).unwrap();
+        journal
+            .record_intents(std::slice::from_ref(&removal))
+            .unwrap();
+        journal.commit(std::slice::from_ref(&commit)).unwrap();
+    }
+    assert_eq!(
+        versions(&path, removal.intent_id, 1),
+        (RECORD_VERSION, FORMAT_VERSION)
+    );
+    let journal = Journal::open_read_only(&path).unwrap();
+    let read = journal.intent(removal.intent_id).unwrap().unwrap();
+    assert_eq!(read.selection, Selection::MigratedV1);
+    let events = journal.events_after(0, 10).unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e.seq, e.event_id, e.kind, e.removed_count))
+            .collect::<Vec<_>>(),
+        vec![(1, commit.event_id, EventKind::Pruned, 5)]
     );
 }

@@ -92,6 +92,12 @@ pub struct Args {
     /// counts and status: OpenCode rewrites the whole list after every step of a turn.
     #[arg(long)]
     diffs: bool,
+    /// Also remove the OpenCode 1.x rows of the sessions OpenCode 2 migrated (it copied them at
+    /// its first start and never reads them again), where OpenCode 2 holds a copy of every
+    /// message of the session: message by message, each with its receipt (and, with
+    /// `--archive`, restorable).
+    #[arg(long)]
+    migrated_v1: bool,
     /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
     /// of the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
@@ -176,6 +182,8 @@ pub struct CleanConfig {
     pub compact: bool,
     /// Empty the file bodies of the summary diffs before the kept turns (`--diffs`).
     pub diffs: bool,
+    /// Remove the 1.x rows of the sessions OpenCode 2 migrated (`--migrated-v1`).
+    pub migrated_v1: bool,
     /// Only messages older than each session's last completed compaction.
     pub before_compaction: bool,
     /// Oldest first across sessions, until the live data is at most this many bytes
@@ -238,6 +246,7 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
         spill_files: args.include_spill_files,
         compact: !args.no_compact,
         diffs: args.diffs,
+        migrated_v1: args.migrated_v1,
         before_compaction: args.before_compaction,
         until_live_size: match (args.until_live_size, args.until_file_size.as_ref()) {
             (None, None) => None,

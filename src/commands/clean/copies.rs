@@ -1,5 +1,6 @@
 //! The phases of a clean that take the copies OpenCode keeps besides the parts, before any part
-//! is pruned: each session's compaction (its superseded snapshots), then with `--diffs` the file
+//! is pruned: each session's compaction (its superseded snapshots), then with `--migrated-v1`
+//! the OpenCode 1.x rows of the sessions OpenCode 2 migrated, then with `--diffs` the file
 //! bodies in the summary diffs of the user messages before the kept turns. Each prune goes
 //! through the engine's one write path in batches, as the parts' prunes do; a dry run asks the
 //! store what each would do (docs/ARCHITECTURE.md, "Copies OpenCode keeps").
@@ -12,7 +13,9 @@ use pruning_engine::{Compacted, Engine, EngineError, Operation, PruneOutcome, Pr
 use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 use super::progress::Progress;
-use super::report::{CompactionReport, CopyOutcome, DiffsReport, Report, UntilLiveSize};
+use super::report::{
+    CompactionReport, CopyOutcome, DiffsReport, MigratedReport, Report, UntilLiveSize,
+};
 use super::turns::Turns;
 
 /// What the phases work with.
@@ -189,6 +192,90 @@ impl Copies<'_> {
         self.apply(&mut batch, report, Phase::Diffs);
         progress.finish();
         Ok(())
+    }
+
+    /// Removes the OpenCode 1.x rows of every session of `sessions` that OpenCode 2 migrated,
+    /// message by message (in a dry run: says what it would take), counting into `report` and
+    /// `until`.
+    ///
+    /// Errors: the store's reads.
+    pub(super) fn remove_migrated(
+        &self,
+        sessions: &[String],
+        report: &mut Report,
+        until: &mut Option<UntilLiveSize>,
+    ) -> anyhow::Result<()> {
+        let mut planned = Vec::new();
+        let mut total = 0u64;
+        for session_id in sessions {
+            match self.store.clean_migrated(session_id)? {
+                PlannedCopy::Prune(messages) => {
+                    total += messages.len() as u64;
+                    planned.push((session_id.clone(), messages));
+                }
+                PlannedCopy::Nothing => {}
+                PlannedCopy::Skipped { reason, .. } => {
+                    *migrated(report).skipped_sessions.entry(reason).or_default() += 1;
+                }
+            }
+        }
+        let mut progress = Progress::new(self.json, total, "1.x messages");
+        let mut batch = Vec::new();
+        let mut done = 0u64;
+        for (session_id, messages) in planned {
+            for message in messages {
+                if self.stop.load(Ordering::SeqCst) {
+                    migrated(report).not_reached += total - done;
+                    self.apply_migrated(&mut batch, report);
+                    progress.finish();
+                    return Ok(());
+                }
+                if until.as_ref().is_some_and(UntilLiveSize::reached) {
+                    break;
+                }
+                done += 1;
+                match message {
+                    PlannedCopy::Prune(request) => {
+                        if let Some(outcome) = self.plan(request, &mut batch, until)? {
+                            if let (CopyOutcome::Removed(_, bytes), Some(until)) =
+                                (&outcome, until.as_mut())
+                            {
+                                until.planned(*bytes);
+                            }
+                            let bytes_by_kind = &mut report.bytes_by_kind;
+                            report
+                                .migrated_v1
+                                .get_or_insert_with(MigratedReport::default)
+                                .count(bytes_by_kind, &session_id, outcome);
+                        }
+                    }
+                    PlannedCopy::Nothing => {}
+                    PlannedCopy::Skipped { reason, .. } => {
+                        *migrated(report).skipped.entry(reason).or_default() += 1;
+                    }
+                }
+                if batch.len() >= self.batch_size {
+                    self.apply_migrated(&mut batch, report);
+                }
+                progress.update(done, report);
+            }
+        }
+        self.apply_migrated(&mut batch, report);
+        progress.finish();
+        Ok(())
+    }
+
+    /// Applies a batch of removals of migrated rows ([`Self::apply_batch`]), each answer
+    /// counted for its session.
+    fn apply_migrated(&self, batch: &mut Vec<PruneRequest>, report: &mut Report) {
+        self.apply_batch(batch, &mut |request, result| {
+            let outcome = CopyOutcome::of_answer(report, result);
+            let bytes_by_kind = &mut report.bytes_by_kind;
+            report
+                .migrated_v1
+                .get_or_insert_with(MigratedReport::default)
+                .count(bytes_by_kind, &request.session_id, outcome);
+        });
     }
 
     /// One planned prune of a copy: a dry run answers it now with what it would do; with
@@ -372,6 +459,12 @@ fn compaction(report: &mut Report) -> &mut CompactionReport {
     report
         .compaction
         .get_or_insert_with(CompactionReport::default)
+}
+
+fn migrated(report: &mut Report) -> &mut MigratedReport {
+    report
+        .migrated_v1
+        .get_or_insert_with(MigratedReport::default)
 }
 
 fn diffs(report: &mut Report) -> &mut DiffsReport {

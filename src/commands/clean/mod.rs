@@ -349,6 +349,12 @@ fn take_copies(
     } else {
         HashSet::new()
     };
+    let history = opened.store().migrated_v1()?;
+    report.migrated_history = (history.sessions > 0).then_some(history);
+    if clean.migrated_v1 {
+        report.migrated_v1 = Some(Default::default());
+        copies.remove_migrated(session_ids, report, until)?;
+    }
     if clean.diffs {
         report.diffs = Some(Default::default());
         copies.empty_diffs(

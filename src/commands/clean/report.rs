@@ -130,6 +130,13 @@ pub(super) struct Report {
     /// kept turns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) diffs: Option<DiffsReport>,
+    /// With `--migrated-v1`: the OpenCode 1.x rows of the sessions OpenCode 2 migrated.
+    #[serde(rename = "migratedV1", skip_serializing_if = "Option::is_none")]
+    pub(super) migrated_v1: Option<MigratedReport>,
+    /// The OpenCode 1.x history OpenCode 2 migrated, as the file held it when the clean began
+    /// (absent where there is none): what `--migrated-v1` takes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) migrated_history: Option<pruning_opencode::MigratedV1>,
     /// Bytes of row data removed (or that would be), by kind.
     pub(super) bytes_by_kind: BytesByKind,
     /// The database file's size and what `vacuum` would leave of it.
@@ -155,12 +162,15 @@ pub(super) struct BytesByKind {
     /// What the message rows and their newest snapshots shrink by when their diffs' file bodies
     /// are emptied.
     pub(super) diffs: u64,
+    /// The OpenCode 1.x message and part rows of the sessions OpenCode 2 migrated.
+    #[serde(rename = "migratedV1")]
+    pub(super) migrated_v1: u64,
 }
 
 impl BytesByKind {
     /// Every kind together.
     pub(super) fn total(&self) -> u64 {
-        self.parts + self.part_snapshots + self.superseded_snapshots + self.diffs
+        self.parts + self.part_snapshots + self.superseded_snapshots + self.diffs + self.migrated_v1
     }
 }
 
@@ -244,6 +254,70 @@ pub(super) struct DiffsReport {
     pub(super) passing: BTreeMap<&'static str, u64>,
     /// User messages not reached because the clean was interrupted.
     pub(super) not_reached: u64,
+}
+
+/// What the removals of migrated 1.x rows took (or would take): counts of 1.x messages unless
+/// named otherwise.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct MigratedReport {
+    /// Sessions at least one of whose 1.x messages was removed (or would be).
+    pub(super) sessions: u64,
+    /// 1.x messages whose rows were removed (or would be).
+    pub(super) messages: u64,
+    /// Their part rows.
+    pub(super) parts: u64,
+    /// Bytes of row data removed (or that would be).
+    pub(super) bytes: u64,
+    /// Messages an identical earlier removal had removed: answered from its receipt.
+    pub(super) already_removed: u64,
+    /// Sessions left alone whole, by reason (`not_a_copy`, `read_only`).
+    pub(super) skipped_sessions: BTreeMap<SkipReason, u64>,
+    /// Messages left alone, by reason (`oversize`, `malformed`).
+    pub(super) skipped: BTreeMap<SkipReason, u64>,
+    /// Messages whose removal was refused, by contract reason.
+    pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// Of `blocked`, those whose cause passes by itself (see [`passes`]).
+    #[serde(skip)]
+    pub(super) passing: BTreeMap<&'static str, u64>,
+    /// Messages not reached because the clean was interrupted.
+    pub(super) not_reached: u64,
+    /// The sessions counted in `sessions`.
+    #[serde(skip)]
+    pub(super) seen: BTreeSet<String>,
+}
+
+impl MigratedReport {
+    /// Counts one 1.x message's removal, of session `session_id`.
+    pub(super) fn count(
+        &mut self,
+        bytes_by_kind: &mut BytesByKind,
+        session_id: &str,
+        outcome: CopyOutcome,
+    ) {
+        match outcome {
+            CopyOutcome::Removed(operation, bytes) => {
+                if let Operation::MigratedV1(removed) = *operation {
+                    self.messages += 1;
+                    self.parts += u64::from(removed.parts);
+                    self.bytes += bytes;
+                    bytes_by_kind.migrated_v1 += bytes;
+                    if self.seen.insert(session_id.to_string()) {
+                        self.sessions += 1;
+                    }
+                }
+            }
+            CopyOutcome::Already => self.already_removed += 1,
+            CopyOutcome::Nothing => {}
+            CopyOutcome::Blocked(reason, passing) => {
+                *self.blocked.entry(reason).or_default() += 1;
+                if passing {
+                    *self.passing.entry(reason).or_default() += 1;
+                }
+            }
+            CopyOutcome::NotReached => self.not_reached += 1,
+        }
+    }
 }
 
 /// One prune of a copy, as a dry run found it or the engine answered it: what its receipt (or
@@ -490,14 +564,15 @@ impl Report {
         }
     }
 
-    /// Adds the compactions' and the diffs prunes' passing refusals to [`Report::retry_later`]
+    /// Adds the compactions', the diffs prunes' and the removals' passing refusals to [`Report::retry_later`]
     /// (the prunes of parts count theirs as they are answered). Called once, at the end.
     pub(super) fn count_retry_later(&mut self) {
         let copies = self
             .compaction
             .iter()
             .flat_map(|c| &c.passing)
-            .chain(self.diffs.iter().flat_map(|d| &d.passing));
+            .chain(self.diffs.iter().flat_map(|d| &d.passing))
+            .chain(self.migrated_v1.iter().flat_map(|m| &m.passing));
         for (reason, count) in copies {
             *self.retry_later.entry(reason).or_default() += count;
         }
@@ -643,11 +718,68 @@ fn print_diffs(diffs: &DiffsReport, apply: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The lines of the report on the OpenCode 1.x history OpenCode 2 migrated: what
+/// `--migrated-v1` removed (or would), or, without it, what there is to remove.
+fn print_migrated(report: &Report, apply: bool, invocation: &str) -> std::io::Result<()> {
+    let Some(migrated) = &report.migrated_v1 else {
+        if let Some(history) = report.migrated_history {
+            say!(
+                "OpenCode 1.x history that OpenCode 2 migrated and never reads: {} session(s), {} \
+                 (`{invocation} clean --all --migrated-v1` shows what removing it would take)",
+                history.sessions,
+                output::bytes(history.bytes())
+            )?;
+        }
+        return Ok(());
+    };
+    say!(
+        "migrated 1.x rows: {} {} message(s) ({} part(s)) of {} session(s), {} of row data",
+        if apply { "removed" } else { "would remove" },
+        migrated.messages,
+        migrated.parts,
+        migrated.sessions,
+        output::bytes(migrated.bytes)
+    )?;
+    if migrated.already_removed > 0 {
+        say!(
+            "migrated 1.x rows already removed by an identical request: {} message(s)",
+            migrated.already_removed
+        )?;
+    }
+    for (reason, count) in &migrated.skipped_sessions {
+        say!(
+            "migrated 1.x rows skipped ({}): {count} session(s){}",
+            reason.as_str(),
+            explain(*reason)
+        )?;
+    }
+    for (reason, count) in &migrated.skipped {
+        say!(
+            "migrated 1.x rows skipped ({}): {count} message(s){}",
+            reason.as_str(),
+            explain(*reason)
+        )?;
+    }
+    for (reason, count) in &migrated.blocked {
+        say!("migrated 1.x rows blocked ({reason}): {count} message(s)")?;
+    }
+    if migrated.not_reached > 0 {
+        say!(
+            "migrated 1.x rows not reached (interrupted): {} message(s)",
+            migrated.not_reached
+        )?;
+    }
+    Ok(())
+}
+
 /// What a skip reason means, for people (after its name, in the text report).
 fn explain(reason: SkipReason) -> &'static str {
     match reason {
         SkipReason::ReadOnly => {
-            " - stored where prunes are not written: read-only media, or V2 rows in OpenCode 1.18's shared session table"
+            " - stored where prunes are not written: read-only media, or OpenCode 2 rows in the session table OpenCode 1.17 to 1.19 share"
+        }
+        SkipReason::NotACopy => {
+            " - OpenCode 2 holds no copy of some of its 1.x messages: its migration did not finish, or a 1.x wrote to the session since"
         }
         SkipReason::Incomplete => " - no time.completed: a run is writing it, or was killed",
         SkipReason::Unplaceable => " - a time that is not a number, or an id no request can name",
@@ -693,6 +825,7 @@ pub(super) fn print_report(
     if let Some(diffs) = &report.diffs {
         print_diffs(diffs, clean.apply)?;
     }
+    print_migrated(report, clean.apply, invocation)?;
     if let Some(lock) = report.write_lock.filter(|lock| lock.transactions > 0) {
         say!(
             "write lock: held by {} transaction(s), p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (OpenCode waits up to 5 s for it)",
@@ -703,8 +836,16 @@ pub(super) fn print_report(
         )?;
     }
     let kinds = &report.bytes_by_kind;
+    let migrated = if report.migrated_v1.is_some() {
+        format!(
+            ", {} of migrated 1.x rows",
+            output::bytes(kinds.migrated_v1)
+        )
+    } else {
+        String::new()
+    };
     say!(
-        "by kind: {} of parts, {} of their snapshots, {} of superseded snapshots, {} of diffs ({} in all)",
+        "by kind: {} of parts, {} of their snapshots, {} of superseded snapshots, {} of diffs{migrated} ({} in all)",
         output::bytes(kinds.parts),
         output::bytes(kinds.part_snapshots),
         output::bytes(kinds.superseded_snapshots),

@@ -47,6 +47,16 @@ turns so far\n\n### Active\n- (none)\n\n### Blocked\n- (none)\n\n## Next Move\n1
 /// The pause between the words of a `[[slow:SECS]]` reply.
 const SLOW_PACE: Duration = Duration::from_millis(250);
 
+/// A turn whose shell call prints `TOOL_CANARY_n`, whose reasoning holds `REASONING_CANARY_n`
+/// and whose closing text holds `TEXT_CANARY_n`: the prompt itself holds none of the three (the
+/// command prints its canary in pieces, the mock upper-cases the others).
+pub fn canary_turn(n: u32) -> String {
+    format!(
+        "Turn {n}: run the check. [[bash:printf '%s_%s_{n}' TOOL CANARY]] \
+         [[reason:reasoning_canary_{n} thinking]] [[say:text_canary_{n}]]"
+    )
+}
+
 /// What a request to the mock was taken for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestKind {

@@ -24,11 +24,11 @@ pub use api::{http, http_basic, query_value, Response};
 #[allow(unused_imports)]
 pub use binary::{binary, binary_of, workspace, VERSION};
 #[allow(unused_imports)]
-pub use mock_model::{MockModel, ModelRequest, RequestKind, REPLY_TEXT, TITLE_TEXT};
+pub use mock_model::{canary_turn, MockModel, ModelRequest, RequestKind, REPLY_TEXT, TITLE_TEXT};
 #[allow(unused_imports)]
 pub use process::{run_bounded, Captured, Server, Stopped};
 #[allow(unused_imports)]
-pub use service::{configure as configure_service, Service};
+pub use service::{configure as configure_service, home_for as opencode2_home, Service};
 
 use process::{isolate, CLOSED_PORT_URL};
 
@@ -216,6 +216,12 @@ impl OpenCode {
             work_is_fixture_project,
             layout,
         }
+    }
+
+    /// Runs another OpenCode binary in this environment from now on (a file one release wrote,
+    /// continued by another).
+    pub fn set_binary(&mut self, bin: &Path) {
+        self.bin = bin.to_path_buf();
     }
 
     /// The layout the environment was made for.

@@ -22,8 +22,19 @@ use rustix::process::{kill_process_group, Pid, Signal};
 use serde_json::{json, Value};
 
 use super::api::{http_basic, Response};
+use super::mock_model::{canary_turn, MockModel};
 use super::process::run_bounded;
 use super::OpenCode;
+
+/// The mock model and an isolated home configured for the service of OpenCode 2 `version`
+/// ([`configure`]); `None` (after saying why, see `super::binary_of`) without its binary.
+pub fn home_for(version: &str) -> Option<(MockModel, OpenCode)> {
+    let bin = super::binary_of(version)?;
+    let mock = MockModel::start();
+    let home = OpenCode::new(&bin, &mock.base_url());
+    configure(&home, &mock.base_url());
+    Some((mock, home))
+}
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -188,6 +199,16 @@ impl<'a> Service<'a> {
             .as_str()
             .unwrap_or_else(|| panic!("no session id in {created}"))
             .to_string()
+    }
+
+    /// A new session ([`Self::create_session`]) with `turns` whole turns of
+    /// [`canary_turn`] `1..=turns`; its id.
+    pub fn session_with_turns(&self, title: &str, turns: u32, timeout: Duration) -> String {
+        let session = self.create_session(title);
+        for n in 1..=turns {
+            self.turn(&session, &canary_turn(n), timeout);
+        }
+        session
     }
 
     /// The id of the session's newest message when it is an `idle` row.

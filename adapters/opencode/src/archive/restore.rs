@@ -167,11 +167,14 @@ pub(crate) fn restore(
     };
     let session_id = pruned.session_id.as_str();
     let message_id = pruned.message_id.as_str();
+    let kind = Kind::of(&pruned);
     let generation = Generation::of(conn, schema, session_id, message_id)?;
     if let Some(why) = generation.read_only(conn)? {
         return Ok(Err(refuse(BlockedReason::UnsupportedStorage, why)));
     }
     let fenced = match generation {
+        // 1.x rows OpenCode 2 never reads: no run of it can be using them.
+        _ if kind == Kind::MigratedV1 => migrated_session(conn, schema, session_id, input)?,
         Generation::V1 => {
             if let Some(why) = schema.v1_write_refusal() {
                 return Ok(Err(refuse(BlockedReason::UnsupportedStorage, why)));
@@ -183,12 +186,18 @@ pub(crate) fn restore(
             };
             fence::check(conn, schema, known, fence_input)?.err()
         }
-        Generation::V2 => v2::fence::check(conn, schema, session_id, &input.request.scope)?,
+        Generation::V2 => v2::fence::check(
+            conn,
+            schema,
+            session_id,
+            &input.request.scope,
+            input.limits.at(input.now_ms),
+        )?
+        .err(),
     };
     if let Some(refusal) = fenced {
         return Ok(Err(refusal));
     }
-    let kind = Kind::of(&pruned);
     // A compaction's rows are checked one by one instead (`put_back_snapshots`): the event log
     // moves with every later prune, and what matters is that each row is still superseded.
     if kind != Kind::Compaction {
@@ -213,6 +222,7 @@ pub(crate) fn restore(
         (Kind::Diffs, _) => put_back_diffs(conn, &pruned, &rows)?,
         (Kind::Parts, Generation::V1) => put_back_v1(conn, schema, &pruned, &rows)?,
         (Kind::Parts, Generation::V2) => put_back_v2(conn, &pruned, &rows)?,
+        (Kind::MigratedV1, _) => put_back_migrated(conn, &rows)?,
     };
     if let Err(refusal) = put_back {
         return Ok(Err(refusal));
@@ -260,6 +270,7 @@ pub(crate) fn restore(
     if input.command.is_some() {
         write::claim_identity(conn, schema, database_id)?;
         let storage = match generation {
+            _ if kind == Kind::MigratedV1 => v1::apply::STORAGE,
             Generation::V1 => v1::apply::STORAGE,
             Generation::V2 => v2::apply::STORAGE,
         };
@@ -316,6 +327,61 @@ pub(crate) fn in_transaction(
             _ => Ok(Err(refusal)),
         },
     }
+}
+
+/// The checks before the 1.x rows of a message OpenCode 2 migrated go back: the 1.x session is
+/// there, inside the request's scope, and still one OpenCode 2 migrated whole
+/// (`crate::migrated::remove::session_admits`); `None` when they pass.
+fn migrated_session(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+    input: &RestoreInput<'_>,
+) -> rusqlite::Result<Option<Refusal>> {
+    let there = schema.has("session")
+        && conn.query_row(
+            "SELECT count(*) > 0 FROM session WHERE id = ?1",
+            [session_id],
+            |row| row.get::<_, bool>(0),
+        )?;
+    if !there {
+        return Ok(Some(refuse(
+            BlockedReason::NotDeletable,
+            crate::ownership::missing_session(session_id),
+        )));
+    }
+    if let Some(refusal) = crate::ownership::check(
+        conn,
+        crate::ownership::SessionTable::Shared,
+        session_id,
+        &input.request.scope,
+    )? {
+        return Ok(Some(refusal));
+    }
+    Ok(crate::migrated::remove::session_admits(conn, schema, session_id)?.err())
+}
+
+/// Puts the 1.x rows of a message OpenCode 2 migrated back as they were: its `message` row,
+/// then its `part` rows. A row that is there again is a `conflict`.
+fn put_back_migrated(
+    conn: &Connection,
+    rows: &ArchivedRows,
+) -> rusqlite::Result<Result<(), Refusal>> {
+    for table in &rows.tables {
+        if !matches!(table.table.as_str(), "message" | "part") {
+            return Ok(Err(refuse(
+                BlockedReason::UnsupportedStorage,
+                format!(
+                    "the archive entry holds rows of table {:?}, not of a removal of migrated rows",
+                    table.table
+                ),
+            )));
+        }
+        if let Err(refusal) = insert_rows(conn, table)? {
+            return Ok(Err(refusal));
+        }
+    }
+    Ok(Ok(()))
 }
 
 /// Puts a compaction's snapshot events back, as they were, where each is still superseded: its

@@ -115,7 +115,18 @@ pub(crate) fn audit(
         .copied()
         .collect();
     check_removed_parts(conn, schema, &pruned, &mut found)?;
-    check_messages(conn, &checked, &pruned, &mut found)?;
+    // The removals of migrated 1.x rows are checked on their own: they share a message id with
+    // the prunes of its OpenCode 2 copy.
+    let (migrated, others): (Vec<Checked>, Vec<Checked>) = checked
+        .iter()
+        .partition(|(_, receipt)| is_migrated(receipt));
+    let pruned_others: Vec<(&Row, &Receipt)> = pruned
+        .iter()
+        .filter(|(_, receipt)| !is_migrated(receipt))
+        .copied()
+        .collect();
+    check_messages(conn, &others, &pruned_others, &mut found)?;
+    check_migrated(conn, &migrated, &restored, &mut found)?;
     // A restored prune's rows are back in the database: its entry is not needed any more.
     check_archive(archive, &pruned, &mut found);
     let mut receipts: Vec<Receipt> = checked.iter().map(|(_, r)| (*r).clone()).collect();
@@ -504,6 +515,85 @@ fn check_compacted(
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// A receipt row read and the receipt it holds.
+type Checked<'a> = (&'a Row, &'a Receipt);
+
+/// Whether `receipt` is a removal of a message's migrated 1.x rows, or the restore of one.
+fn is_migrated(receipt: &Receipt) -> bool {
+    matches!(receipt.operation, Some(Operation::MigratedV1(_)))
+}
+
+/// Each message whose migrated 1.x rows a receipt removed, against its newest such receipt (a
+/// removal's or a restore's): its 1.x rows' revision now is the one that receipt left (none for
+/// a removal); the rows a removal still standing deleted, back as they were, are a discrepancy;
+/// anything else is a change.
+fn check_migrated(
+    conn: &Connection,
+    migrated: &[(&Row, &Receipt)],
+    restored: &HashSet<uuid::Uuid>,
+    found: &mut StoreAudit,
+) -> rusqlite::Result<()> {
+    use crate::migrated::remove::{self, Unread};
+    let mut newest: HashMap<(&str, &str), &Receipt> = HashMap::new();
+    let mut order = Vec::new();
+    for (_, receipt) in migrated {
+        let key = (receipt.session_id.as_str(), receipt.message_id.as_str());
+        if newest.insert(key, receipt).is_none() {
+            order.push(key);
+        }
+    }
+    found.messages += order.len() as u64;
+    for key in order {
+        let receipt = newest[&key];
+        let (session_id, message_id) = key;
+        let now = match remove::revision_of(conn, session_id, message_id)? {
+            Ok(revision) => revision,
+            Err(Unread::Missing) => remove::removed_revision(),
+            Err(_) => {
+                found.changes.push(MessageChange {
+                    change: ChangeKind::Unreadable,
+                    receipt_id: receipt.receipt_id,
+                    session_id: session_id.to_string(),
+                    message_id: message_id.to_string(),
+                    detail: format!(
+                        "the 1.x rows of message {message_id} cannot be read whole now"
+                    ),
+                });
+                continue;
+            }
+        };
+        if now == receipt.revision_after {
+            continue;
+        }
+        let standing = !receipt.is_restore() && !restored.contains(&receipt.receipt_id);
+        if standing && now == receipt.revision_before {
+            found.discrepancies.push(
+                Discrepancy::new(
+                    DiscrepancyKind::ContentBack,
+                    format!(
+                        "the OpenCode 1.x rows of message {message_id}, which receipt {} removed, \
+                         are back",
+                        receipt.receipt_id
+                    ),
+                )
+                .receipt(receipt.receipt_id),
+            );
+            continue;
+        }
+        found.changes.push(MessageChange {
+            change: ChangeKind::Written,
+            receipt_id: receipt.receipt_id,
+            session_id: session_id.to_string(),
+            message_id: message_id.to_string(),
+            detail: format!(
+                "the OpenCode 1.x rows of message {message_id} were written since receipt {}",
+                receipt.receipt_id
+            ),
+        });
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! What a clean takes of the copies OpenCode keeps besides the parts: each session's superseded
-//! snapshots (its compaction), and with `--diffs` the file bodies in the summary diffs of the
-//! user messages before the kept turns. Applying is the engine's one write path, as for parts
+//! snapshots (its compaction), with `--diffs` the file bodies in the summary diffs of the
+//! user messages before the kept turns, and with `--migrated-v1` the OpenCode 1.x rows of the
+//! sessions OpenCode 2 migrated (`crate::migrated`). Applying is the engine's one write path, as for parts
 //! ([`pruning_engine::Engine::prune_many`]); this module only reads.
 //!
 //! Source: docs/ARCHITECTURE.md, "Copies OpenCode keeps".
@@ -44,8 +45,9 @@ fn storage(error: rusqlite::Error) -> StoreError {
 /// per range of seqs (`v1::compact::Survey::ranges`, in seq order), read from the survey the
 /// store then holds for the requests' writes and dry runs (`v1::known`); nothing where the
 /// database keeps no event log (OpenCode before 1.14) or the session has no superseded
-/// snapshot; skipped (`read_only`) on read-only media and for a V2 session, whose event log
-/// OpenCode's V2 history is projected from.
+/// snapshot (a V2 session of OpenCode 2 keeps no snapshot events: nothing to compact);
+/// skipped (`read_only`) on read-only media and for a session with V2 rows that has snapshot
+/// events (OpenCode 1.18's), whose event log OpenCode's V2 history is projected from.
 ///
 /// Errors: [`StoreError::Storage`].
 pub fn compaction(
@@ -78,6 +80,15 @@ fn compaction_in(
     known: &mut Known,
     session_id: &str,
 ) -> rusqlite::Result<PlannedCopy<Vec<PruneRequest>>> {
+    let snapshots: bool = crate::cached::query_row(
+        conn,
+        "SELECT EXISTS (SELECT 1 FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4))",
+        [session_id, PART_UPDATED, MESSAGE_UPDATED, SESSION_UPDATED],
+        |row| row.get(0),
+    )?;
+    if !snapshots {
+        return Ok(PlannedCopy::Nothing);
+    }
     if schema.has("session_message") {
         let v2: bool = crate::cached::query_row(
             conn,
@@ -93,15 +104,6 @@ fn compaction_in(
                     .into(),
             });
         }
-    }
-    let snapshots: bool = crate::cached::query_row(
-        conn,
-        "SELECT EXISTS (SELECT 1 FROM event WHERE aggregate_id = ?1 AND type IN (?2, ?3, ?4))",
-        [session_id, PART_UPDATED, MESSAGE_UPDATED, SESSION_UPDATED],
-        |row| row.get(0),
-    )?;
-    if !snapshots {
-        return Ok(PlannedCopy::Nothing);
     }
     // A compaction deletes snapshots but leaves `event_sequence.seq`, the revision: until
     // OpenCode writes to the session again, the next clean's request would be the identical
@@ -127,7 +129,7 @@ fn compaction_in(
 /// The V1 user messages of session `session_id` whose diffs a clean looks at, oldest first (by
 /// `time_created`, then id): those created before the session's last `keep_last_turns` user
 /// turns, and with `older_than` at least that long before `now_ms` (ms since the Unix epoch).
-/// None where the database has no V1 tables.
+/// None where the database has no V1 tables, and none that OpenCode 2 holds a copy of.
 ///
 /// Errors: [`StoreError::Storage`].
 pub fn diffs_candidates(
@@ -143,8 +145,14 @@ pub fn diffs_candidates(
         return Ok(Vec::new());
     }
     let listed = || -> rusqlite::Result<Vec<String>> {
-        let Some(before) =
-            kept_boundary(&conn, true, schema.has_v2(), session_id, keep_last_turns)?
+        let Some(before) = kept_boundary(
+            &conn,
+            &schema,
+            true,
+            schema.has_v2(),
+            session_id,
+            keep_last_turns,
+        )?
         else {
             return Ok(Vec::new());
         };
@@ -154,10 +162,11 @@ pub fn diffs_candidates(
         };
         let before = before.min(cutoff);
         let data = row_budget::data("", "message");
+        let live = super::live_v1(&schema);
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT id FROM message WHERE session_id = ?1 \
+            "SELECT id FROM message m WHERE session_id = ?1 \
                AND CASE WHEN json_valid({data}) THEN json_extract({data}, '$.role') = 'user' END \
-               AND typeof(time_created) = 'integer' AND time_created < ?2 \
+               AND typeof(time_created) = 'integer' AND time_created < ?2 {live} \
              ORDER BY time_created, id"
         ))?;
         let ids = stmt.query_map(rusqlite::params![session_id, before], |row| {
@@ -218,4 +227,95 @@ pub fn plan_diffs(
         });
     }
     Ok(planned)
+}
+
+/// The removal of session `session_id`'s OpenCode 1.x rows that OpenCode 2 migrated, in one read
+/// transaction: one request per 1.x message, oldest first (by `time_created`, then id), each
+/// bound to its rows' revision, or skipped (`oversize`: over the 16 MiB budget; `malformed`:
+/// not text). Nothing where the session's 1.x rows are its live history (OpenCode 2 did not
+/// migrate it) or it has none; skipped whole (`not_a_copy`) where OpenCode 2 has not finished
+/// its migration or a 1.x wrote to the session since, and (`read_only`) on read-only media.
+///
+/// Errors: [`StoreError::Storage`].
+pub fn plan_migrated(
+    store: &OpenCodeStore,
+    session_id: &str,
+) -> Result<PlannedCopy<Vec<PlannedCopy>>, StoreError> {
+    let conn = store.connection();
+    let schema = store.schema_of(&conn).map_err(storage)?;
+    if !crate::migrated::possible(&schema) {
+        return Ok(PlannedCopy::Nothing);
+    }
+    conn.execute_batch("BEGIN").map_err(storage)?;
+    let planned = plan_migrated_in(&conn, &schema, session_id);
+    let _ = conn.execute_batch("COMMIT");
+    let planned = planned.map_err(storage)?;
+    if let (PlannedCopy::Prune(_), Some(cause)) = (&planned, store.media_read_only()) {
+        return Ok(PlannedCopy::Skipped {
+            reason: SkipReason::ReadOnly,
+            detail: format!("the database cannot be written here ({cause})"),
+        });
+    }
+    Ok(planned)
+}
+
+/// [`plan_migrated`] inside the read transaction on `conn`.
+fn plan_migrated_in(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+) -> rusqlite::Result<PlannedCopy<Vec<PlannedCopy>>> {
+    use crate::migrated::remove::{self, Unread};
+    use crate::migrated::V1Rows;
+    let not_a_copy = |detail: String| PlannedCopy::Skipped {
+        reason: SkipReason::NotACopy,
+        detail,
+    };
+    match crate::migrated::v1_rows(conn, schema, session_id)? {
+        V1Rows::Live => return Ok(PlannedCopy::Nothing),
+        V1Rows::Diverged { uncopied } => {
+            return Ok(not_a_copy(format!(
+                "{uncopied} of its OpenCode 1.x message(s) have no copy in OpenCode 2: a 1.x wrote to it since the migration"
+            )))
+        }
+        V1Rows::Copy => {}
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM message WHERE session_id = ?1 \
+         ORDER BY CAST(time_created AS INTEGER), id",
+    )?;
+    let ids: Vec<String> = stmt
+        .query_map([session_id], |row| Ok(lenient_text(row.get_ref(0)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    if ids.is_empty() {
+        return Ok(PlannedCopy::Nothing);
+    }
+    if !crate::migrated::completed(conn, schema)? {
+        return Ok(not_a_copy(
+            "OpenCode 2 has not recorded its migration of the 1.x history as completed".into(),
+        ));
+    }
+    let mut planned = Vec::with_capacity(ids.len());
+    for message_id in ids {
+        let skipped = |reason, detail: String| PlannedCopy::Skipped { reason, detail };
+        planned.push(match remove::read_rows(conn, session_id, &message_id)? {
+            Ok(rows) => match PruneRequest::migrated_v1(
+                session_id.to_string(),
+                message_id.clone(),
+                rows.revision(),
+            ) {
+                Ok(request) => PlannedCopy::Prune(request),
+                Err(error) => skipped(SkipReason::Unplaceable, error.to_string()),
+            },
+            Err(Unread::OverBudget(bytes)) => skipped(
+                SkipReason::Oversize,
+                format!("{bytes} bytes, over the 16 MiB budget"),
+            ),
+            Err(Unread::NotText) => {
+                skipped(SkipReason::Malformed, "a row is not stored as text".into())
+            }
+            Err(Unread::Missing) => continue,
+        });
+    }
+    Ok(PlannedCopy::Prune(planned))
 }

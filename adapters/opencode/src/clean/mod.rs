@@ -69,6 +69,9 @@ pub enum SkipReason {
     Incomplete,
     /// Not readable as a message: invalid JSON, not UTF-8, no `content` array.
     Malformed,
+    /// A session's OpenCode 1.x rows that are not all copied by OpenCode 2 (its migration did
+    /// not finish, or a 1.x wrote to the session since): not removed by `--migrated-v1`.
+    NotACopy,
     /// A user message row that is JSON, but not as OpenCode's `JSON.stringify` writes it (other
     /// spacing, escapes or number forms): emptying its diffs would rewrite more than them.
     NotStringified,
@@ -100,6 +103,7 @@ impl SkipReason {
             Self::ReadOnly => "read_only",
             Self::Unplaceable => "unplaceable",
             Self::NotStringified => "not_stringified",
+            Self::NotACopy => "not_a_copy",
         }
     }
 }
@@ -135,6 +139,21 @@ pub enum Planned {
 fn v1_role() -> String {
     let data = row_budget::data("", "message");
     format!("CASE WHEN json_valid({data}) THEN json_extract({data}, '$.role') END")
+}
+
+/// The condition (after `AND`, empty where nothing is to be left out) that leaves out the V1
+/// `message` rows aliased `m` that are a copy OpenCode 2 holds (`super::migrated`): a clean
+/// looks at the copy, the one row OpenCode 2 reads, never at both.
+fn live_v1(schema: &Schema) -> String {
+    if super::migrated::possible(schema) {
+        format!(
+            "AND NOT ({} AND {})",
+            super::migrated::in_migrated_session(schema, "m.session_id"),
+            super::migrated::copied("m")
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// Every session id of the database (both session tables), oldest first.
@@ -180,8 +199,9 @@ pub struct Listing {
 /// whose role is not `user`, so that unreadable rows are looked at and reported; V2 rows of
 /// type `assistant`) created before the session's `keep_last_turns`-th last user message, and
 /// those whose time is not a number (reported as unplaceable). With `before_compaction`, only
-/// those created before the session's last completed compaction too ([`compaction_boundary`]);
-/// a session without one has none.
+/// those created before the session's last completed compaction too ([`compaction_boundary`];
+/// for a session OpenCode 2 holds, below its cut, `super::v2::compaction::cut`); a session
+/// without one has none.
 pub fn messages(
     conn: &Connection,
     schema: &Schema,
@@ -194,8 +214,9 @@ pub fn messages(
     let v1_role = v1_role();
     let mut assistants = Vec::new();
     if v1 {
+        let live = live_v1(schema);
         assistants.push(format!(
-            "SELECT time_created, id FROM message WHERE session_id = ?1 AND {v1_role} IS NOT 'user'"
+            "SELECT time_created, id FROM message m WHERE session_id = ?1 AND {v1_role} IS NOT 'user' {live}"
         ));
     }
     if v2 {
@@ -214,7 +235,7 @@ pub fn messages(
         [session_id],
         |row| row.get(0),
     )?;
-    let before = match kept_boundary(conn, v1, v2, session_id, keep_last_turns)? {
+    let before = match kept_boundary(conn, schema, v1, v2, session_id, keep_last_turns)? {
         Some(t) => t,
         // Fewer user turns than kept: every turn is kept.
         None => {
@@ -273,17 +294,50 @@ pub fn messages(
     if !before_compaction {
         return Ok(listed(rows, kept, 0));
     }
-    let boundary = if v1 {
-        compaction_boundary(conn, session_id)?
+    // A session OpenCode 2 holds is cut where OpenCode 2 cuts it, any other where 1.x does.
+    let v2_session = v2
+        && crate::cached::query_row(
+            conn,
+            "SELECT EXISTS (SELECT 1 FROM session_message WHERE session_id = ?1)",
+            [session_id],
+            |row| row.get::<_, bool>(0),
+        )?;
+    let older = if v2_session {
+        match super::v2::compaction::cut(conn, session_id)? {
+            Some(cut) => v2_before(conn, session_id, before, cut)?,
+            None => Vec::new(),
+        }
+    } else if v1 {
+        match compaction_boundary(conn, session_id)? {
+            Some((time, id)) => list(before.min(time), false, Some(id.as_str()))?,
+            None => Vec::new(),
+        }
     } else {
-        None
-    };
-    let older = match &boundary {
-        Some((time, id)) => list(before.min(*time), false, Some(id.as_str()))?,
-        None => Vec::new(),
+        Vec::new()
     };
     let after_compaction = (rows.len() - older.len()) as u64;
     Ok(listed(older, kept, after_compaction))
+}
+
+/// The OpenCode 2 assistant rows of `session_id` created before `before` (ms) whose `seq` lies
+/// below `cut` (`super::v2::compaction::cut`): those OpenCode 2 never sends again, oldest first,
+/// with their times.
+fn v2_before(
+    conn: &Connection,
+    session_id: &str,
+    before: i64,
+    cut: i64,
+) -> rusqlite::Result<Vec<(String, Option<i64>)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, time_created FROM session_message \
+         WHERE session_id = ?1 AND type = 'assistant' AND typeof(time_created) = 'integer' \
+           AND time_created < ?2 AND typeof(seq) = 'integer' AND seq < ?3 \
+         ORDER BY time_created, id",
+    )?;
+    let rows = stmt.query_map(rusqlite::params![session_id, before, cut], |row| {
+        Ok((lenient_text(row.get_ref(0)?), row.get(1)?))
+    })?;
+    rows.collect()
 }
 
 /// The `time_created` (ms since the Unix epoch) before which a session's messages are outside
@@ -294,6 +348,7 @@ pub fn messages(
 /// generations' tables there are.
 pub(crate) fn kept_boundary(
     conn: &Connection,
+    schema: &Schema,
     v1: bool,
     v2: bool,
     session_id: &str,
@@ -305,8 +360,9 @@ pub(crate) fn kept_boundary(
     let v1_role = v1_role();
     let mut users = Vec::new();
     if v1 {
+        let live = live_v1(schema);
         users.push(format!(
-            "SELECT time_created AS t FROM message WHERE session_id = ?1 AND {v1_role} = 'user'"
+            "SELECT time_created AS t FROM message m WHERE session_id = ?1 AND {v1_role} = 'user' {live}"
         ));
     }
     if v2 {

@@ -3,7 +3,7 @@
 //! prunes, clean, stats). Read from `sqlite_schema` and `pragma_table_info`, never guessed from a
 //! version number: a database upgraded in place has the newest tables beside rows of old shapes.
 //!
-//! The layouts OpenCode 1.2 to 1.18 wrote are in `docs/opencode-versions.md`. In short:
+//! The layouts OpenCode 1.2 to 1.19 wrote are in `docs/opencode-versions.md`. In short:
 //! - V1 is `session` + `message` + `part` (every release from 1.2). Some `session` columns came
 //!   later (`workspace_id` within 1.2, `time_compacting`/`revert` may be absent in damaged or
 //!   hand-made files): the engine reads a missing optional column as NULL.
@@ -191,7 +191,7 @@ impl Schema {
     pub fn v1_unsupported(&self) -> Option<String> {
         if !self.has_v1() {
             return Some(
-                "the database has no V1 session/message/part tables: not an OpenCode 1.2 to 1.18 database"
+                "the database has no V1 session/message/part tables: not an OpenCode 1.x database (1.2 or later)"
                     .into(),
             );
         }

@@ -48,7 +48,7 @@ const SNAPSHOTS: [&str; 3] = [PART_UPDATED, MESSAGE_UPDATED, SESSION_UPDATED];
 /// Errors: SQLite's.
 pub fn estimate(conn: &Connection, path: &Path) -> rusqlite::Result<(Stats, SessionTotals)> {
     let schema = Schema::read(conn)?;
-    let files = Files::read(conn, path)?;
+    let files = Files::read(conn, &schema, path)?;
     let mut pass = Pass {
         conn,
         schema: &schema,
@@ -68,7 +68,7 @@ pub fn estimate(conn: &Connection, path: &Path) -> rusqlite::Result<(Stats, Sess
     if measured("part") {
         let sample = pass.scan("part", PART)?;
         let [(tools, mut each), (reasoning, of_reasoning)] =
-            sample.figures(conn, &technical_parts_sql())?;
+            sample.figures(conn, &technical_parts_sql(&schema))?;
         each.extend(of_reasoning);
         technical.tool_parts = tools;
         technical.reasoning_parts = reasoning;
@@ -80,7 +80,7 @@ pub fn estimate(conn: &Connection, path: &Path) -> rusqlite::Result<(Stats, Sess
     if measured("message") {
         let sample = pass.scan("message", MESSAGE)?;
         copies.diffs_in_messages =
-            sample.estimate(conn, &diffs_sql(DiffsIn::Messages, Rows::Drawn))?;
+            sample.estimate(conn, &diffs_sql(&schema, DiffsIn::Messages, Rows::Drawn))?;
         read.sampled("message", &sample);
     }
     if measured("session_message") {
@@ -111,7 +111,7 @@ pub fn estimate(conn: &Connection, path: &Path) -> rusqlite::Result<(Stats, Sess
                 .all(|column| schema.has_column("event", column))
             {
                 copies.diffs_in_snapshots =
-                    sample.estimate(conn, &diffs_sql(DiffsIn::Snapshots, Rows::Drawn))?;
+                    sample.estimate(conn, &diffs_sql(&schema, DiffsIn::Snapshots, Rows::Drawn))?;
                 let (superseded, entities) = superseded(conn, &sample)?;
                 copies.superseded_snapshots = superseded;
                 entities_read = entities;
@@ -132,7 +132,8 @@ pub fn estimate(conn: &Connection, path: &Path) -> rusqlite::Result<(Stats, Sess
         entities_read,
         margin_bytes: read.margin,
     });
-    let stats = files.into_stats(tables, events, technical, copies, estimate);
+    let migrated_v1 = super::MigratedV1::read(conn, &schema)?;
+    let stats = files.into_stats(tables, events, technical, copies, migrated_v1, estimate);
     let mut totals = pass.totals;
     if !whole {
         for (session, bytes) in prunable {
@@ -506,15 +507,15 @@ fn size(value: ValueRef<'_>) -> u64 {
 
 /// The `(rowid, figure, count, bytes)` of the drawn `part` rows that are tool parts (figure 0)
 /// or reasoning parts (figure 1).
-fn technical_parts_sql() -> String {
+fn technical_parts_sql(schema: &Schema) -> String {
     format!(
         "SELECT rowid, kind, 1, len FROM ( \
            SELECT rowid, octet_length(data) AS len, \
                   CASE WHEN {} THEN 0 WHEN {} THEN 1 END AS kind \
            FROM part WHERE rowid IN (SELECT value FROM json_each(?1))) \
          WHERE kind IS NOT NULL",
-        part_is("tool"),
-        part_is("reasoning")
+        part_is(schema, "tool"),
+        part_is(schema, "reasoning")
     )
 }
 

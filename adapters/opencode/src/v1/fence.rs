@@ -7,6 +7,8 @@
 //! - another database attached on the connection, or any trigger: `unsupported_storage` (the
 //!   checks both generations share, `crate::write::storage_checks`);
 //! - the session missing, or outside the request's scope (moved ownership): `not_deletable`;
+//! - a session OpenCode 2 migrated (its V1 rows are a copy it does not read, or a 1.x wrote
+//!   to them since: `crate::migrated`): `not_deletable`;
 //! - `session.time_compacting` or `session.revert` set: `maintenance_required`;
 //! - the session's `time_updated` not a number: `unsupported_storage` (whether OpenCode is
 //!   writing it cannot be told);
@@ -233,6 +235,9 @@ fn full_check(
     {
         return Ok(refusal.into());
     }
+    if let Some(refusal) = migrated(conn, schema, input.session_id)? {
+        return Ok(refusal.into());
+    }
     if compacting {
         return Ok(Checked::Refused(busy(
             "a compaction of the session is in progress",
@@ -286,6 +291,27 @@ fn full_check(
     Ok(match refusal {
         Some(refusal) => refusal.into(),
         None => Checked::Passed { updated, abandoned },
+    })
+}
+
+/// A refusal (`not_deletable`) of a V1 write to a session OpenCode 2 migrated: OpenCode 2 reads
+/// the session from its own rows and owns its event sequence, so a V1 prune there would change
+/// nothing it reads and append events to a sequence that is no longer V1's.
+fn migrated(
+    conn: &Connection,
+    schema: &Schema,
+    session_id: &str,
+) -> rusqlite::Result<Option<Refusal>> {
+    use crate::migrated::V1Rows;
+    let refuse = |detail: String| Some(Refusal::new(BlockedReason::NotDeletable, detail));
+    Ok(match crate::migrated::v1_rows(conn, schema, session_id)? {
+        V1Rows::Live => None,
+        V1Rows::Copy => refuse(
+            "OpenCode 2 migrated this session and reads it from its own rows: these V1 rows are a copy it never reads again (`clean --migrated-v1` removes them)".into(),
+        ),
+        V1Rows::Diverged { uncopied } => refuse(format!(
+            "OpenCode 2 migrated this session, and an OpenCode 1.x wrote {uncopied} message(s) to its V1 rows since, which OpenCode 2 does not have: its V1 rows are left as they are"
+        )),
     })
 }
 
@@ -346,7 +372,8 @@ fn event_bookkeeping(
 }
 
 /// `1500` -> `1.5 s`.
-fn seconds(ms: i64) -> String {
+/// A duration in ms as seconds, in words (`90.0 s`).
+pub(crate) fn seconds(ms: i64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
 

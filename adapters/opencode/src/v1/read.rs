@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::ownership::{self, SessionTable};
 use crate::schema::Schema;
 
-/// Part types of OpenCode 1.2 to 1.18 that are kept by every prune.
+/// Part types of OpenCode 1.2 to 1.19 that are kept by every prune.
 const KEPT_TYPES: [&str; 10] = [
     "text",
     "file",

@@ -19,6 +19,8 @@ use pruning_archive::{ArchivedRows, TableRows};
 use super::fence;
 use crate::archive::capture_rows;
 use crate::schema::Schema;
+use crate::v1::fence::FenceClock;
+use crate::v1::runs::Abandoned;
 use crate::write::{self, Prepared, Written};
 
 /// `storage` column of receipts written for V2 messages.
@@ -33,18 +35,23 @@ pub(crate) struct V2Plan {
     pub(crate) message: StoredMessage,
     /// The planner's decision.
     pub(crate) plan: Plan,
+    /// The run OpenCode 2 abandoned that the fence admitted the prune beside.
+    pub(crate) abandoned: Option<Abandoned>,
 }
 
-/// Fence, receipt lookup, read and planner for a V2 message, inside the caller's transaction.
+/// Fence (at `clock`), receipt lookup, read and planner for a V2 message, inside the caller's
+/// transaction.
 pub(crate) fn prepare(
     conn: &Connection,
     schema: &Schema,
     request: &PruneRequest,
     request_key: &str,
+    clock: FenceClock,
 ) -> rusqlite::Result<Prepared<V2Plan>> {
-    if let Some(refusal) = fence::check(conn, schema, &request.session_id, &request.scope)? {
-        return Ok(Prepared::Refuse(refusal));
-    }
+    let abandoned = match fence::check(conn, schema, &request.session_id, &request.scope, clock)? {
+        Ok(abandoned) => abandoned,
+        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
+    };
     if let Some(replayed) = write::replayed(conn, request_key, request)? {
         return Ok(replayed);
     }
@@ -57,6 +64,7 @@ pub(crate) fn prepare(
             data,
             message,
             plan,
+            abandoned,
         })),
         Err(refusal) => Ok(Prepared::Refuse(refusal)),
     }

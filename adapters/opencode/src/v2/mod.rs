@@ -10,6 +10,7 @@
 //! 16 MiB (`octet_length(data)`) are not read.
 
 pub mod apply;
+pub(crate) mod compaction;
 pub mod fence;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
