@@ -95,7 +95,8 @@ pub fn is_closed_pipe(cause: &(dyn std::error::Error + 'static)) -> bool {
 
 /// What a receipt's prune removed, in words: `N part(s)`, `N superseded snapshot(s)` (a
 /// compaction's), `the file bodies of N diff(s)` (a diffs prune's), or `its OpenCode 1.x copy
-/// (the message row and N part(s))` (a removal of migrated rows). A restore's receipt
+/// (the message row and N part(s))` (a removal of migrated rows), or `the output its shell
+/// command kept` (an OpenCode 2 shell row's). A restore's receipt
 /// names the operation of the prune it undid, so the same words say what it put back.
 pub fn removed(receipt: &pruning_engine::Receipt) -> String {
     match &receipt.operation {
@@ -109,6 +110,9 @@ pub fn removed(receipt: &pruning_engine::Receipt) -> String {
             "its OpenCode 1.x copy (the message row and {} part(s))",
             removed.parts
         ),
+        Some(pruning_engine::Operation::ShellOutput(_)) => {
+            "the output its shell command kept".to_string()
+        }
         None => format!("{} part(s)", receipt.part_ids.len()),
     }
 }

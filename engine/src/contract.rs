@@ -63,6 +63,11 @@ pub enum Selection {
     /// and its `part` rows, a copy OpenCode 2 never reads (docs/ARCHITECTURE.md, "Migrated
     /// history"). The request's revision is the rows' ([`crate::revision::rows_revision`]).
     MigratedV1,
+    /// No part: the output an OpenCode 2 `shell` row keeps of a command the user ran
+    /// (`output.output`), emptied. OpenCode 2 shows it, but never sends it to the model again
+    /// (the model got it through the `synthetic` row that follows, which stays). The request's
+    /// revision is that of the row's `output` ([`crate::revision::revision`] of the value).
+    ShellOutput,
 }
 
 /// An inclusive range of `event.seq` values (OpenCode's per-aggregate event sequence):
@@ -109,6 +114,7 @@ impl From<&Selection> for pruning_journal::Selection {
                 last_seq: seqs.last,
             },
             Selection::MigratedV1 => Self::MigratedV1,
+            Selection::ShellOutput => Self::ShellOutput,
         }
     }
 }
@@ -273,6 +279,17 @@ impl PruneRequest {
         revision: String,
     ) -> Result<Self, ContractError> {
         Self::new(session_id, message_id, revision, Selection::MigratedV1)
+    }
+
+    /// Builds a validated request that empties the output an OpenCode 2 `shell` row keeps
+    /// ([`Selection::ShellOutput`]); `revision` is that of the row's `output`. Same errors as
+    /// [`Self::from_json`] for the ids and the revision.
+    pub fn shell_output(
+        session_id: String,
+        message_id: String,
+        revision: String,
+    ) -> Result<Self, ContractError> {
+        Self::new(session_id, message_id, revision, Selection::ShellOutput)
     }
 
     /// Builds a validated request that compacts the part of a session's event log whose

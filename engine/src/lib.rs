@@ -44,7 +44,9 @@ pub use error::{ContractError, EngineError, JournalError, StoreError};
 pub use event::{CompactedEventData, JournalReplay, PrunedEvent, COMPACTED_EVENT_TYPE};
 pub use history::{history, HistoryOutcome, HistoryRequest, HistoryResult, Purpose};
 pub use planner::{PartClass, Plan, StoredMessage, StoredPart, ToolStatus, Unprunable};
-pub use receipt::{AbandonedRun, Compacted, DiffsPruned, MigratedRemoved, Operation, Receipt};
+pub use receipt::{
+    AbandonedRun, Compacted, DiffsPruned, MigratedRemoved, Operation, Receipt, ShellOutputPruned,
+};
 pub use request_key::{after_restore, request_key, restore_key};
 pub use restore::{RestoreRequest, RestoreResult, RESTORED_EVENT_TYPE};
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};

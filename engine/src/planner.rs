@@ -321,12 +321,15 @@ impl StoredMessage {
             }
             Selection::AllTechnical => technical,
             // The store plans these itself: they remove no part.
-            Selection::Diffs | Selection::SupersededSnapshots(_) | Selection::MigratedV1 => {
+            Selection::Diffs
+            | Selection::SupersededSnapshots(_)
+            | Selection::MigratedV1
+            | Selection::ShellOutput => {
                 return Err(Refusal::new(
                     BlockedReason::NotDeletable,
                     "this request selects no part of the message (summary diffs, snapshots of \
-                     the event log, or the rows OpenCode 2 migrated), which the planner of \
-                     parts does not plan",
+                     the event log, the rows OpenCode 2 migrated, or a shell row's output), \
+                     which the planner of parts does not plan",
                 ))
             }
         };

@@ -105,7 +105,7 @@ impl Receipt {
 
 /// What a prune of one of the copies OpenCode keeps removed (docs/ARCHITECTURE.md, "Copies
 /// OpenCode keeps", "Migrated history"). JSON: `{"kind": "diffs", ...}`,
-/// `{"kind": "compaction", ...}` or `{"kind": "migratedV1", ...}`.
+/// `{"kind": "compaction", ...}`, `{"kind": "migratedV1", ...}` or `{"kind": "shellOutput", ...}`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -117,6 +117,19 @@ pub enum Operation {
     /// The OpenCode 1.x rows of a message OpenCode 2 migrated were deleted.
     #[serde(rename = "migratedV1")]
     MigratedV1(MigratedRemoved),
+    /// The output an OpenCode 2 `shell` row keeps of a command the user ran was emptied.
+    #[serde(rename = "shellOutput")]
+    ShellOutput(ShellOutputPruned),
+}
+
+/// What emptying a `shell` row's output changed: the command it ran (by OpenCode 2's shell id).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShellOutputPruned {
+    /// The row's `shellID` (`sh_...`), when it has one.
+    #[serde(rename = "shellID", default, skip_serializing_if = "Option::is_none")]
+    pub shell_id: Option<String>,
 }
 
 /// What the removal of a message's migrated OpenCode 1.x rows deleted: its `message` row and

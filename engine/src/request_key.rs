@@ -6,7 +6,8 @@
 //! parts are this engine's own: `{..., diffs: true}` for a message's `summary.diffs`, and
 //! `{sessionID, messageID: "", revision, supersededSnapshots: {firstSeq, lastSeq}}` for the
 //! range of a session's event log one compaction request takes, and `{..., migratedV1: true}`
-//! for the OpenCode 1.x rows of a message OpenCode 2 migrated.
+//! for the OpenCode 1.x rows of a message OpenCode 2 migrated, `{..., shellOutput: true}` for
+//! the output an OpenCode 2 `shell` row keeps.
 //!
 //! A restore puts a message back as it was, so pruning it again is the same request as the
 //! prune that was undone. Its key is then [`after_restore`] of the undone receipt's key (and
@@ -38,6 +39,7 @@ pub fn request_key(request: &PruneRequest) -> [u8; 32] {
                 json!({ "firstSeq": seqs.first, "lastSeq": seqs.last }),
             ),
             Selection::MigratedV1 => map.insert("migratedV1".into(), Value::Bool(true)),
+            Selection::ShellOutput => map.insert("shellOutput".into(), Value::Bool(true)),
         };
     }
     Sha256::digest(canonical_json(&body).as_bytes()).into()

@@ -106,12 +106,12 @@ fn split_record(bytes: &[u8]) -> Result<(u8, &[u8]), CodecError> {
 
 /// Encodes an intent: version 1, 2 when its selection is a restore, 3 when it selects diffs or
 /// every superseded snapshot of a session, 4 when it selects those of one range, 5 when it
-/// selects the OpenCode 1.x rows of a message OpenCode 2 migrated.
+/// selects the OpenCode 1.x rows of a message OpenCode 2 migrated or a `shell` row's output.
 ///
 /// Errors: [`CodecError::Encode`].
 pub fn encode_intent(intent: &Intent) -> Result<Vec<u8>, CodecError> {
     let version = match intent.selection {
-        Selection::MigratedV1 => RECORD_VERSION,
+        Selection::MigratedV1 | Selection::ShellOutput => RECORD_VERSION,
         Selection::SupersededSnapshotsIn { .. } => RANGES_VERSION,
         Selection::Diffs | Selection::SupersededSnapshots => COPIES_VERSION,
         Selection::Restore(_) => RESTORE_VERSION,

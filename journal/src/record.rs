@@ -6,7 +6,7 @@
 //! version (see `codec`: version 2 added [`Selection::Restore`] and [`CommittedEvent::kind`],
 //! version 3 [`Selection::Diffs`], [`Selection::SupersededSnapshots`] and
 //! [`EventKind::Compacted`], version 4 [`Selection::SupersededSnapshotsIn`], version 5
-//! [`Selection::MigratedV1`]).
+//! [`Selection::MigratedV1`] and [`Selection::ShellOutput`]).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -38,6 +38,9 @@ pub enum Selection {
     /// No part: every OpenCode 1.x row (its `message` row and its `part` rows) of a message
     /// OpenCode 2 migrated, a copy it never reads. Record version 5.
     MigratedV1,
+    /// No part: the output an OpenCode 2 `shell` row keeps of a command the user ran. Record
+    /// version 5.
+    ShellOutput,
 }
 
 /// What a committed intent did, as its event announces it.

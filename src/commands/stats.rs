@@ -125,9 +125,21 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         "tool/reasoning entries (OpenCode 2)",
         guess("session_message", &t.v2_entries)
     )?;
+    if t.shell_output.count + t.shell_sent.count > 0 {
+        say!(
+            "{:<34} {}",
+            "user shell output (OpenCode 2)",
+            guess("session_message", &t.shell_output)
+        )?;
+        say!(
+            "{:<34} {}",
+            "  sent to the model (kept)",
+            guess("session_message", &t.shell_sent)
+        )?;
+    }
     say!(
         "{:<34} {}",
-        "spill files (tool-output/)",
+        "spill files (tool-output/, shell/)",
         size(&stats.spill.files)
     )?;
     say!(
@@ -160,8 +172,11 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         guess("event", &c.diffs_in_snapshots)
     )?;
     let superseded: u64 = c.superseded_snapshots.iter().map(|s| s.volume.bytes).sum();
-    let technical =
-        t.tool_parts.bytes + t.reasoning_parts.bytes + t.snapshot_events.bytes + t.v2_entries.bytes;
+    let technical = t.tool_parts.bytes
+        + t.reasoning_parts.bytes
+        + t.snapshot_events.bytes
+        + t.v2_entries.bytes
+        + t.shell_output.bytes;
     say!(
         "\n{about}{} is technical content and its snapshots, {about}{} superseded snapshots (partly the same \
          rows: a part's older snapshots), {about}{} file bodies of diffs; `{} clean --all` shows what a \

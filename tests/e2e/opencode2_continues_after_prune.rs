@@ -6,7 +6,7 @@
 //! The binaries come from `scripts/install-opencode.sh 2.1.2` / `2.0.15` (see
 //! `support/binary.rs`); without one a test prints why and returns, except under `CI=true`.
 
-use crate::common::cli::{json, run};
+use crate::common::cli::{clean_everything, json, run};
 use crate::opencode_real;
 
 use std::time::Duration;
@@ -38,21 +38,8 @@ fn continues_after_clean(version: &str) {
     );
     drop(conn);
 
-    let out = run(
-        &db,
-        &[
-            "--json",
-            "--quiet-period",
-            "0",
-            "clean",
-            "--all",
-            "--apply",
-            "--keep-last-turns",
-            "0",
-        ],
-    );
-    let report = json(&out);
-    assert_eq!(out.status.code(), Some(0), "{report}");
+    let (code, report) = clean_everything(&db, &[]);
+    assert_eq!(code, Some(0), "{report}");
     assert!(report["pruned"].as_u64() >= Some(3), "{report}");
 
     let before = mock.requests().len();
@@ -93,4 +80,50 @@ fn opencode_2_1_2_continues_after_clean() {
 #[test]
 fn opencode_2_0_15_continues_after_clean() {
     continues_after_clean("2.0.15");
+}
+
+/// OpenCode 2's spill files (`shell/<project>/sh_*.out`, one per shell call) are counted by
+/// `stats`, and `clean --include-spill-files` removes those no remaining row names: the short
+/// output's at once, the long output's once the tool output that names it is pruned.
+fn spill_files_go_with_the_rows_that_name_them(version: &str) {
+    let Some((_mock, home)) = opencode2_home(version) else {
+        return;
+    };
+    let mut service = Service::start(&home);
+    let session = service.create_session("spilled");
+    service.turn(
+        &session,
+        "Long. [[bash:seq -f 'spilled line %g of the output' 1 3000]]",
+        TURN_TIMEOUT,
+    );
+    service.turn(&session, "Short. [[bash:echo short]]", TURN_TIMEOUT);
+    service.turn(&session, "Done. [[say:done]]", TURN_TIMEOUT);
+    service.stop();
+    let db = home.database();
+    let stats = json(&run(&db, &["--json", "stats", "--exact"]));
+    assert_eq!(
+        stats["spill"]["files"]["count"], 2,
+        "{version}: {}",
+        stats["spill"]
+    );
+    assert_eq!(
+        stats["spill"]["unreferenced"]["count"], 1,
+        "{}",
+        stats["spill"]
+    );
+    let (code, report) = clean_everything(&db, &["--include-spill-files"]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["spillFilesRemoved"], 2, "{version}: {report}");
+    let stats = json(&run(&db, &["--json", "stats", "--exact"]));
+    assert_eq!(stats["spill"]["files"]["count"], 0, "{}", stats["spill"]);
+}
+
+#[test]
+fn opencode_2_1_2_spill_files_go_with_the_rows_that_name_them() {
+    spill_files_go_with_the_rows_that_name_them("2.1.2");
+}
+
+#[test]
+fn opencode_2_0_15_spill_files_go_with_the_rows_that_name_them() {
+    spill_files_go_with_the_rows_that_name_them("2.0.15");
 }

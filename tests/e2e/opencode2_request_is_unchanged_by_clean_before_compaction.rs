@@ -11,14 +11,14 @@
 //! that takes every completed message instead must change the request, so that the cut is not
 //! later than it needs to be.
 
-use crate::common::cli::{json, run};
+use crate::common::cli;
 use crate::opencode_real;
 
 use std::path::Path;
 use std::time::Duration;
 
 use opencode_real::{
-    binary_of, configure_service, Layout, MockModel, OpenCode, RequestKind, Service,
+    binary_of, configure_service, next_request, Layout, MockModel, OpenCode, Service,
 };
 use serde_json::Value;
 
@@ -106,26 +106,13 @@ fn requests_around_clean(reader: &str, source: Source) -> Option<Requests> {
     let db = home.database();
     let pristine = home.root().join("pristine.db");
     std::fs::copy(&db, &pristine).expect("keep the pristine database");
-    let ask = |home: &OpenCode| -> String {
-        let mut service = Service::start(home);
-        let before = mock.requests().len();
-        service.turn(&session, "continue", TURN_TIMEOUT);
-        service.stop();
-        let chats: Vec<String> = mock.requests()[before..]
-            .iter()
-            .filter(|r| r.kind == RequestKind::Chat && r.session_id() == Some(session.as_str()))
-            .map(|r| r.body.clone())
-            .collect();
-        assert_eq!(chats.len(), 1, "one chat request per prompt");
-        chats.into_iter().next().unwrap_or_default()
-    };
-    let without_clean = ask(&home);
+    let without_clean = next_request(&home, &mock, &session, "continue");
     put_back(&db, &pristine);
     let report = clean_everything(&db, &["--before-compaction"]);
-    let with_clean = ask(&home);
+    let with_clean = next_request(&home, &mock, &session, "continue");
     put_back(&db, &pristine);
     clean_everything(&db, &[]);
-    let past_the_cut = ask(&home);
+    let past_the_cut = next_request(&home, &mock, &session, "continue");
     Some(Requests {
         without_clean,
         with_clean,
@@ -136,15 +123,8 @@ fn requests_around_clean(reader: &str, source: Source) -> Option<Requests> {
 
 /// `clean --all --keep-last-turns 0 --apply` with `extra` on `db`, which must exit 0: its report.
 fn clean_everything(db: &Path, extra: &[&str]) -> Value {
-    let args = [
-        &["--json", "--quiet-period", "0", "clean", "--all"][..],
-        &["--keep-last-turns", "0", "--apply"],
-        extra,
-    ]
-    .concat();
-    let out = run(db, &args);
-    let report = json(&out);
-    assert_eq!(out.status.code(), Some(0), "{report}");
+    let (code, report) = cli::clean_everything(db, extra);
+    assert_eq!(code, Some(0), "{report}");
     report
 }
 

@@ -9,7 +9,7 @@
 //!   pruned, the receipts say beside which run, and the run's own message is left whole;
 //! - OpenCode 2 started again continues from there, logging no database error.
 
-use crate::common::cli::{json, run};
+use crate::common::cli::{clean_everything, json, run};
 use crate::opencode_real;
 
 use std::process::{Command, Stdio};
@@ -22,22 +22,7 @@ const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 const TWO_HOURS_MS: i64 = 2 * 3600 * 1000;
 
 fn clean(db: &std::path::Path, abandoned_after: &str) -> (Option<i32>, serde_json::Value) {
-    let out = run(
-        db,
-        &[
-            "--json",
-            "--quiet-period",
-            "0",
-            "--abandoned-after",
-            abandoned_after,
-            "clean",
-            "--all",
-            "--apply",
-            "--keep-last-turns",
-            "0",
-        ],
-    );
-    (out.status.code(), json(&out))
+    clean_everything(db, &["--abandoned-after", abandoned_after])
 }
 
 fn digest(db: &std::path::Path) -> Vec<(String, String)> {

@@ -24,6 +24,7 @@ use super::v1::fence::{FenceClock, FenceLimits};
 use super::v1::known::Known;
 use super::v1::read::{self, Texts};
 use super::v2::apply::V2Plan;
+use super::v2::shell::ShellPlan;
 use super::write::{self, Failure, Prepared, Step};
 use super::{v1, v2};
 
@@ -271,6 +272,12 @@ pub(crate) fn capture_ahead(
                 Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
             };
         }
+        Selection::ShellOutput => {
+            return match v2::shell::prepare(conn, schema, request, &key, clock)? {
+                Prepared::Plan(_) => v2::apply::capture_row(conn, request).map(Some),
+                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
+            };
+        }
         Selection::Indexes(_) | Selection::AllTechnical => {}
     }
     match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
@@ -299,7 +306,8 @@ pub(crate) fn capture_ahead(
 }
 
 /// A planned prune: of a message of either generation, of a V1 user message's diffs, of a V1
-/// session's superseded snapshots, or of a message's 1.x rows OpenCode 2 migrated.
+/// session's superseded snapshots, of a message's 1.x rows OpenCode 2 migrated, or of the
+/// output an OpenCode 2 `shell` row keeps.
 enum Planned {
     /// A V1 message's.
     V1(V1Plan),
@@ -311,6 +319,8 @@ enum Planned {
     Compaction(CompactionPlan),
     /// A message's 1.x rows that OpenCode 2 migrated.
     Migrated(MigratedPlan),
+    /// The output an OpenCode 2 `shell` row keeps.
+    Shell(ShellPlan),
 }
 
 impl Planned {
@@ -321,6 +331,7 @@ impl Planned {
             Self::Diffs(planned) => &planned.plan,
             Self::Compaction(planned) => &planned.plan,
             Self::Migrated(planned) => &planned.plan,
+            Self::Shell(planned) => &planned.plan,
         }
     }
 
@@ -331,6 +342,7 @@ impl Planned {
             Self::Diffs(planned) => planned.plan,
             Self::Compaction(planned) => planned.plan,
             Self::Migrated(planned) => planned.plan,
+            Self::Shell(planned) => planned.plan,
         }
     }
 
@@ -342,6 +354,7 @@ impl Planned {
             Self::Diffs(planned) => planned.abandoned.as_ref(),
             Self::Compaction(planned) => planned.abandoned.as_ref(),
             Self::V2(planned) => planned.abandoned.as_ref(),
+            Self::Shell(planned) => planned.abandoned.as_ref(),
             Self::Migrated(_) => None,
         };
         run.map(|run| AbandonedRun {
@@ -356,7 +369,7 @@ impl Planned {
             Self::V1(_) | Self::Diffs(_) | Self::Compaction(_) | Self::Migrated(_) => {
                 v1::apply::STORAGE
             }
-            Self::V2(_) => v2::apply::STORAGE,
+            Self::V2(_) | Self::Shell(_) => v2::apply::STORAGE,
         }
     }
 }
@@ -407,6 +420,11 @@ fn prepare(
             return Ok(
                 migrated::remove::prepare(conn, schema, request, request_key)?
                     .map(Planned::Migrated),
+            );
+        }
+        Selection::ShellOutput => {
+            return Ok(
+                v2::shell::prepare(conn, schema, request, request_key, clock)?.map(Planned::Shell),
             );
         }
         Selection::Indexes(_) | Selection::AllTechnical => {}
@@ -466,6 +484,7 @@ fn prune(
         Planned::Diffs(planned) => v1::diffs::write(conn, command, planned, capture)?,
         Planned::Compaction(planned) => v1::compact::write(conn, known, command, planned, capture)?,
         Planned::Migrated(planned) => migrated::remove::write(conn, request, planned, capture)?,
+        Planned::Shell(planned) => v2::shell::write(conn, request, planned, capture)?,
     };
     let mut written = match written {
         Ok(written) => written,

@@ -263,6 +263,21 @@ impl OpenCodeStore {
         copies::plan_migrated(self, session_id)
     }
 
+    /// The emptying a clean makes of the output OpenCode 2's `shell` rows of a session keep,
+    /// before the last `keep_last_turns` user turns (with `older_than`, at least that long
+    /// before `now_ms`): one planned copy per row (see `copies::plan_shell_outputs`).
+    ///
+    /// Errors: [`StoreError::Storage`].
+    pub fn clean_shell_outputs(
+        &self,
+        session_id: &str,
+        keep_last_turns: u32,
+        older_than: Option<std::time::Duration>,
+        now_ms: i64,
+    ) -> Result<Vec<PlannedCopy>, StoreError> {
+        copies::plan_shell_outputs(self, session_id, keep_last_turns, older_than, now_ms)
+    }
+
     /// The OpenCode 1.x history OpenCode 2 migrated: sessions, and their message and part rows
     /// (all 0 in a file OpenCode 2 has not migrated).
     ///

@@ -27,7 +27,8 @@ pub struct OpenCodeService {
 }
 
 impl OpenCodeService {
-    /// Process `pid` as OpenCode 2's background service ([`of_process`]).
+    /// Process `pid` as OpenCode 2's background service: its command line runs `serve` with
+    /// `--service`; `None` for any other process (or one that cannot be read).
     pub fn of_pid(pid: u32) -> Option<Self> {
         of_process(pid)
     }

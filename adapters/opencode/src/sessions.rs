@@ -352,8 +352,13 @@ fn list_with(
             "(SELECT coalesce(sum({}), 0) \
                FROM session_message sm, json_each({}, '$.content') j \
               WHERE sm.session_id = s.id AND j.type = 'object' \
-                AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))",
+                AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')) \
+             + (SELECT coalesce(sum(octet_length(json_extract({}, '$.output.output'))), 0) \
+                  FROM session_message sm WHERE sm.session_id = s.id AND sm.type = 'shell' \
+                   AND json_type({}, '$.output.output') = 'text')",
             row_budget::uncut_bytes("sm", "j.value"),
+            v2_data(),
+            v2_data(),
             v2_data()
         ),
     );

@@ -1,10 +1,13 @@
-//! Spill files: tool output OpenCode wrote to `<data>/tool-output/tool_*` because it was too
-//! long for the part, and that the part points at (V1 `state.metadata.outputPath`, V2
-//! `state.outputPaths`). The data folder is the database's folder.
+//! Spill files: output OpenCode wrote to a file because it was too long for the row, and that
+//! the row points at. OpenCode 1.x writes `<data>/tool-output/tool_*` (named by V1
+//! `state.metadata.outputPath`, V2 `state.outputPaths`); OpenCode 2 writes every shell
+//! command's whole output to `<data>/shell/<project>/sh_<id>.out` (named, when the output was
+//! cut, by the `[... full output saved to PATH]` marker at its end; OpenCode 2 itself keeps only
+//! the newest 25). The data folder is the database's folder.
 //!
-//! A file is removed only when asked, only from that folder, only under its own `tool_` name,
-//! and only when no remaining `part` or `session_message` row names it (a fork copies parts
-//! with the paths they point at).
+//! A file is removed only when asked, only from those folders, only under its own `tool_` or
+//! `sh_*.out` name, and only when no remaining `part` or `session_message` row names it (a fork
+//! copies parts with the paths they point at).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -14,31 +17,79 @@ use rusqlite::Connection;
 use super::row_budget;
 use super::schema::Schema;
 
-/// The folder OpenCode spills tool output to, beside the database.
+/// The data folder OpenCode keeps its spill folders in: the database's folder.
 pub fn folder(database: &Path) -> PathBuf {
     database
         .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or_else(|| Path::new("."))
-        .join("tool-output")
+        .to_path_buf()
 }
 
-/// The spill file name a stored path ends in (`tool_...`), if it is one.
+/// OpenCode 1.x's spill folder in data folder `data`.
+const TOOL_OUTPUT: &str = "tool-output";
+/// OpenCode 2's spill folder in data folder `data` (one folder per project inside).
+const SHELL: &str = "shell";
+
+/// The spill file name a stored path ends in (`tool_...`, or OpenCode 2's `sh_....out`), if it
+/// is one.
 pub fn file_name(stored_path: &str) -> Option<&str> {
     let name = stored_path.rsplit(['/', '\\']).next()?;
-    let plain = name.starts_with("tool_")
-        && name.len() > "tool_".len()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    plain.then_some(name)
+    let plain = |stem: &str| {
+        !stem.is_empty()
+            && stem
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    let ours = match name
+        .strip_prefix("sh_")
+        .and_then(|rest| rest.strip_suffix(".out"))
+    {
+        Some(stem) => plain(stem),
+        None => name.strip_prefix("tool_").is_some_and(plain),
+    };
+    ours.then_some(name)
 }
 
-/// Every spill file in the folder: `(name, bytes)`, by name.
-pub fn list(folder: &Path) -> std::io::Result<Vec<(String, u64)>> {
+/// One spill file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillFile {
+    /// Its name (what rows name it by).
+    pub name: String,
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its size, bytes.
+    pub bytes: u64,
+}
+
+/// Every spill file of data folder `data`: `tool-output/tool_*` and `shell/<project>/sh_*.out`,
+/// by name.
+pub fn list(data: &Path) -> std::io::Result<Vec<SpillFile>> {
     let mut files = Vec::new();
+    list_into(&data.join(TOOL_OUTPUT), &mut files)?;
+    let projects = match std::fs::read_dir(data.join(SHELL)) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            files.sort_by(|a, b| a.name.cmp(&b.name));
+            return Ok(files);
+        }
+        Err(error) => return Err(error),
+    };
+    for project in projects {
+        let project = project?;
+        if project.file_type()?.is_dir() {
+            list_into(&project.path(), &mut files)?;
+        }
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+/// Adds the spill files directly in `folder` (none when it does not exist).
+fn list_into(folder: &Path, files: &mut Vec<SpillFile>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(folder) {
         Ok(entries) => entries,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(files),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(error) => return Err(error),
     };
     for entry in entries {
@@ -46,11 +97,14 @@ pub fn list(folder: &Path) -> std::io::Result<Vec<(String, u64)>> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let meta = entry.metadata()?;
         if meta.is_file() && file_name(&name) == Some(name.as_str()) {
-            files.push((name, meta.len()));
+            files.push(SpillFile {
+                path: entry.path(),
+                name,
+                bytes: meta.len(),
+            });
         }
     }
-    files.sort();
-    Ok(files)
+    Ok(())
 }
 
 /// The spill file names any `part` or `session_message` row still names.
@@ -81,19 +135,23 @@ pub fn reference_counts(conn: &Connection) -> rusqlite::Result<HashMap<String, u
     Ok(counts)
 }
 
-/// The rows of `part` and `session_message` (id, session) whose tool output names a spill file
-/// `folder` does not hold, with that file's name; only of sessions `admits` takes; sorted by
-/// session, row id and file. Nothing when `folder` is not a folder that can be listed (a
-/// database copied without its spill files names none of them as missing).
+/// The rows of `part` and `session_message` (id, session) whose tool output names an OpenCode
+/// 1.x spill file (`tool-output/tool_*`) data folder `data` does not hold, with that file's
+/// name; only of sessions `admits` takes; sorted by session, row id and file. Nothing when the
+/// `tool-output` folder is not one that can be listed (a database copied without its spill
+/// files names none of them as missing). OpenCode 2's files are not looked for: it removes all
+/// but the newest 25 itself.
 ///
 /// Errors: SQLite's.
 pub fn missing(
     conn: &Connection,
-    folder: &Path,
+    data: &Path,
     admits: &dyn Fn(&str) -> bool,
 ) -> rusqlite::Result<Vec<(String, String, String)>> {
-    let present: HashSet<String> = match list(folder) {
-        Ok(files) if folder.is_dir() => files.into_iter().map(|(name, _)| name).collect(),
+    let present: HashSet<String> = match list(data) {
+        Ok(files) if data.join(TOOL_OUTPUT).is_dir() => {
+            files.into_iter().map(|file| file.name).collect()
+        }
         _ => return Ok(Vec::new()),
     };
     let schema = Schema::read(conn)?;
@@ -112,7 +170,7 @@ pub fn missing(
             }
             let id: String = row.get::<_, Option<String>>(0)?.unwrap_or_default();
             for name in names_in(conn, table, row, 2)? {
-                if !present.contains(&name) {
+                if name.starts_with("tool_") && !present.contains(&name) {
                     found.push((id.clone(), session.clone(), name));
                 }
             }
@@ -123,13 +181,13 @@ pub fn missing(
 }
 
 /// What [`remove_unreferenced`] would remove after prunes whose parts name `pruned` (stored
-/// paths, once per part): the spill files of `folder` that no row names, or that only those
-/// parts name. Returns `(files, bytes)`; removes nothing.
+/// paths, once per part): the spill files of data folder `data` that no row names, or that only
+/// those parts name. Returns `(files, bytes)`; removes nothing.
 ///
-/// Errors: the folder's I/O errors, and SQLite's as [`std::io::Error::other`].
+/// Errors: the folders' I/O errors, and SQLite's as [`std::io::Error::other`].
 pub fn would_remove(
     conn: &Connection,
-    folder: &Path,
+    data: &Path,
     pruned: &[String],
 ) -> std::io::Result<(u64, u64)> {
     let counts = reference_counts(conn).map_err(std::io::Error::other)?;
@@ -140,11 +198,11 @@ pub fn would_remove(
         }
     }
     let mut removed = (0, 0);
-    for (name, bytes) in list(folder)? {
-        let named = counts.get(&name).copied().unwrap_or(0);
-        if named <= going.get(name.as_str()).copied().unwrap_or(0) {
+    for file in list(data)? {
+        let named = counts.get(&file.name).copied().unwrap_or(0);
+        if named <= going.get(file.name.as_str()).copied().unwrap_or(0) {
             removed.0 += 1;
-            removed.1 += bytes;
+            removed.1 += file.bytes;
         }
     }
     Ok(removed)
@@ -158,7 +216,8 @@ fn naming_rows_sql(table: &str, columns: &str) -> String {
     format!(
         "SELECT {columns}CASE WHEN octet_length(data) <= {budget} THEN data END, rowid \
          FROM {table} \
-         WHERE octet_length(data) > {budget} OR session_prune_contains(data, 'tool-output')"
+         WHERE octet_length(data) > {budget} OR session_prune_contains(data, 'tool-output') \
+            OR session_prune_contains(data, '.out')"
     )
 }
 
@@ -196,7 +255,8 @@ fn names_in(
 /// budget, in bytes (OpenCode's names are under 64).
 const NAMED_BYTES: usize = 1024;
 
-/// Adds every `tool-output/tool_...` name in `text` (JSON escapes `/` at most as `\/`).
+/// Adds every `tool-output/tool_...` and `sh_....out` name in `text` (JSON escapes `/` at most
+/// as `\/`).
 fn collect_names(text: &str, names: &mut HashSet<String>) {
     collect_names_before(text, text.len(), names);
 }
@@ -216,19 +276,31 @@ fn collect_names_before(text: &str, end: usize, names: &mut HashSet<String>) {
             names.insert(name.to_string());
         }
     }
+    for (at, _) in text.match_indices("sh_").filter(|(at, _)| *at < end) {
+        let rest = &text[at..];
+        let stem_end = rest["sh_".len()..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .map_or(rest.len(), |n| n + "sh_".len());
+        if rest[stem_end..].starts_with(".out") {
+            let name = &rest[..stem_end + ".out".len()];
+            if file_name(name) == Some(name) {
+                names.insert(name.to_string());
+            }
+        }
+    }
 }
 
-/// Removes every spill file of `folder` that no row names: those of parts just pruned, and
-/// any a killed run or an earlier clean without spill files left. Returns
+/// Removes every spill file of data folder `data` that no row names: those of parts just
+/// pruned, and any a killed run or an earlier clean without spill files left. Returns
 /// `(files removed, bytes removed)`.
-pub fn remove_unreferenced(conn: &Connection, folder: &Path) -> std::io::Result<(u64, u64)> {
+pub fn remove_unreferenced(conn: &Connection, data: &Path) -> std::io::Result<(u64, u64)> {
     let referenced = referenced(conn).map_err(std::io::Error::other)?;
     let mut removed = (0, 0);
-    for (name, _) in list(folder)? {
-        if referenced.contains(&name) {
+    for file in list(data)? {
+        if referenced.contains(&file.name) {
             continue;
         }
-        let path = folder.join(name);
+        let path = file.path;
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_file() => {
                 std::fs::remove_file(&path)?;
@@ -257,6 +329,17 @@ mod tests {
         let mut found: Vec<_> = names.into_iter().collect();
         found.sort();
         assert_eq!(found, vec!["tool_2266d3fe5001", "tool_b2"]);
+        let mut names = HashSet::new();
+        collect_names(
+            r#"{"text":"...\n[showing lines 1-2 of 9; full output saved to /d/shell/ab12/sh_24e97e0e4001msXg.out]","shellID":"sh_24e97e0e4001msXg"}"#,
+            &mut names,
+        );
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            vec!["sh_24e97e0e4001msXg.out"]
+        );
+        assert_eq!(file_name("/d/shell/p/sh_.out"), None);
+        assert_eq!(file_name("/d/shell/p/sh_x/../y.out"), None);
         assert_eq!(file_name("/a/tool-output/../../etc/passwd"), None);
         assert_eq!(file_name("/a/tool-output/tool_"), None);
         assert_eq!(file_name("C:\\d\\tool-output\\tool_x1"), Some("tool_x1"));

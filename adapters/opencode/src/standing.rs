@@ -25,6 +25,8 @@ pub(crate) enum Kind {
     Compaction,
     /// A message's 1.x rows OpenCode 2 migrated.
     MigratedV1,
+    /// The output an OpenCode 2 `shell` row keeps.
+    ShellOutput,
 }
 
 impl Kind {
@@ -35,6 +37,7 @@ impl Kind {
             Some(pruning_engine::Operation::Diffs(_)) => Self::Diffs,
             Some(pruning_engine::Operation::Compaction(_)) => Self::Compaction,
             Some(pruning_engine::Operation::MigratedV1(_)) => Self::MigratedV1,
+            Some(pruning_engine::Operation::ShellOutput(_)) => Self::ShellOutput,
         }
     }
 }
@@ -69,6 +72,14 @@ pub(crate) fn revision_of(
                     format!("the 1.x rows of message {message_id} cannot be read whole"),
                 )),
             }
+        }
+        (Kind::ShellOutput, _) => {
+            v2::shell::revision_of(conn, session_id, message_id)?.ok_or_else(|| {
+                refuse(
+                    BlockedReason::Conflict,
+                    format!("row {message_id} is gone or no longer a shell row"),
+                )
+            })
         }
         (Kind::Parts, Generation::V1) => {
             read::read_message(conn, session_id, message_id, Texts::Skip)?

@@ -77,6 +77,14 @@ pub struct Technical {
     pub snapshot_events: Volume,
     /// Tool and reasoning entries of V2 `content` arrays (SQLite's minified JSON of each).
     pub v2_entries: Volume,
+    /// OpenCode 2's `shell` rows (a command the user ran) and the bytes of the output they
+    /// keep (`output.output`): what its UI shows; never sent to the model again, and emptied
+    /// by a clean.
+    pub shell_output: Volume,
+    /// OpenCode 2's `synthetic` rows that tell the model of such a command
+    /// (`metadata.source = "shell"`), and the bytes of their `text`: what the model is sent of
+    /// it (its last 2,000 lines). Not technical content: the conversation's own.
+    pub shell_sent: Volume,
 }
 
 /// The copies OpenCode keeps besides the parts (docs/ARCHITECTURE.md, "Copies OpenCode keeps"):
@@ -192,7 +200,8 @@ impl MigratedV1 {
     }
 }
 
-/// Spill files in `<data>/tool-output/`.
+/// Spill files in `<data>/tool-output/` (OpenCode 1.x) and `<data>/shell/<project>/`
+/// (OpenCode 2).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Spill {
@@ -322,6 +331,9 @@ pub fn measure(conn: &Connection, path: &Path) -> rusqlite::Result<Stats> {
     }
     if schema.has_v2() {
         technical.v2_entries = volume(&v2_entries_sql(Rows::All))?;
+        let [output, sent] = shell_sql(Rows::All);
+        technical.shell_output = volume(&output)?;
+        technical.shell_sent = volume(&sent)?;
     }
 
     let copies = copies(conn, &schema, &volume)?;
@@ -381,12 +393,12 @@ impl Files {
         let files = spill::list(&spill::folder(path)).unwrap_or_default();
         if !files.is_empty() {
             let referenced = spill::referenced(conn)?;
-            for (name, bytes) in files {
+            for file in files {
                 spill.files.count += 1;
-                spill.files.bytes += bytes;
-                if !referenced.contains(&name) {
+                spill.files.bytes += file.bytes;
+                if !referenced.contains(&file.name) {
                     spill.unreferenced.count += 1;
-                    spill.unreferenced.bytes += bytes;
+                    spill.unreferenced.bytes += file.bytes;
                 }
             }
         }
@@ -483,10 +495,10 @@ impl Rows {
 fn part_is(schema: &Schema, kind: &str) -> String {
     let part = row_budget::data("", "part");
     let migrated = super::migrated::in_migrated_session(schema, "session_id");
+    // The session test first: a migrated copy's rows are never parsed.
     format!(
-        "session_prune_contains({part}, '\"{kind}\"') \
-         AND CASE WHEN json_valid({part}) THEN json_extract({part}, '$.type') END = '{kind}' \
-         AND NOT {migrated}"
+        "NOT {migrated} AND session_prune_contains({part}, '\"{kind}\"') \
+         AND CASE WHEN json_valid({part}) THEN json_extract({part}, '$.type') END = '{kind}'"
     )
 }
 
@@ -513,6 +525,34 @@ fn v2_entries_sql(rows: Rows) -> String {
          WHERE {which} AND j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'){group}",
         row_budget::uncut_bytes("sm", "j.value")
     )
+}
+
+/// The count and bytes of OpenCode 2's user shell output in `rows` of `session_message`: the
+/// `shell` rows' `output.output`, and the `synthetic` rows' `text` that carry it to the model.
+fn shell_sql(rows: Rows) -> [String; 2] {
+    let data = row_budget::data("sm", "session_message");
+    let (rowid, which, group) = rows.clauses("sm");
+    let text_bytes = |path: &str| {
+        let text = format!("json_extract({data}, '{path}')");
+        format!(
+            "coalesce(CASE WHEN json_valid({data}) AND json_type({data}, '{path}') = 'text' \
+                 THEN octet_length({text}) END, 0)"
+        )
+    };
+    [
+        format!(
+            "SELECT {rowid}count(*), coalesce(sum({}), 0) FROM session_message sm \
+             WHERE {which} AND sm.type = 'shell'{group}",
+            text_bytes("$.output.output")
+        ),
+        format!(
+            "SELECT {rowid}count(*), coalesce(sum({}), 0) FROM session_message sm \
+             WHERE {which} AND sm.type = 'synthetic' \
+               AND CASE WHEN json_valid({data}) \
+                   THEN json_extract({data}, '$.metadata.source') = 'shell' END{group}",
+            text_bytes("$.text")
+        ),
+    ]
 }
 
 /// Where summary diffs are: the `message` rows, or the `message.updated.1` events.

@@ -294,13 +294,14 @@ pub(crate) fn record(
 }
 
 /// A receipt's `removed_count`: the parts removed, or for a prune of one of the copies OpenCode
-/// keeps, the diff entries emptied, the snapshots deleted, or the 1.x rows deleted (the message
-/// row and its parts).
+/// keeps, the diff entries emptied, the snapshots deleted, the 1.x rows deleted (the message
+/// row and its parts), or the one shell output emptied.
 fn removed_count(written: &Written) -> u32 {
     match &written.operation {
         None => written.part_ids.len() as u32,
         Some(pruning_engine::Operation::Diffs(diffs)) => diffs.entries,
         Some(pruning_engine::Operation::Compaction(compacted)) => compacted.total(),
         Some(pruning_engine::Operation::MigratedV1(removed)) => removed.parts.saturating_add(1),
+        Some(pruning_engine::Operation::ShellOutput(_)) => 1,
     }
 }

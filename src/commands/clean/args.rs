@@ -98,8 +98,9 @@ pub struct Args {
     /// `--archive`, restorable).
     #[arg(long)]
     migrated_v1: bool,
-    /// Also remove the spill files (`<data>/tool-output/tool_*`) that no remaining row names: those
-    /// of the pruned tool parts, and any an earlier clean or a killed run left.
+    /// Also remove the spill files (`<data>/tool-output/tool_*` of OpenCode 1.x,
+    /// `<data>/shell/<project>/sh_*.out` of OpenCode 2) that no remaining row names: those of
+    /// the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
     include_spill_files: bool,
     /// Keep the rows each prune removes in the archive beside the database

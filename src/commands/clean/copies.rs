@@ -14,7 +14,7 @@ use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
 use super::progress::Progress;
 use super::report::{
-    CompactionReport, CopyOutcome, DiffsReport, MigratedReport, Report, UntilLiveSize,
+    CompactionReport, CopyOutcome, DiffsReport, MigratedReport, Report, ShellReport, UntilLiveSize,
 };
 use super::turns::Turns;
 
@@ -39,6 +39,7 @@ pub(super) struct Copies<'a> {
 enum Phase {
     Compaction,
     Diffs,
+    Shell,
 }
 
 impl Copies<'_> {
@@ -278,6 +279,64 @@ impl Copies<'_> {
         });
     }
 
+    /// Empties the output OpenCode 2's `shell` rows of every session of `sessions` keep (the
+    /// commands the user ran, before the last `keep_last_turns` turns; with `older_than`, only
+    /// those at least that long before `now_ms`, ms since the Unix epoch); in a dry run, says
+    /// what it would take. Counts into `report` and `until`.
+    ///
+    /// Errors: the store's reads.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn empty_shell_outputs(
+        &self,
+        sessions: &[String],
+        keep_last_turns: u32,
+        older_than: Option<Duration>,
+        now_ms: i64,
+        report: &mut Report,
+        until: &mut Option<UntilLiveSize>,
+    ) -> anyhow::Result<()> {
+        let mut planned = Vec::new();
+        for session_id in sessions {
+            planned.extend(self.store.clean_shell_outputs(
+                session_id,
+                keep_last_turns,
+                older_than,
+                now_ms,
+            )?);
+        }
+        let total = planned.len() as u64;
+        let mut progress = Progress::new(self.json, total, "shell rows");
+        let mut batch = Vec::new();
+        for (done, row) in planned.into_iter().enumerate() {
+            if self.stop.load(Ordering::SeqCst) {
+                count_not_reached(report, Phase::Shell, (total - done as u64) as usize);
+                break;
+            }
+            if until.as_ref().is_some_and(UntilLiveSize::reached) {
+                break;
+            }
+            shell(report).considered += 1;
+            match row {
+                PlannedCopy::Prune(request) => {
+                    if let Some(outcome) = self.plan(request, &mut batch, until)? {
+                        count(report, until, Phase::Shell, outcome);
+                    }
+                }
+                PlannedCopy::Nothing => count(report, until, Phase::Shell, CopyOutcome::Nothing),
+                PlannedCopy::Skipped { reason, .. } => {
+                    *shell(report).skipped.entry(reason).or_default() += 1;
+                }
+            }
+            if batch.len() >= self.batch_size {
+                self.apply(&mut batch, report, Phase::Shell);
+            }
+            progress.update(done as u64 + 1, report);
+        }
+        self.apply(&mut batch, report, Phase::Shell);
+        progress.finish();
+        Ok(())
+    }
+
     /// One planned prune of a copy: a dry run answers it now with what it would do; with
     /// `--apply` it joins the batch (answered when the batch is applied), and with
     /// `--until-live-size` it is checked first as the dry run checks it and counted toward the
@@ -444,6 +503,10 @@ fn count(
             .diffs
             .get_or_insert_with(DiffsReport::default)
             .count(bytes_by_kind, outcome),
+        Phase::Shell => report
+            .shell_output
+            .get_or_insert_with(ShellReport::default)
+            .count(bytes_by_kind, outcome),
     }
 }
 
@@ -452,7 +515,12 @@ fn count_not_reached(report: &mut Report, phase: Phase, n: usize) {
     match phase {
         Phase::Compaction => compaction(report).not_reached += n as u64,
         Phase::Diffs => diffs(report).not_reached += n as u64,
+        Phase::Shell => shell(report).not_reached += n as u64,
     }
+}
+
+fn shell(report: &mut Report) -> &mut ShellReport {
+    report.shell_output.get_or_insert_with(ShellReport::default)
 }
 
 fn compaction(report: &mut Report) -> &mut CompactionReport {

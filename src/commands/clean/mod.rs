@@ -355,6 +355,16 @@ fn take_copies(
         report.migrated_v1 = Some(Default::default());
         copies.remove_migrated(session_ids, report, until)?;
     }
+    if shell_in_policy(&clean.policy) {
+        copies.empty_shell_outputs(
+            session_ids,
+            clean.policy.keep_last_turns,
+            clean.policy.older_than,
+            now,
+            report,
+            until,
+        )?;
+    }
     if clean.diffs {
         report.diffs = Some(Default::default());
         copies.empty_diffs(
@@ -367,6 +377,13 @@ fn take_copies(
         )?;
     }
     Ok(compacted)
+}
+
+/// Whether the policy takes the output of the commands a user ran in OpenCode 2's shell: unless
+/// `--tools` names tools the shell is not among, or `--skip-tools` names it.
+fn shell_in_policy(policy: &pruning_opencode::CleanPolicy) -> bool {
+    let named = |list: &[String]| list.iter().any(|tool| tool == "shell" || tool == "bash");
+    policy.tools.as_deref().is_none_or(named) && !named(&policy.skip_tools)
 }
 
 /// After the walk: the figures measured at the end (write lock, archive bytes, the file after

@@ -130,6 +130,11 @@ pub(super) struct Report {
     /// kept turns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) diffs: Option<DiffsReport>,
+    /// The output OpenCode 2's `shell` rows keep of the commands the user ran, before the kept
+    /// turns (absent where the file has no OpenCode 2 rows, or `--tools`/`--skip-tools` leave
+    /// the shell out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) shell_output: Option<ShellReport>,
     /// With `--migrated-v1`: the OpenCode 1.x rows of the sessions OpenCode 2 migrated.
     #[serde(rename = "migratedV1", skip_serializing_if = "Option::is_none")]
     pub(super) migrated_v1: Option<MigratedReport>,
@@ -165,12 +170,19 @@ pub(super) struct BytesByKind {
     /// The OpenCode 1.x message and part rows of the sessions OpenCode 2 migrated.
     #[serde(rename = "migratedV1")]
     pub(super) migrated_v1: u64,
+    /// What OpenCode 2's `shell` rows shrink by when their output is emptied.
+    pub(super) shell_output: u64,
 }
 
 impl BytesByKind {
     /// Every kind together.
     pub(super) fn total(&self) -> u64 {
-        self.parts + self.part_snapshots + self.superseded_snapshots + self.diffs + self.migrated_v1
+        self.parts
+            + self.part_snapshots
+            + self.superseded_snapshots
+            + self.diffs
+            + self.migrated_v1
+            + self.shell_output
     }
 }
 
@@ -254,6 +266,93 @@ pub(super) struct DiffsReport {
     pub(super) passing: BTreeMap<&'static str, u64>,
     /// User messages not reached because the clean was interrupted.
     pub(super) not_reached: u64,
+}
+
+/// What emptying the output of OpenCode 2's `shell` rows took (or would take): counts of rows
+/// unless named otherwise.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ShellReport {
+    /// Rows looked at (before the kept turns).
+    pub(super) considered: u64,
+    /// Rows whose output was emptied (or would be).
+    pub(super) emptied: u64,
+    /// Bytes the rows shrank by (or would).
+    pub(super) bytes: u64,
+    /// Rows an identical earlier prune had emptied: answered from its receipt.
+    pub(super) already_emptied: u64,
+    /// Rows whose output is empty already.
+    pub(super) nothing_to_empty: u64,
+    /// Rows left alone, by reason.
+    pub(super) skipped: BTreeMap<SkipReason, u64>,
+    /// Rows whose prune was refused, by contract reason.
+    pub(super) blocked: BTreeMap<&'static str, u64>,
+    /// Of `blocked`, those whose cause passes by itself (see [`passes`]).
+    #[serde(skip)]
+    pub(super) passing: BTreeMap<&'static str, u64>,
+    /// Rows not reached because the clean was interrupted.
+    pub(super) not_reached: u64,
+}
+
+impl ShellReport {
+    /// Counts one row's emptying.
+    pub(super) fn count(&mut self, bytes_by_kind: &mut BytesByKind, outcome: CopyOutcome) {
+        match outcome {
+            CopyOutcome::Removed(operation, bytes) => {
+                if let Operation::ShellOutput(_) = *operation {
+                    self.emptied += 1;
+                    self.bytes += bytes;
+                    bytes_by_kind.shell_output += bytes;
+                }
+            }
+            CopyOutcome::Already => self.already_emptied += 1,
+            CopyOutcome::Nothing => self.nothing_to_empty += 1,
+            CopyOutcome::Blocked(reason, passing) => {
+                *self.blocked.entry(reason).or_default() += 1;
+                if passing {
+                    *self.passing.entry(reason).or_default() += 1;
+                }
+            }
+            CopyOutcome::NotReached => self.not_reached += 1,
+        }
+    }
+}
+
+/// The shell lines of the report.
+fn print_shell(shell: &ShellReport, apply: bool) -> std::io::Result<()> {
+    if shell.considered == 0 {
+        return Ok(());
+    }
+    say!(
+        "shell output (OpenCode 2, commands the user ran; never sent to the model again): {} {} of {} row(s) looked at, {} of row data",
+        if apply { "emptied" } else { "would empty" },
+        shell.emptied,
+        shell.considered,
+        output::bytes(shell.bytes)
+    )?;
+    if shell.already_emptied > 0 {
+        say!(
+            "shell output already emptied by an identical request: {} row(s)",
+            shell.already_emptied
+        )?;
+    }
+    for (reason, count) in &shell.skipped {
+        say!(
+            "shell output skipped ({}): {count} row(s){}",
+            reason.as_str(),
+            explain(*reason)
+        )?;
+    }
+    for (reason, count) in &shell.blocked {
+        say!("shell output blocked ({reason}): {count} row(s)")?;
+    }
+    if shell.not_reached > 0 {
+        say!(
+            "shell output not reached (interrupted): {} row(s)",
+            shell.not_reached
+        )?;
+    }
+    Ok(())
 }
 
 /// What the removals of migrated 1.x rows took (or would take): counts of 1.x messages unless
@@ -572,7 +671,8 @@ impl Report {
             .iter()
             .flat_map(|c| &c.passing)
             .chain(self.diffs.iter().flat_map(|d| &d.passing))
-            .chain(self.migrated_v1.iter().flat_map(|m| &m.passing));
+            .chain(self.migrated_v1.iter().flat_map(|m| &m.passing))
+            .chain(self.shell_output.iter().flat_map(|s| &s.passing));
         for (reason, count) in copies {
             *self.retry_later.entry(reason).or_default() += count;
         }
@@ -825,6 +925,9 @@ pub(super) fn print_report(
     if let Some(diffs) = &report.diffs {
         print_diffs(diffs, clean.apply)?;
     }
+    if let Some(shell) = &report.shell_output {
+        print_shell(shell, clean.apply)?;
+    }
     print_migrated(report, clean.apply, invocation)?;
     if let Some(lock) = report.write_lock.filter(|lock| lock.transactions > 0) {
         say!(
@@ -836,16 +939,21 @@ pub(super) fn print_report(
         )?;
     }
     let kinds = &report.bytes_by_kind;
-    let migrated = if report.migrated_v1.is_some() {
-        format!(
+    let mut more = String::new();
+    if report.shell_output.is_some() {
+        more.push_str(&format!(
+            ", {} of shell output",
+            output::bytes(kinds.shell_output)
+        ));
+    }
+    if report.migrated_v1.is_some() {
+        more.push_str(&format!(
             ", {} of migrated 1.x rows",
             output::bytes(kinds.migrated_v1)
-        )
-    } else {
-        String::new()
-    };
+        ));
+    }
     say!(
-        "by kind: {} of parts, {} of their snapshots, {} of superseded snapshots, {} of diffs{migrated} ({} in all)",
+        "by kind: {} of parts, {} of their snapshots, {} of superseded snapshots, {} of diffs{more} ({} in all)",
         output::bytes(kinds.parts),
         output::bytes(kinds.part_snapshots),
         output::bytes(kinds.superseded_snapshots),

@@ -89,6 +89,9 @@ pub struct Args {
     /// With --auto-clean: as `clean --diffs`.
     #[arg(long, requires = "auto_clean")]
     pub diffs: bool,
+    /// With --auto-clean: as `clean --migrated-v1` (the OpenCode 1.x history OpenCode 2 copied).
+    #[arg(long, requires = "auto_clean")]
+    pub migrated_v1: bool,
     /// With --auto-clean and --archive: after each run, purge the archive entries older than
     /// this (as `archive purge --older-than`), so that the archive does not grow without end.
     #[arg(
@@ -238,6 +241,9 @@ fn auto_clean(args: &Args) -> Result<Option<AutoClean>, ConfigError> {
     }
     if args.diffs {
         flag("--diffs", None);
+    }
+    if args.migrated_v1 {
+        flag("--migrated-v1", None);
     }
     if args.archive {
         flag("--archive", None);

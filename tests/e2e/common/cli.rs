@@ -98,3 +98,16 @@ pub fn prune_all(db: &Path, session: &str, message: &str) -> Value {
     assert_exit(&out, 0);
     json(&out)
 }
+
+/// `--json --quiet-period 0 clean --all --apply --keep-last-turns 0 EXTRA` on `db`: its exit
+/// code and its report.
+pub fn clean_everything(db: &Path, extra: &[&str]) -> (Option<i32>, Value) {
+    let args = [
+        &["--json", "--quiet-period", "0", "clean", "--all", "--apply"][..],
+        &["--keep-last-turns", "0"],
+        extra,
+    ]
+    .concat();
+    let out = run(db, &args);
+    (out.status.code(), json(&out))
+}

@@ -28,7 +28,9 @@ pub use mock_model::{canary_turn, MockModel, ModelRequest, RequestKind, REPLY_TE
 #[allow(unused_imports)]
 pub use process::{run_bounded, Captured, Server, Stopped};
 #[allow(unused_imports)]
-pub use service::{configure as configure_service, home_for as opencode2_home, Service};
+pub use service::{
+    configure as configure_service, home_for as opencode2_home, next_request, Service,
+};
 
 use process::{isolate, CLOSED_PORT_URL};
 

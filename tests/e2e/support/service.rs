@@ -79,6 +79,24 @@ pub fn configure(home: &OpenCode, model_base_url: &str) {
         .expect("write opencode.json");
 }
 
+/// The one chat request OpenCode 2 of `home` sends the model for `text` prompted in `session`:
+/// its service started, the turn taken, the service stopped.
+pub fn next_request(home: &OpenCode, mock: &MockModel, session: &str, text: &str) -> String {
+    let mut service = Service::start(home);
+    let before = mock.requests().len();
+    service.turn(session, text, Duration::from_secs(90));
+    service.stop();
+    let chats: Vec<String> = mock.requests()[before..]
+        .iter()
+        .filter(|r| {
+            r.kind == super::mock_model::RequestKind::Chat && r.session_id() == Some(session)
+        })
+        .map(|r| r.body.clone())
+        .collect();
+    assert_eq!(chats.len(), 1, "one chat request per prompt");
+    chats.into_iter().next().unwrap_or_default()
+}
+
 /// A running OpenCode 2 background service of one isolated home. Dropping it stops it.
 pub struct Service<'a> {
     home: &'a OpenCode,

@@ -223,6 +223,7 @@ pub(crate) fn restore(
         (Kind::Parts, Generation::V1) => put_back_v1(conn, schema, &pruned, &rows)?,
         (Kind::Parts, Generation::V2) => put_back_v2(conn, &pruned, &rows)?,
         (Kind::MigratedV1, _) => put_back_migrated(conn, &rows)?,
+        (Kind::ShellOutput, _) => put_back_shell(conn, &pruned, &rows)?,
     };
     if let Err(refusal) = put_back {
         return Ok(Err(refusal));
@@ -359,6 +360,51 @@ fn migrated_session(
         return Ok(Some(refusal));
     }
     Ok(crate::migrated::remove::session_admits(conn, schema, session_id)?.err())
+}
+
+/// The text of the `data` of the one `session_message` row `rows` holds, when they hold just
+/// that (what a V2 prune archives).
+fn one_row_data(rows: &ArchivedRows) -> Option<&[u8]> {
+    match rows.tables.as_slice() {
+        [table] if table.table == "session_message" && table.rows.len() == 1 => {
+            let at = table.columns.iter().position(|c| c == "data")?;
+            match &table.rows[0][at] {
+                SqlValue::Text(text) => Some(text.as_slice()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Puts a `shell` row back as it was before its output was emptied: by a compare-and-swap on
+/// the text the emptying left (the archived text emptied again), so that anything OpenCode wrote
+/// to the row since is a `conflict`, never undone.
+fn put_back_shell(
+    conn: &Connection,
+    pruned: &Receipt,
+    rows: &ArchivedRows,
+) -> rusqlite::Result<Result<(), Refusal>> {
+    let Some(original) = one_row_data(rows) else {
+        return Ok(Err(refuse(
+            BlockedReason::UnsupportedStorage,
+            "the archive entry does not hold one shell row with its data",
+        )));
+    };
+    let original = String::from_utf8_lossy(original).into_owned();
+    let left = v2::shell::emptied(conn, &original)?;
+    let changed = conn.execute(
+        "UPDATE session_message SET data = ?1 WHERE session_id = ?2 AND id = ?3 AND data = ?4",
+        params![original, pruned.session_id, pruned.message_id, left],
+    )?;
+    if changed != 1 {
+        return Ok(Err(refuse(
+            BlockedReason::Conflict,
+            "the shell row changed since its output was emptied (OpenCode wrote to it): putting \
+             it back would undo that",
+        )));
+    }
+    Ok(Ok(()))
 }
 
 /// Puts the 1.x rows of a message OpenCode 2 migrated back as they were: its `message` row,
@@ -704,15 +750,7 @@ fn put_back_v2(
     pruned: &Receipt,
     rows: &ArchivedRows,
 ) -> rusqlite::Result<Result<(), Refusal>> {
-    let original = match rows.tables.as_slice() {
-        [table] if table.table == "session_message" && table.rows.len() == 1 => table
-            .columns
-            .iter()
-            .position(|c| c == "data")
-            .map(|at| &table.rows[0][at]),
-        _ => None,
-    };
-    let Some(SqlValue::Text(original)) = original else {
+    let Some(original) = one_row_data(rows) else {
         return Ok(Err(refuse(
             BlockedReason::UnsupportedStorage,
             "the archive entry does not hold one V2 message row with its data",

@@ -115,18 +115,19 @@ pub(crate) fn audit(
         .copied()
         .collect();
     check_removed_parts(conn, schema, &pruned, &mut found)?;
-    // The removals of migrated 1.x rows are checked on their own: they share a message id with
-    // the prunes of its OpenCode 2 copy.
-    let (migrated, others): (Vec<Checked>, Vec<Checked>) = checked
+    // The removals of migrated 1.x rows and the emptied shell outputs are checked on their own,
+    // by what each bound itself to: the former share a message id with the prunes of its
+    // OpenCode 2 copy, the latter name rows that are not messages.
+    let (rows, others): (Vec<Checked>, Vec<Checked>) = checked
         .iter()
-        .partition(|(_, receipt)| is_migrated(receipt));
-    let pruned_others: Vec<(&Row, &Receipt)> = pruned
+        .partition(|(_, receipt)| RowsKind::of(receipt).is_some());
+    let pruned_others: Vec<Checked> = pruned
         .iter()
-        .filter(|(_, receipt)| !is_migrated(receipt))
+        .filter(|(_, receipt)| RowsKind::of(receipt).is_none())
         .copied()
         .collect();
     check_messages(conn, &others, &pruned_others, &mut found)?;
-    check_migrated(conn, &migrated, &restored, &mut found)?;
+    check_rows(conn, &rows, &restored, &mut found)?;
     // A restored prune's rows are back in the database: its entry is not needed any more.
     check_archive(archive, &pruned, &mut found);
     let mut receipts: Vec<Receipt> = checked.iter().map(|(_, r)| (*r).clone()).collect();
@@ -522,26 +523,69 @@ fn check_compacted(
 /// A receipt row read and the receipt it holds.
 type Checked<'a> = (&'a Row, &'a Receipt);
 
-/// Whether `receipt` is a removal of a message's migrated 1.x rows, or the restore of one.
-fn is_migrated(receipt: &Receipt) -> bool {
-    matches!(receipt.operation, Some(Operation::MigratedV1(_)))
+/// The receipts checked by [`check_rows`]: a removal of a message's migrated 1.x rows, or the
+/// emptying of a `shell` row's output (or the restore of either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowsKind {
+    MigratedV1,
+    ShellOutput,
 }
 
-/// Each message whose migrated 1.x rows a receipt removed, against its newest such receipt (a
-/// removal's or a restore's): its 1.x rows' revision now is the one that receipt left (none for
-/// a removal); the rows a removal still standing deleted, back as they were, are a discrepancy;
-/// anything else is a change.
-fn check_migrated(
+impl RowsKind {
+    fn of(receipt: &Receipt) -> Option<Self> {
+        match receipt.operation {
+            Some(Operation::MigratedV1(_)) => Some(Self::MigratedV1),
+            Some(Operation::ShellOutput(_)) => Some(Self::ShellOutput),
+            _ => None,
+        }
+    }
+
+    /// The revision such a receipt is bound to, read now (`None`: the row cannot be read as
+    /// one now).
+    fn revision_now(
+        self,
+        conn: &Connection,
+        session_id: &str,
+        message_id: &str,
+    ) -> rusqlite::Result<Option<String>> {
+        use crate::migrated::remove::{self, Unread};
+        Ok(match self {
+            Self::MigratedV1 => match remove::revision_of(conn, session_id, message_id)? {
+                Ok(revision) => Some(revision),
+                Err(Unread::Missing) => Some(remove::removed_revision()),
+                Err(_) => None,
+            },
+            Self::ShellOutput => v2::shell::revision_of(conn, session_id, message_id)?,
+        })
+    }
+
+    /// What such a receipt removed, in words.
+    fn what(self, message_id: &str) -> String {
+        match self {
+            Self::MigratedV1 => format!("the OpenCode 1.x rows of message {message_id}"),
+            Self::ShellOutput => format!("the output of shell row {message_id}"),
+        }
+    }
+}
+
+/// Each message (or row) whose rows a receipt of [`RowsKind`] changed, against its newest such
+/// receipt (a prune's or a restore's): its revision now is the one that receipt left; what a
+/// prune still standing removed, back as it was, is a discrepancy; anything else is a change.
+fn check_rows(
     conn: &Connection,
-    migrated: &[(&Row, &Receipt)],
+    receipts: &[Checked],
     restored: &HashSet<uuid::Uuid>,
     found: &mut StoreAudit,
 ) -> rusqlite::Result<()> {
-    use crate::migrated::remove::{self, Unread};
-    let mut newest: HashMap<(&str, &str), &Receipt> = HashMap::new();
+    let mut newest: HashMap<(&str, &str, bool), &Receipt> = HashMap::new();
     let mut order = Vec::new();
-    for (_, receipt) in migrated {
-        let key = (receipt.session_id.as_str(), receipt.message_id.as_str());
+    for (_, receipt) in receipts {
+        let migrated = RowsKind::of(receipt) == Some(RowsKind::MigratedV1);
+        let key = (
+            receipt.session_id.as_str(),
+            receipt.message_id.as_str(),
+            migrated,
+        );
         if newest.insert(key, receipt).is_none() {
             order.push(key);
         }
@@ -549,22 +593,26 @@ fn check_migrated(
     found.messages += order.len() as u64;
     for key in order {
         let receipt = newest[&key];
-        let (session_id, message_id) = key;
-        let now = match remove::revision_of(conn, session_id, message_id)? {
-            Ok(revision) => revision,
-            Err(Unread::Missing) => remove::removed_revision(),
-            Err(_) => {
-                found.changes.push(MessageChange {
-                    change: ChangeKind::Unreadable,
-                    receipt_id: receipt.receipt_id,
-                    session_id: session_id.to_string(),
-                    message_id: message_id.to_string(),
-                    detail: format!(
-                        "the 1.x rows of message {message_id} cannot be read whole now"
-                    ),
-                });
-                continue;
-            }
+        let (session_id, message_id, _) = key;
+        let Some(kind) = RowsKind::of(receipt) else {
+            continue;
+        };
+        let change = |change: ChangeKind, detail: String| MessageChange {
+            change,
+            receipt_id: receipt.receipt_id,
+            session_id: session_id.to_string(),
+            message_id: message_id.to_string(),
+            detail,
+        };
+        let Some(now) = kind.revision_now(conn, session_id, message_id)? else {
+            found.changes.push(change(
+                ChangeKind::Unreadable,
+                format!(
+                    "{} cannot be read as it was pruned now",
+                    kind.what(message_id)
+                ),
+            ));
+            continue;
         };
         if now == receipt.revision_after {
             continue;
@@ -575,8 +623,8 @@ fn check_migrated(
                 Discrepancy::new(
                     DiscrepancyKind::ContentBack,
                     format!(
-                        "the OpenCode 1.x rows of message {message_id}, which receipt {} removed, \
-                         are back",
+                        "{}, which receipt {} removed, are back",
+                        kind.what(message_id),
                         receipt.receipt_id
                     ),
                 )
@@ -584,16 +632,14 @@ fn check_migrated(
             );
             continue;
         }
-        found.changes.push(MessageChange {
-            change: ChangeKind::Written,
-            receipt_id: receipt.receipt_id,
-            session_id: session_id.to_string(),
-            message_id: message_id.to_string(),
-            detail: format!(
-                "the OpenCode 1.x rows of message {message_id} were written since receipt {}",
+        found.changes.push(change(
+            ChangeKind::Written,
+            format!(
+                "{} were written since receipt {}",
+                kind.what(message_id),
                 receipt.receipt_id
             ),
-        });
+        ));
     }
     Ok(())
 }

@@ -319,3 +319,93 @@ fn plan_migrated_in(
     }
     Ok(PlannedCopy::Prune(planned))
 }
+
+/// The emptying of the output OpenCode 2 keeps in each `shell` row of session `session_id` (a
+/// command the user ran), oldest first: one request per row created before the session's last
+/// `keep_last_turns` user turns (and with `older_than`, at least that long before `now_ms`, ms
+/// since the Unix epoch) whose command finished and whose output is not empty yet, bound to the
+/// revision of its `output`. None where the file has no OpenCode 2 rows.
+///
+/// Errors: [`StoreError::Storage`].
+pub fn plan_shell_outputs(
+    store: &OpenCodeStore,
+    session_id: &str,
+    keep_last_turns: u32,
+    older_than: Option<Duration>,
+    now_ms: i64,
+) -> Result<Vec<PlannedCopy>, StoreError> {
+    let conn = store.connection();
+    let schema = store.schema_of(&conn).map_err(storage)?;
+    if !schema.has_v2() {
+        return Ok(Vec::new());
+    }
+    conn.execute_batch("BEGIN").map_err(storage)?;
+    let planned = (|| -> rusqlite::Result<Vec<PlannedCopy>> {
+        let Some(before) = kept_boundary(
+            &conn,
+            &schema,
+            schema.has_v1(),
+            true,
+            session_id,
+            keep_last_turns,
+        )?
+        else {
+            return Ok(Vec::new());
+        };
+        let cutoff = match older_than {
+            Some(age) => now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX)),
+            None => i64::MAX,
+        };
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM session_message WHERE session_id = ?1 AND type = 'shell' \
+               AND typeof(time_created) = 'integer' AND time_created < ?2 \
+             ORDER BY time_created, id",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map(rusqlite::params![session_id, before.min(cutoff)], |row| {
+                Ok(lenient_text(row.get_ref(0)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut planned = Vec::with_capacity(ids.len());
+        for id in ids {
+            planned.push(match crate::v2::shell::read(&conn, session_id, &id)? {
+                Err(refusal) => PlannedCopy::Skipped {
+                    reason: SkipReason::Malformed,
+                    detail: refusal.detail,
+                },
+                Ok(row)
+                    if row.output.get("output").and_then(serde_json::Value::as_str) == Some("") =>
+                {
+                    PlannedCopy::Nothing
+                }
+                Ok(row) => {
+                    let revision =
+                        pruning_engine::revision::revision(std::slice::from_ref(&row.output));
+                    match PruneRequest::shell_output(session_id.to_string(), id, revision) {
+                        Ok(request) => PlannedCopy::Prune(request),
+                        Err(error) => PlannedCopy::Skipped {
+                            reason: SkipReason::Unplaceable,
+                            detail: error.to_string(),
+                        },
+                    }
+                }
+            });
+        }
+        Ok(planned)
+    })();
+    let _ = conn.execute_batch("COMMIT");
+    let planned = planned.map_err(storage)?;
+    if let Some(cause) = store.media_read_only() {
+        return Ok(planned
+            .into_iter()
+            .map(|planned| match planned {
+                PlannedCopy::Prune(_) => PlannedCopy::Skipped {
+                    reason: SkipReason::ReadOnly,
+                    detail: format!("the database cannot be written here ({cause})"),
+                },
+                other => other,
+            })
+            .collect());
+    }
+    Ok(planned)
+}

@@ -20,8 +20,8 @@ use rusqlite::{Connection, MAIN_DB};
 
 use super::sample::{Design, Drawer, Drawing, Sizes, Tally};
 use super::{
-    diffs_sql, part_is, technical_snapshot, v2_entries_sql, Copies, DiffsIn, Estimate, EventVolume,
-    Files, Rows, Stats, TableVolume, Technical, Volume,
+    diffs_sql, part_is, shell_sql, technical_snapshot, v2_entries_sql, Copies, DiffsIn, Estimate,
+    EventVolume, Files, Rows, Stats, TableVolume, Technical, Volume,
 };
 use crate::schema::Schema;
 use crate::sessions::SessionTotals;
@@ -88,6 +88,9 @@ pub fn estimate(conn: &Connection, path: &Path) -> rusqlite::Result<(Stats, Sess
         if schema.has_v2() {
             let (entries, each) = sample.figure(conn, &v2_entries_sql(Rows::Drawn))?;
             technical.v2_entries = entries;
+            let [output, sent] = shell_sql(Rows::Drawn);
+            technical.shell_output = sample.estimate(conn, &output)?;
+            technical.shell_sent = sample.estimate(conn, &sent)?;
             if let Some(column) = SessionTotals::session_column(&schema, "session_message") {
                 sample.add_per_session(conn, "session_message", column, &each, &mut prunable)?;
             }

@@ -12,6 +12,7 @@
 pub mod apply;
 pub(crate) mod compaction;
 pub mod fence;
+pub(crate) mod shell;
 
 use pruning_engine::contract::MAX_MESSAGE_BYTES;
 use pruning_engine::planner::completion_time;
