@@ -85,9 +85,23 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         output::bytes(stats.free_bytes)
     )?;
     say!("\n{:<34} {:>10} {:>11}", "table", "rows", "data")?;
+    let m = &stats.migrated_v1;
     for table in &stats.tables {
-        say!("{:<34} {}", table.table, size(&table.volume))?;
+        // A 1.x table that holds nothing but the copy OpenCode 2 migrated says so.
+        let copy = match table.table {
+            "message" => m.messages.count,
+            "part" => m.parts.count,
+            _ => 0,
+        };
+        let name = if copy > 0 && copy == table.volume.count {
+            format!("{} (1.x copy, below)", table.table)
+        } else {
+            table.table.to_string()
+        };
+        say!("{:<34} {}", name, size(&table.volume))?;
     }
+    // Lines of OpenCode 1.x's content only where the file has its tables.
+    let has = |name: &str| stats.tables.iter().any(|table| table.table == name);
     if !stats.events.is_empty() {
         say!("\n{:<34} {:>10} {:>11}", "event type", "rows", "data")?;
         for event in &stats.events {
@@ -105,26 +119,32 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         "count",
         "bytes"
     )?;
-    say!(
-        "{:<34} {}",
-        "tool parts (OpenCode 1.x)",
-        guess("part", &t.tool_parts)
-    )?;
-    say!(
-        "{:<34} {}",
-        "reasoning parts (OpenCode 1.x)",
-        guess("part", &t.reasoning_parts)
-    )?;
-    say!(
-        "{:<34} {}",
-        "snapshot events of them",
-        guess("event", &t.snapshot_events)
-    )?;
-    say!(
-        "{:<34} {}",
-        "tool/reasoning entries (OpenCode 2)",
-        guess("session_message", &t.v2_entries)
-    )?;
+    if has("part") {
+        say!(
+            "{:<34} {}",
+            "tool parts (OpenCode 1.x)",
+            guess("part", &t.tool_parts)
+        )?;
+        say!(
+            "{:<34} {}",
+            "reasoning parts (OpenCode 1.x)",
+            guess("part", &t.reasoning_parts)
+        )?;
+    }
+    if has("event") && (has("part") || t.snapshot_events.count > 0) {
+        say!(
+            "{:<34} {}",
+            "snapshot events of them",
+            guess("event", &t.snapshot_events)
+        )?;
+    }
+    if has("session_message") {
+        say!(
+            "{:<34} {}",
+            "tool/reasoning entries (OpenCode 2)",
+            guess("session_message", &t.v2_entries)
+        )?;
+    }
     if t.shell_output.count + t.shell_sent.count > 0 {
         say!(
             "{:<34} {}",
@@ -148,46 +168,57 @@ pub fn run(Args { top, exact }: Args, config: &Config) -> anyhow::Result<Outcome
         size(&stats.spill.unreferenced)
     )?;
     let c = &stats.copies;
-    say!(
-        "\n{:<34} {:>10} {:>11}",
-        "copies OpenCode keeps",
-        "count",
-        "bytes"
-    )?;
-    for superseded in &c.superseded_snapshots {
+    // OpenCode 1.x's copies: only where the file has its tables (OpenCode 2 keeps none).
+    if has("message") || !stats.events.is_empty() {
+        say!(
+            "\n{:<34} {:>10} {:>11}",
+            "copies OpenCode keeps",
+            "count",
+            "bytes"
+        )?;
+        for superseded in &c.superseded_snapshots {
+            say!(
+                "{:<34} {}",
+                format!("superseded {}", output::printable(&superseded.event_type)),
+                guess("event", &superseded.volume)
+            )?;
+        }
         say!(
             "{:<34} {}",
-            format!("superseded {}", output::printable(&superseded.event_type)),
-            guess("event", &superseded.volume)
+            "diff file bodies in messages",
+            guess("message", &c.diffs_in_messages)
+        )?;
+        say!(
+            "{:<34} {}",
+            "  and in message.updated.1 events",
+            guess("event", &c.diffs_in_snapshots)
         )?;
     }
-    say!(
-        "{:<34} {}",
-        "diff file bodies in messages",
-        guess("message", &c.diffs_in_messages)
-    )?;
-    say!(
-        "{:<34} {}",
-        "  and in message.updated.1 events",
-        guess("event", &c.diffs_in_snapshots)
-    )?;
     let superseded: u64 = c.superseded_snapshots.iter().map(|s| s.volume.bytes).sum();
     let technical = t.tool_parts.bytes
         + t.reasoning_parts.bytes
         + t.snapshot_events.bytes
         + t.v2_entries.bytes
         + t.shell_output.bytes;
-    say!(
-        "\n{about}{} is technical content and its snapshots, {about}{} superseded snapshots (partly the same \
-         rows: a part's older snapshots), {about}{} file bodies of diffs; `{} clean --all` shows what a \
-         clean would take (it compacts first; completed messages, last 2 turns kept; --diffs \
-         for the bodies)",
-        output::bytes(technical),
-        output::bytes(superseded),
-        output::bytes(c.diffs_in_messages.bytes + c.diffs_in_snapshots.bytes),
-        config.invocation
-    )?;
-    let m = &stats.migrated_v1;
+    if has("message") || !stats.events.is_empty() {
+        say!(
+            "\n{about}{} is technical content and its snapshots, {about}{} superseded snapshots (partly the same \
+             rows: a part's older snapshots), {about}{} file bodies of diffs; `{} clean --all` shows what a \
+             clean would take (it compacts first; completed messages, last 2 turns kept; --diffs \
+             for the bodies)",
+            output::bytes(technical),
+            output::bytes(superseded),
+            output::bytes(c.diffs_in_messages.bytes + c.diffs_in_snapshots.bytes),
+            config.invocation
+        )?;
+    } else {
+        say!(
+            "\n{about}{} is technical content (tool calls with their output, reasoning); `{} clean \
+             --all` shows what a clean would take (completed messages, last 2 turns kept)",
+            output::bytes(technical),
+            config.invocation
+        )?;
+    }
     if m.sessions > 0 {
         say!(
             "\n{:<34} {:>10} {:>11}",

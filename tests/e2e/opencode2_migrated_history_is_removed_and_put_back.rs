@@ -2,7 +2,7 @@
 //! OpenCode 1.18.34 wrote (`tests/fixtures/opencode-1.18.34-matrix/`), migrated by the real 2.x
 //! at its first start, then `clean --all --migrated-v1 --archive --keep-last-turns 0 --apply`:
 //!
-//! - the dry run says what the apply does, message for message (the same request keys);
+//! - the dry run says what the apply does (the same sessions, messages, parts and bytes);
 //! - every 1.x row of every session OpenCode 2 holds a whole copy of is gone, and only those;
 //!   every text OpenCode 2 reads (user, assistant, compaction summary) is byte for byte the same;
 //! - `audit` holds, `vacuum` leaves a smaller file;

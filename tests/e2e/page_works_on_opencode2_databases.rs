@@ -1,5 +1,6 @@
-//! `serve` and its page on the databases the real OpenCode 2.1.2 writes: one it wrote from
-//! scratch and one it migrated from OpenCode 1.18.34 (`tests/fixtures/opencode-1.18.34-matrix/`).
+//! `serve` and its page on the databases the real OpenCode 2 (2.0.15 and 2.1.2) writes: one it
+//! wrote from scratch and one it migrated from OpenCode 1.18.34
+//! (`tests/fixtures/opencode-1.18.34-matrix/`).
 //! With no `--workspace` given, the workspaces come from OpenCode 2's own tables; every route the
 //! page reads answers 200 with no SQL in it; in headless Chromium the page lists the sessions,
 //! draws the overview, opens a session and prunes a message, and says nothing is wrong.
@@ -16,7 +17,6 @@ use opencode_real::{opencode2_home, Layout, OpenCode, Service};
 use rusqlite::Connection;
 use serde_json::Value;
 
-const VERSION: &str = "2.1.2";
 const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// `serve` on `db` with the workspaces it finds itself.
@@ -136,9 +136,8 @@ fn serve_and_browse(db: &Path, session: &str) {
     server.stop();
 }
 
-#[test]
-fn the_page_works_on_a_database_opencode_2_wrote() {
-    let Some((_mock, home)) = opencode2_home(VERSION) else {
+fn page_on_a_database_opencode_2_wrote(version: &str) {
+    let Some((_mock, home)) = opencode2_home(version) else {
         return;
     };
     let session = {
@@ -150,9 +149,8 @@ fn the_page_works_on_a_database_opencode_2_wrote() {
     serve_and_browse(&home.database(), &session);
 }
 
-#[test]
-fn the_page_works_on_a_database_opencode_2_migrated() {
-    let Some(bin) = opencode_real::binary_of(VERSION) else {
+fn page_on_a_database_opencode_2_migrated(version: &str) {
+    let Some(bin) = opencode_real::binary_of(version) else {
         return;
     };
     let fixture = opencode_real::workspace().join("tests/fixtures/opencode-1.18.34-matrix");
@@ -180,4 +178,24 @@ fn the_page_works_on_a_database_opencode_2_migrated() {
         .as_str()
         .expect("the multi-turn session");
     serve_and_browse(&home.database(), session);
+}
+
+#[test]
+fn the_page_works_on_a_database_opencode_2_1_2_wrote() {
+    page_on_a_database_opencode_2_wrote("2.1.2");
+}
+
+#[test]
+fn the_page_works_on_a_database_opencode_2_0_15_wrote() {
+    page_on_a_database_opencode_2_wrote("2.0.15");
+}
+
+#[test]
+fn the_page_works_on_a_database_opencode_2_1_2_migrated() {
+    page_on_a_database_opencode_2_migrated("2.1.2");
+}
+
+#[test]
+fn the_page_works_on_a_database_opencode_2_0_15_migrated() {
+    page_on_a_database_opencode_2_migrated("2.0.15");
 }
