@@ -4,7 +4,8 @@
 //!   `opencode service stop`;
 //! - killed mid-run (SIGKILL), it leaves `time_suspended` set: the session is refused
 //!   (`maintenance_required`, nothing written) while the run is recent, with words that say when
-//!   it will be taken, and while any process has the database open; once nothing of it was
+//!   it will be taken, and while any process has the database open (by any name: a hard link);
+//!   once nothing of it was
 //!   written for `--abandoned-after` and nothing holds the file, its completed messages are
 //!   pruned, the receipts say beside which run, and the run's own message is left whole;
 //! - OpenCode 2 started again continues from there, logging no database error.
@@ -116,11 +117,14 @@ fn service_named_and_killed_run_taken(version: &str) {
     let (code, report) = clean(&db, "24h");
     assert_eq!((code, &report["pruned"]), (Some(3), &0.into()), "{report}");
 
-    // Taken after --abandoned-after, but not while a process holds the file.
+    // Taken after --abandoned-after, but not while a process holds the file, even by another
+    // name for it (a hard link).
+    let link = home.root().join("another-name.db");
+    std::fs::hard_link(&db, &link).expect("a hard link to the database");
     let mut holder = Command::new("bash")
         .arg("-c")
         .arg("exec 3<\"$0\"; sleep 60")
-        .arg(&db)
+        .arg(&link)
         .stdin(Stdio::null())
         .spawn()
         .expect("a process holding the database");
@@ -136,6 +140,7 @@ fn service_named_and_killed_run_taken(version: &str) {
     assert_eq!(digest(&db), aged);
     let _ = holder.kill();
     let _ = holder.wait();
+    std::fs::remove_file(&link).expect("remove the link");
 
     let (code, report) = clean(&db, "1h");
     assert_eq!(code, Some(0), "{version}: {report}");

@@ -112,6 +112,50 @@ fn shell_output_goes(version: &str) {
     let out = run(&db, &["--quiet-period", "0", "restore", &receipt]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(shell_rows(&db, &session), rows_before);
+
+    // A row this engine and SQLite would read apart (its output given twice) is left whole; a
+    // command still running is left for later.
+    let id = &rows_before[0].0;
+    let conn = Connection::open(&db).expect("open");
+    let doubled = rows_before[0].1.replacen(
+        "\"output\":{\"output\":",
+        "\"output\":{\"output\":\"first\",\"output\":",
+        1,
+    );
+    conn.execute(
+        "UPDATE session_message SET data = ?1 WHERE id = ?2",
+        [&doubled, id],
+    )
+    .expect("a key given twice");
+    drop(conn);
+    let (code, report) = clean_everything(&db, &["--min-bytes", "1000000000", "--no-reasoning"]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["shellOutput"]["emptied"], 0, "{report}");
+    assert_eq!(
+        report["shellOutput"]["blocked"]["unsupported_storage"], 1,
+        "{report}"
+    );
+    assert_eq!(shell_rows(&db, &session)[0].1, doubled);
+    let running = rows_before[0]
+        .1
+        .replacen("\"status\":\"exited\"", "\"status\":\"running\"", 1);
+    assert_ne!(running, rows_before[0].1);
+    let conn = Connection::open(&db).expect("open");
+    conn.execute(
+        "UPDATE session_message SET data = ?1 WHERE id = ?2",
+        [&running, id],
+    )
+    .expect("a running command");
+    drop(conn);
+    let (code, report) = clean_everything(&db, &["--min-bytes", "1000000000", "--no-reasoning"]);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(
+        report["shellOutput"]["skipped"]["running_tool"], 1,
+        "{report}"
+    );
+    assert_eq!(shell_rows(&db, &session)[0].1, running);
+    let audit = run(&db, &["audit"]);
+    assert_eq!(audit.status.code(), Some(0), "{audit:?}");
 }
 
 #[test]

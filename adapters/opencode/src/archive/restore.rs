@@ -331,8 +331,9 @@ pub(crate) fn in_transaction(
 }
 
 /// The checks before the 1.x rows of a message OpenCode 2 migrated go back: the 1.x session is
-/// there, inside the request's scope, and still one OpenCode 2 migrated whole
-/// (`crate::migrated::remove::session_admits`); `None` when they pass.
+/// there and inside the request's scope; `None` when they pass. Nothing else: the rows put back
+/// are what was there (a 1.x may have written to the session since, or OpenCode 2 deleted its
+/// copy, which is when an undo is wanted most), and a row that is there again is a `conflict`.
 fn migrated_session(
     conn: &Connection,
     schema: &Schema,
@@ -351,15 +352,12 @@ fn migrated_session(
             crate::ownership::missing_session(session_id),
         )));
     }
-    if let Some(refusal) = crate::ownership::check(
+    crate::ownership::check(
         conn,
         crate::ownership::SessionTable::Shared,
         session_id,
         &input.request.scope,
-    )? {
-        return Ok(Some(refusal));
-    }
-    Ok(crate::migrated::remove::session_admits(conn, schema, session_id)?.err())
+    )
 }
 
 /// The text of the `data` of the one `session_message` row `rows` holds, when they hold just

@@ -273,9 +273,9 @@ fn plan_migrated_in(
     };
     match crate::migrated::v1_rows(conn, schema, session_id)? {
         V1Rows::Live => return Ok(PlannedCopy::Nothing),
-        V1Rows::Diverged { uncopied } => {
+        V1Rows::Diverged { rows } => {
             return Ok(not_a_copy(format!(
-                "{uncopied} of its OpenCode 1.x message(s) have no copy in OpenCode 2: a 1.x wrote to it since the migration"
+                "a 1.x wrote to it since the migration: {rows} of its OpenCode 1.x row(s) have no copy in OpenCode 2"
             )))
         }
         V1Rows::Copy => {}
@@ -369,10 +369,20 @@ pub fn plan_shell_outputs(
         let mut planned = Vec::with_capacity(ids.len());
         for id in ids {
             planned.push(match crate::v2::shell::read(&conn, session_id, &id)? {
-                Err(refusal) => PlannedCopy::Skipped {
-                    reason: SkipReason::Malformed,
-                    detail: refusal.detail,
-                },
+                Err(unread) => {
+                    use crate::v2::shell::Unread;
+                    let reason = match unread {
+                        Unread::OverBudget => SkipReason::Oversize,
+                        Unread::Running => SkipReason::RunningTool,
+                        Unread::NotShell | Unread::Malformed | Unread::NoOutput => {
+                            SkipReason::Malformed
+                        }
+                    };
+                    PlannedCopy::Skipped {
+                        reason,
+                        detail: unread.refusal(&id).detail,
+                    }
+                }
                 Ok(row)
                     if row.output.get("output").and_then(serde_json::Value::as_str) == Some("") =>
                 {

@@ -9,7 +9,10 @@
 //! - a V1 message is copied when `session_message` holds a row of its id in its session, or,
 //!   for the summary a compaction's assistant wrote (`summary: true`), when the `compaction`
 //!   row OpenCode 2 made of the pair has the id of its user message (`parentID`);
-//! - the migration is done when `kv` holds `migration.v1-v2` with `"phase":"completed"`.
+//! - the migration is done when `kv` holds `migration.v1-v2` with `"phase":"completed"`; that
+//!   row's `time_updated` is when it finished, and the migration writes no 1.x row, so a 1.x row
+//!   (session, message or part) created or updated after it was written by a 1.x since, and is
+//!   in no copy.
 //!
 //! `remove` deletes such a copy, message by message (`clean --migrated-v1`).
 
@@ -71,6 +74,23 @@ pub(crate) fn completed(conn: &Connection, schema: &Schema) -> rusqlite::Result<
     Ok(phase.flatten().as_deref() == Some("completed"))
 }
 
+/// When OpenCode 2 recorded its migration as finished: the `time_updated` of its `kv` row, in
+/// ms since the Unix epoch; `None` without one (or one whose time is not a number).
+fn finished_at(conn: &Connection, schema: &Schema) -> rusqlite::Result<Option<i64>> {
+    if !schema.has("kv") {
+        return Ok(None);
+    }
+    Ok(crate::cached::query_row(
+        conn,
+        "SELECT CASE typeof(time_updated) WHEN 'integer' THEN time_updated END \
+         FROM kv WHERE key = ?1",
+        [MIGRATION_KEY],
+        |row| row.get::<_, Option<i64>>(0),
+    )
+    .optional()?
+    .flatten())
+}
+
 /// What a session's V1 rows are to OpenCode 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum V1Rows {
@@ -79,15 +99,18 @@ pub(crate) enum V1Rows {
     /// A copy: OpenCode 2 holds every one of the session's V1 messages, and reads none of
     /// these rows.
     Copy,
-    /// OpenCode 2 migrated the session, but some of its V1 messages have no copy there (a 1.x
-    /// wrote to it after the migration): neither live for OpenCode 2 nor a copy.
+    /// OpenCode 2 migrated the session, but a 1.x wrote to its V1 rows since: messages without
+    /// a copy, or rows created or updated after the migration finished (neither live for
+    /// OpenCode 2 nor a copy).
     Diverged {
-        /// V1 messages without a copy.
-        uncopied: u64,
+        /// V1 messages without a copy, and V1 rows (session, messages, parts) written after the
+        /// migration.
+        rows: u64,
     },
 }
 
-/// What the V1 rows of `session_id` are (see [`V1Rows`]).
+/// What the V1 rows of `session_id` are (see [`V1Rows`]). A row whose times are not numbers
+/// counts as written since: whether it was cannot be told.
 pub(crate) fn v1_rows(
     conn: &Connection,
     schema: &Schema,
@@ -114,10 +137,44 @@ pub(crate) fn v1_rows(
         [session_id],
         |row| row.get(0),
     )?;
-    Ok(match uncopied {
+    let since = match finished_at(conn, schema)? {
+        None => 0,
+        Some(finished) => {
+            // Written after `finished`, or at a time that is not a number.
+            let after = |table: &str, key: &str| {
+                format!(
+                    "SELECT count(*) FROM {table} WHERE {key} = ?1 \
+                       AND (typeof(time_created) <> 'integer' OR time_created > ?2 \
+                            OR typeof(time_updated) <> 'integer' OR time_updated > ?2)"
+                )
+            };
+            let mut since = 0i64;
+            for (table, key) in [
+                ("session", "id"),
+                ("message", "session_id"),
+                ("part", "session_id"),
+            ] {
+                if table == "session"
+                    && !(schema.has_column("session", "time_created")
+                        && schema.has_column("session", "time_updated"))
+                {
+                    continue;
+                }
+                if table != "session" && !schema.has_column(table, "time_updated") {
+                    continue;
+                }
+                since += crate::cached::query_row(
+                    conn,
+                    &after(table, key),
+                    rusqlite::params![session_id, finished],
+                    |row| row.get::<_, i64>(0),
+                )?;
+            }
+            since
+        }
+    };
+    Ok(match uncopied.max(0) + since.max(0) {
         0 => V1Rows::Copy,
-        n => V1Rows::Diverged {
-            uncopied: n.max(0) as u64,
-        },
+        n => V1Rows::Diverged { rows: n as u64 },
     })
 }

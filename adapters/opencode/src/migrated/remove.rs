@@ -179,10 +179,10 @@ pub(crate) fn session_admits(
                 "OpenCode 2 did not migrate session {session_id} (a 1.x wrote it after OpenCode 2's first start, or it is not in session_v2): its 1.x rows are its only history"
             ),
         )),
-        V1Rows::Diverged { uncopied } => Err(Refusal::new(
+        V1Rows::Diverged { rows } => Err(Refusal::new(
             BlockedReason::NotDeletable,
             format!(
-                "OpenCode 2 migrated session {session_id}, but {uncopied} of its 1.x message(s) have no copy there (an OpenCode 1.x wrote to it since): its 1.x rows are left as they are"
+                "OpenCode 2 migrated session {session_id}, but an OpenCode 1.x wrote to it since: {rows} of its 1.x row(s) have no copy there, and its 1.x rows are left as they are"
             ),
         )),
     })

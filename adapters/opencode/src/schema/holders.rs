@@ -111,6 +111,42 @@ pub fn held(database: &Path, own: bool) -> Vec<Held> {
     found
 }
 
+/// The processes other than this one with the database, its `-wal` or its `-shm` open, found by
+/// the file itself (device and inode), whatever path they opened it by: a hard link, another
+/// mount of the same folder. Sorted, each once.
+pub fn holding_by_inode(database: &Path) -> Vec<u32> {
+    let files: Vec<(u64, u64)> = family(database)
+        .iter()
+        .filter_map(|path| std::fs::metadata(path).ok())
+        .map(|meta| (meta.dev(), meta.ino()))
+        .collect();
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let this = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for pid in entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != this)
+    {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let holds = fds.filter_map(Result::ok).any(|fd| {
+            std::fs::metadata(fd.path()).is_ok_and(|open| files.contains(&(open.dev(), open.ino())))
+        });
+        if holds {
+            found.push(pid);
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
 /// Whether the open file behind `fd_link` is the file at `path` (same device and inode). A
 /// path that cannot be read counts as another file.
 fn same_file(fd_link: &Path, path: &Path) -> bool {

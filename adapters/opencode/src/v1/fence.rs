@@ -309,8 +309,8 @@ fn migrated(
         V1Rows::Copy => refuse(
             "OpenCode 2 migrated this session and reads it from its own rows: these V1 rows are a copy it never reads again (`clean --migrated-v1` removes them)".into(),
         ),
-        V1Rows::Diverged { uncopied } => refuse(format!(
-            "OpenCode 2 migrated this session, and an OpenCode 1.x wrote {uncopied} message(s) to its V1 rows since, which OpenCode 2 does not have: its V1 rows are left as they are"
+        V1Rows::Diverged { rows } => refuse(format!(
+            "OpenCode 2 migrated this session, and an OpenCode 1.x wrote to its 1.x rows since ({rows} row(s) OpenCode 2 has no copy of): its 1.x rows are left as they are"
         )),
     })
 }

@@ -188,15 +188,15 @@ fn suspended_run(
             seconds(after)
         )));
     }
+    // By the file itself, not its path: a process may hold it through a hard link or another
+    // mount of its folder.
     let holders: Vec<String> = conn
         .path()
         .filter(|path| !path.is_empty())
-        .map(|path| crate::schema::holders::held(Path::new(path), false))
+        .map(|path| crate::schema::holders::holding_by_inode(Path::new(path)))
         .unwrap_or_default()
         .into_iter()
-        .map(|held| crate::schema::holders::process_named(held.pid))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
+        .map(crate::schema::holders::process_named)
         .collect();
     if !holders.is_empty() {
         return Ok(busy(format!(

@@ -31,30 +31,66 @@ pub(crate) struct ShellRow {
     pub(crate) shell_id: Option<String>,
 }
 
+/// Why a `shell` row's output cannot be emptied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unread {
+    /// No such row in the session, or not a `shell` row.
+    NotShell,
+    /// Over the 16 MiB budget.
+    OverBudget,
+    /// Not a JSON object of text (or a row `JSON.stringify` would not have written: its output
+    /// read is not the one the write would empty).
+    Malformed,
+    /// The command has not finished: its output is still being written.
+    Running,
+    /// No output text.
+    NoOutput,
+}
+
+impl Unread {
+    /// The refusal of a prune of row `message_id` for this reason (`not_deletable`; a command
+    /// still running, `maintenance_required`: it passes).
+    pub(crate) fn refusal(&self, message_id: &str) -> Refusal {
+        let not_deletable = |detail: String| Refusal::new(BlockedReason::NotDeletable, detail);
+        match self {
+            Self::NotShell => not_deletable(format!("there is no shell row {message_id}")),
+            Self::OverBudget => {
+                not_deletable(format!("shell row {message_id} is over the 16 MiB budget"))
+            }
+            Self::Malformed => not_deletable(format!(
+                "shell row {message_id} is not JSON as OpenCode writes it"
+            )),
+            Self::Running => Refusal::new(
+                BlockedReason::MaintenanceRequired,
+                format!("the command of shell row {message_id} has not finished"),
+            ),
+            Self::NoOutput => not_deletable(format!("shell row {message_id} keeps no output")),
+        }
+    }
+}
+
 /// The `shell` row `message_id` of `session_id`, when it is one whose output may be emptied; else
-/// the refusal (`not_deletable`: no such row, not a `shell` row, not a JSON object within the
-/// 16 MiB budget, its command not finished, no output text).
+/// why not.
 ///
 /// Errors: SQLite's.
 pub(crate) fn read(
     conn: &Connection,
     session_id: &str,
     message_id: &str,
-) -> rusqlite::Result<Result<ShellRow, Refusal>> {
-    let refuse = |detail: String| Ok(Err(Refusal::new(BlockedReason::NotDeletable, detail)));
+) -> rusqlite::Result<Result<ShellRow, Unread>> {
     let Some((kind, data)) = super::load_row(conn, session_id, message_id)? else {
-        return refuse(format!("session {session_id} has no V2 row {message_id}"));
+        return Ok(Err(Unread::NotShell));
     };
     if kind != "shell" {
-        return refuse(format!("row {message_id} is not a shell row"));
+        return Ok(Err(Unread::NotShell));
     }
-    let super::RowData::Text(data) = data else {
-        return refuse(format!(
-            "row {message_id} is over the 16 MiB budget or not text"
-        ));
+    let data = match data {
+        super::RowData::Text(data) => data,
+        super::RowData::OverBudget => return Ok(Err(Unread::OverBudget)),
+        super::RowData::NotText => return Ok(Err(Unread::Malformed)),
     };
     let Ok(Value::Object(mut row)) = serde_json::from_str::<Value>(&data) else {
-        return refuse(format!("row {message_id} does not hold a JSON object"));
+        return Ok(Err(Unread::Malformed));
     };
     // A command still running writes its output on: OpenCode 2 marks it `running`.
     if row.get("status").and_then(Value::as_str) == Some("running")
@@ -63,11 +99,11 @@ pub(crate) fn read(
             .and_then(|time| time.get("completed"))
             .is_none()
     {
-        return refuse(format!("the command of row {message_id} has not finished"));
+        return Ok(Err(Unread::Running));
     }
     let output = row.remove("output").unwrap_or(Value::Null);
     if !matches!(output.get("output"), Some(Value::String(_))) {
-        return refuse(format!("row {message_id} keeps no output text"));
+        return Ok(Err(Unread::NoOutput));
     }
     Ok(Ok(ShellRow {
         data,
@@ -123,7 +159,7 @@ pub(crate) fn prepare(
     }
     let row = match read(conn, &request.session_id, &request.message_id)? {
         Ok(row) => row,
-        Err(refusal) => return Ok(Prepared::Refuse(refusal)),
+        Err(unread) => return Ok(Prepared::Refuse(unread.refusal(&request.message_id))),
     };
     let before = revision(std::slice::from_ref(&row.output));
     if before != request.revision {
@@ -200,6 +236,20 @@ pub(crate) fn write(
         return Ok(Err(Refusal::new(
             BlockedReason::Conflict,
             "the shell row changed while its output was being emptied",
+        )));
+    }
+    // What the row reads as now must be what the plan left: a row SQLite and this engine read
+    // apart (a key given twice, say) is not rewritten.
+    if revision_of(conn, &request.session_id, &request.message_id)?.as_deref()
+        != Some(planned.plan.revision_after.as_str())
+    {
+        return Ok(Err(Refusal::new(
+            BlockedReason::UnsupportedStorage,
+            format!(
+                "shell row {} is not JSON as OpenCode writes it (a key given twice?): SQLite and \
+                 this engine read its output apart, so it is left as it is",
+                request.message_id
+            ),
         )));
     }
     Ok(Ok(Written {
