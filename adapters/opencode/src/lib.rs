@@ -20,6 +20,7 @@ mod generation;
 mod group;
 mod history;
 mod ids;
+mod json_sql;
 mod lock_times;
 mod migrated;
 mod ownership;

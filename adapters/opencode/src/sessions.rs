@@ -13,6 +13,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde::Serialize;
 
+use super::json_sql;
 use super::ownership::SessionTable;
 use super::row_budget;
 use super::schema::Schema;
@@ -71,7 +72,7 @@ pub struct SessionSummary {
 }
 
 /// `data` of V2 row `sm` (bounded by the row budget) when it is valid JSON, else `{}`:
-/// `json_each` fails on malformed text, and one malformed row must not hide the rest.
+/// `json_extract` fails on malformed text, and one malformed row must not hide the rest.
 fn v2_data() -> String {
     let data = row_budget::data("sm", "session_message");
     format!("CASE WHEN json_valid({data}) THEN {data} ELSE '{{}}' END")
@@ -346,18 +347,19 @@ fn list_with(
         "(SELECT coalesce(sum(octet_length(sm.data)), 0) FROM session_message sm WHERE sm.session_id = s.id)"
             .into(),
     );
+    let bounded_v2 = row_budget::data("sm", "session_message");
     let v2_prunable = pick(
         v2,
         format!(
             "(SELECT coalesce(sum({}), 0) \
-               FROM session_message sm, json_each({}, '$.content') j \
-              WHERE sm.session_id = s.id AND j.type = 'object' \
-                AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')) \
+               FROM session_message sm, {} \
+              WHERE sm.session_id = s.id AND j.type = 'object' AND {} IN ('tool', 'reasoning')) \
              + (SELECT coalesce(sum(octet_length(json_extract({}, '$.output.output'))), 0) \
                   FROM session_message sm WHERE sm.session_id = s.id AND sm.type = 'shell' \
                    AND json_type({}, '$.output.output') = 'text')",
-            row_budget::uncut_bytes("sm", "j.value"),
-            v2_data(),
+            row_budget::uncut_bytes("sm", &json_sql::entry_text("j")),
+            json_sql::entries(&bounded_v2, "$.content", "j"),
+            json_sql::entry_field("j", "$.type"),
             v2_data(),
             v2_data()
         ),
@@ -541,16 +543,21 @@ pub fn messages(conn: &Connection, session_id: &str) -> rusqlite::Result<Vec<Mes
     }
     if schema.has_v2() {
         let v2 = v2_data();
+        let bounded = row_budget::data("sm", "session_message");
+        let (content, kind) = (
+            json_sql::entries(&bounded, "$.content", "j"),
+            json_sql::entry_field("j", "$.type"),
+        );
         let sql = format!(
             "SELECT sm.id, CAST(sm.type AS TEXT), {}, CAST(coalesce(sm.time_created, 0) AS INTEGER),
-                (SELECT count(*) FROM json_each({v2}, '$.content')),
-                (SELECT count(*) FROM json_each({v2}, '$.content') j
-                  WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning')),
-                (SELECT coalesce(sum({}), 0) FROM json_each({v2}, '$.content') j
-                  WHERE j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'))
+                (SELECT count(*) FROM {content}),
+                (SELECT count(*) FROM {content}
+                  WHERE j.type = 'object' AND {kind} IN ('tool', 'reasoning')),
+                (SELECT coalesce(sum({}), 0) FROM {content}
+                  WHERE j.type = 'object' AND {kind} IN ('tool', 'reasoning'))
              FROM session_message sm WHERE sm.session_id = ?1",
             COMPLETED.replace("DATA", &v2),
-            row_budget::uncut_bytes("sm", "j.value")
+            row_budget::uncut_bytes("sm", &json_sql::entry_text("j"))
         );
         collect(conn, &sql, session_id, "v2", &mut list)?;
     }

@@ -15,6 +15,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::Serialize;
 
+use super::json_sql;
 use super::row_budget;
 use super::schema::Schema;
 use super::spill;
@@ -520,10 +521,11 @@ fn v2_entries_sql(rows: Rows) -> String {
     let (rowid, which, group) = rows.clauses("sm");
     format!(
         "SELECT {rowid}count(*), coalesce(sum({}), 0) \
-         FROM session_message sm, \
-              json_each(CASE WHEN json_valid({v2}) THEN {v2} ELSE '{{}}' END, '$.content') j \
-         WHERE {which} AND j.type = 'object' AND json_extract(j.value, '$.type') IN ('tool', 'reasoning'){group}",
-        row_budget::uncut_bytes("sm", "j.value")
+         FROM session_message sm, {} \
+         WHERE {which} AND j.type = 'object' AND {} IN ('tool', 'reasoning'){group}",
+        row_budget::uncut_bytes("sm", &json_sql::entry_text("j")),
+        json_sql::entries(&v2, "$.content", "j"),
+        json_sql::entry_field("j", "$.type")
     )
 }
 
@@ -579,19 +581,22 @@ fn diffs_sql(schema: &Schema, place: DiffsIn, rows: Rows) -> String {
         ),
     };
     let data = row_budget::data("r", table);
+    let field = |key: &str| json_sql::entry_field("d", &format!("$.{key}"));
     let body = |key: &str| {
-        let quoted = format!("json_quote(json_extract(d.value, '$.{key}'))");
+        let quoted = format!("json_quote({})", field(key));
         format!("coalesce({} - 2, 0)", row_budget::uncut_bytes("r", &quoted))
     };
     let (rowid, which, group) = rows.clauses("r");
     format!(
-        "SELECT {rowid}count(*), coalesce(sum({} + {} + {}), 0) FROM {table} r, \
-           json_each(CASE WHEN json_valid({data}) THEN {data} ELSE '{{}}' END, '{path}') d \
+        "SELECT {rowid}count(*), coalesce(sum({} + {} + {}), 0) FROM {table} r, {} \
          WHERE {which} AND {filter} session_prune_contains({data}, '\"diffs\"') AND d.type = 'object' \
-           AND (json_extract(d.value, '$.patch') <> '' OR json_extract(d.value, '$.before') <> '' \
-                OR json_extract(d.value, '$.after') <> ''){group}",
+           AND ({} <> '' OR {} <> '' OR {} <> ''){group}",
         body("patch"),
         body("before"),
-        body("after")
+        body("after"),
+        json_sql::entries(&data, path, "d"),
+        field("patch"),
+        field("before"),
+        field("after")
     )
 }

@@ -68,19 +68,28 @@ pub(crate) struct Beside {
     pub(crate) others: Option<bool>,
 }
 
-/// [`Beside`] of `database` now.
+/// How long [`beside`] waits before it looks again at files it found detached.
+const SECOND_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// [`Beside`] of `database` now. A file found detached is looked for again after
+/// [`SECOND_LOOK`], and counts only when the same process still holds it: a process between
+/// `fork` and `exec` holds a copy of every descriptor of its parent for that moment (SQLite's
+/// and ours are close-on-exec), and is not a writer beside us.
 pub(crate) fn beside(database: &Path) -> Beside {
     let held = holders::held(database, false);
     let others = Path::new("/proc/self/fd")
         .is_dir()
         .then_some(!held.is_empty());
-    Beside {
-        detached: held
-            .into_iter()
-            .filter(|held| held.state != HeldState::Current)
-            .collect(),
-        others,
+    let mut detached: Vec<Held> = held
+        .into_iter()
+        .filter(|held| held.state != HeldState::Current)
+        .collect();
+    if !detached.is_empty() {
+        std::thread::sleep(SECOND_LOOK);
+        let again = holders::held(database, false);
+        detached.retain(|held| again.contains(held));
     }
+    Beside { detached, others }
 }
 
 /// What a damaged file's findings are, in a sentence: how many, the first, and whether they
