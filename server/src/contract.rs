@@ -26,9 +26,9 @@ use pruning_opencode::{AutoVacuum, OpenCodeStore};
 use serde::Serialize;
 
 use super::error::ApiError;
-use super::responses::{ContractFailures, RestoreFailures};
+use super::responses::{ContractFailures, WriteFailures};
 use super::state::{Admission, AppState};
-use super::{body, document};
+use super::{body, document, forgery};
 
 /// `preview {sessionID, messageID}` -> `{status:"preview", revision, liveMutation, parts}`.
 #[utoipa::path(
@@ -62,7 +62,7 @@ pub async fn preview(
     request_body = RawPrune,
     responses(
         (status = 200, description = "Pruned, or `blocked`", body = PruneResult),
-        ContractFailures,
+        WriteFailures,
     )
 )]
 pub async fn prune(
@@ -109,7 +109,7 @@ pub async fn history(
     request_body = RawBatch,
     responses(
         (status = 200, description = "One result per candidate, in order", body = BatchResult),
-        ContractFailures,
+        WriteFailures,
     )
 )]
 pub async fn prune_batch(
@@ -135,7 +135,7 @@ pub async fn prune_batch(
     request_body = RawRestore,
     responses(
         (status = 200, description = "Restored, or `blocked`", body = RestoreResult),
-        RestoreFailures,
+        WriteFailures,
     )
 )]
 pub async fn restore(
@@ -201,7 +201,8 @@ trait Route: Sized + Send + 'static {
     fn run(self, engine: &Engine<OpenCodeStore>) -> Result<Self::Answer, ApiError>;
 }
 
-/// The steps of every contract route, each answering with nothing done when it fails: the
+/// The steps of every contract route, each answering with nothing done when it fails: a
+/// write is a request no page of another origin could have sent (403, 415: `forgery`), the
 /// workspace exists (404), the body is at most 1 MiB (413), arrives in time (408) and parses
 /// into a valid request (400), the session it names, if any, lies in the workspace (403); then
 /// the engine runs it within the workspace's scope, which it checks again inside its
@@ -212,6 +213,9 @@ async fn handle<R: Route>(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    if R::WRITES {
+        forgery::refuse_forgeable(state, headers)?;
+    }
     let workspace = state.workspace(workspace).await?;
     let request = R::parse(&body::read(headers, body).await?)?;
     if let Some(session_id) = request.session() {

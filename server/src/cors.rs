@@ -28,6 +28,12 @@ impl Origin {
         }
         HeaderValue::from_str(text).ok().map(Self)
     }
+
+    /// Whether a request's `Origin` header value is this origin (ASCII case aside: a browser
+    /// sends scheme and host in lowercase).
+    pub(crate) fn names(&self, origin: &HeaderValue) -> bool {
+        self.0.as_bytes().eq_ignore_ascii_case(origin.as_bytes())
+    }
 }
 
 /// The CORS policy for `origins`: the methods the API has (`GET`, `POST`), the headers its

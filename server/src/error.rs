@@ -53,6 +53,18 @@ pub enum ApiError {
     /// DNS rebinding.
     #[error("this server has no password and answers only requests for localhost, 127.0.0.1 or [::1], not for {0}: open it at http://127.0.0.1:PORT/, or set a password (`SESSION_PRUNE_PASSWORD`) to serve it under another name")]
     ForeignHost(String),
+    /// 403: a server without a password answers only requests that name their host
+    /// (`host::loopback_only`).
+    #[error("this server has no password and answers only requests that name their host (`Host: 127.0.0.1:PORT`, as HTTP/1.1 requires)")]
+    NoHost,
+    /// 403: a request to a writing route from a page of an origin that is neither the
+    /// server's own nor named by `serve --allow-origin` (`forgery`), password or not.
+    #[error("a page of {0} may not write through this server: only its own pages and the origins `session-prune serve --allow-origin ORIGIN` names may prune, restore or change the schedule")]
+    ForeignOrigin(String),
+    /// 415: a writing route's body is not declared `application/json` (`forgery`): the types
+    /// a page of another site can send without asking first are refused.
+    #[error("send the body as JSON, with `Content-Type: application/json`")]
+    NotJson,
     /// 404: no such workspace (`GET /api/workspaces` lists them).
     #[error("there is no workspace {0}: GET /api/workspaces lists them")]
     UnknownWorkspace(String),
@@ -96,7 +108,11 @@ impl ApiError {
                 StatusCode::BAD_REQUEST
             }
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            Self::Forbidden { .. } | Self::ForeignHost(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden { .. }
+            | Self::ForeignHost(_)
+            | Self::NoHost
+            | Self::ForeignOrigin(_) => StatusCode::FORBIDDEN,
+            Self::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::UnknownWorkspace(_) | Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -3,9 +3,10 @@
 //! host: `localhost` (or a name under `.localhost`), an address in `127.0.0.0/8`, or `[::1]`,
 //! at any port. A page of another site that makes its own name resolve to 127.0.0.1 (DNS
 //! rebinding) reaches the server with its own name in `Host`, and would otherwise read every
-//! session and prune them as if it were the server's own page. With a password any `Host` is
-//! answered: such a page cannot know the password. A request without `Host` (HTTP/1.0, a
-//! test client) is answered: a browser always sends one.
+//! session and prune them as if it were the server's own page. A request must name its host
+//! (HTTP/1.1 requires `Host`), and one sent with an absolute URL names it there too: both must
+//! be loopback, since a server may take either. With a password any host is answered: such a
+//! page cannot know the password.
 
 use std::net::IpAddr;
 
@@ -17,18 +18,25 @@ use axum::response::{IntoResponse, Response};
 use super::error::ApiError;
 use super::state::AppState;
 
-/// Answers `403` ([`ApiError::ForeignHost`]) to a request of a server without a password whose
-/// `Host` names no loopback host; passes every other request on.
+/// Answers `403` to a request of a server without a password that names no host
+/// ([`ApiError::NoHost`]), or whose `Host`, or the authority of its absolute URL, is not a
+/// loopback host ([`ApiError::ForeignHost`]); passes every other request on.
 pub(crate) async fn loopback_only(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
     if state.options().password.is_none() {
-        if let Some(host) = request.headers().get(header::HOST) {
-            let named = String::from_utf8_lossy(host.as_bytes()).into_owned();
-            if !is_loopback(&named) {
-                return ApiError::ForeignHost(named).into_response();
+        let Some(host) = request.headers().get(header::HOST) else {
+            return ApiError::NoHost.into_response();
+        };
+        let named = String::from_utf8_lossy(host.as_bytes()).into_owned();
+        if !is_loopback(&named) {
+            return ApiError::ForeignHost(named).into_response();
+        }
+        if let Some(authority) = request.uri().authority() {
+            if !is_loopback(authority.as_str()) {
+                return ApiError::ForeignHost(authority.to_string()).into_response();
             }
         }
     }

@@ -16,7 +16,8 @@
 //! `GET /page/{name}` (`page`, built into the binary).
 //!
 //! This crate owns HTTP concerns only: routes, JSON answers and their status codes,
-//! authentication, the body limit, workspace scoping, CORS (`cors`), the event stream, the log
+//! authentication, the body limit, workspace scoping, CORS (`cors`), writes no page of another
+//! origin can forge (`forgery`), the event stream, the log
 //! lines of refused and failed requests, and the bounds on connections (`connections`). The engine does the work, on tokio's blocking pool.
 
 #![warn(missing_docs)]
@@ -32,6 +33,7 @@ mod cors;
 pub mod document;
 pub mod error;
 mod events;
+mod forgery;
 mod host;
 mod openapi;
 mod overview;

@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::events::{HeartbeatData, ResyncData};
 use super::responses::{
-    BadRequest, BodyTimeout, Forbidden, Internal, NotFound, TooLarge, Unauthorized,
+    BadRequest, BodyTimeout, Forbidden, Internal, NotFound, NotJson, TooLarge, Unauthorized,
 };
 
 /// The document's fixed part; the paths and the schemas they use are added by
@@ -41,7 +41,7 @@ use super::responses::{
             ResyncData,
             crate::UpkeepRun
         ),
-        responses(BadRequest, Unauthorized, Forbidden, NotFound, BodyTimeout, TooLarge, Internal)
+        responses(BadRequest, Unauthorized, Forbidden, NotFound, BodyTimeout, TooLarge, NotJson, Internal)
     )
 )]
 pub struct Fixed;

@@ -16,7 +16,8 @@ pub struct BadRequest(ErrorBody);
 #[allow(dead_code)]
 pub struct Unauthorized(ErrorBody);
 
-/// The session does not belong to the workspace; nothing was done.
+/// The session does not belong to the workspace, or a page of an origin neither the server's
+/// own nor named by `--allow-origin` asked to write; nothing was done.
 #[derive(ToResponse)]
 #[allow(dead_code)]
 pub struct Forbidden(ErrorBody);
@@ -35,6 +36,12 @@ pub struct BodyTimeout(ErrorBody);
 #[derive(ToResponse)]
 #[allow(dead_code)]
 pub struct TooLarge(ErrorBody);
+
+/// A write whose body is not declared `application/json` (what a page of another site could
+/// send without a CORS preflight); nothing was done.
+#[derive(ToResponse)]
+#[allow(dead_code)]
+pub struct NotJson(ErrorBody);
 
 /// The database or the journal could not be read; the message says which.
 #[derive(ToResponse)]
@@ -69,17 +76,21 @@ pub enum ContractFailures {
     Internal(#[ref_response] Internal),
 }
 
-/// The failures of the restore route: [`ContractFailures`] but `403`, which it never answers
-/// (a receipt of another workspace's session is `blocked/not_deletable`, as an unknown one).
+/// The error answers of the routes that write (prune, prune-batch, restore): those of
+/// [`ContractFailures`] and `415` for a body not sent as JSON; their `403` is also a page of a
+/// foreign origin (`forgery`).
 #[derive(IntoResponses)]
 #[allow(dead_code)]
-pub enum RestoreFailures {
+pub enum WriteFailures {
     /// See [`BadRequest`].
     #[response(status = 400)]
     BadRequest(#[ref_response] BadRequest),
     /// See [`Unauthorized`].
     #[response(status = 401)]
     Unauthorized(#[ref_response] Unauthorized),
+    /// See [`Forbidden`].
+    #[response(status = 403)]
+    Forbidden(#[ref_response] Forbidden),
     /// See [`NotFound`].
     #[response(status = 404)]
     NotFound(#[ref_response] NotFound),
@@ -89,6 +100,9 @@ pub enum RestoreFailures {
     /// See [`TooLarge`].
     #[response(status = 413)]
     TooLarge(#[ref_response] TooLarge),
+    /// See [`NotJson`].
+    #[response(status = 415)]
+    NotJson(#[ref_response] NotJson),
     /// See [`Internal`].
     #[response(status = 500)]
     Internal(#[ref_response] Internal),

@@ -7,10 +7,12 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::ApiError;
-use super::responses::{BadRequest, BodyTimeout, NotFound, TooLarge, Unauthorized};
+use super::responses::{
+    BadRequest, BodyTimeout, Forbidden, NotFound, NotJson, TooLarge, Unauthorized,
+};
 use super::state::AppState;
 use super::upkeep::{UpkeepChange, UpkeepStatus};
-use super::{body, document};
+use super::{body, document, forgery};
 
 /// `GET /api/session-pruning/upkeep` -> `{enabled, everyMs, paused, runningSince, nextRunAt,
 /// lastRun, runs}` (times in ms since the epoch). A server started without `--auto-clean`
@@ -33,8 +35,10 @@ pub async fn upkeep(State(state): State<AppState>) -> Response {
 /// stops a run in progress after its current batch; resuming schedules the next run one
 /// interval from now.
 ///
-/// Errors: 400 for a body that is not `{"paused": true|false}` sent as `application/json`; 404 on a server started
-/// without `--auto-clean`; 408 and 413 for a body that is late or over 1 MiB (as every route).
+/// Errors: 415 for a body not sent as `application/json` and 403 for a page of a foreign origin
+/// (`forgery`, as every route that writes); 400 for a body that is not `{"paused":
+/// true|false}`; 404 on a server started without `--auto-clean`; 408 and 413 for a body that
+/// is late or over 1 MiB (as every route).
 #[utoipa::path(
     post,
     path = "/api/session-pruning/upkeep",
@@ -44,9 +48,11 @@ pub async fn upkeep(State(state): State<AppState>) -> Response {
         (status = 200, description = "The schedule, changed", body = UpkeepStatus),
         (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 408, response = BodyTimeout),
         (status = 413, response = TooLarge),
+        (status = 415, response = NotJson),
     )
 )]
 pub async fn change_upkeep(
@@ -54,18 +60,7 @@ pub async fn change_upkeep(
     headers: HeaderMap,
     request: Body,
 ) -> Result<Response, ApiError> {
-    // A page of another site can send `text/plain` without asking first (no preflight); a
-    // JSON body it cannot send so.
-    let json = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return Err(ApiError::BadBody(
-            "send the body as JSON, with `Content-Type: application/json`".into(),
-        ));
-    }
+    forgery::refuse_forgeable(&state, &headers)?;
     let text = body::read(&headers, request).await?;
     let refused = |error: serde_json::Error| {
         ApiError::BadBody(format!(

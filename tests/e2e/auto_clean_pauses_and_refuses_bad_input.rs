@@ -105,7 +105,7 @@ fn a_change_that_is_not_paused_true_or_false_is_refused_and_changes_nothing() {
             request = request.header("content-type", content_type);
         }
         let answer = request.send().expect("POST");
-        assert_eq!(answer.status().as_u16(), 400, "{content_type:?}");
+        assert_eq!(answer.status().as_u16(), 415, "{content_type:?}");
         let error = parse(&answer.text().expect("body"));
         assert_eq!(
             error["error"], "send the body as JSON, with `Content-Type: application/json`",

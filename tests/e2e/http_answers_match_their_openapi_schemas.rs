@@ -96,6 +96,30 @@ impl Checked<'_> {
         self.doc.check(route, &answer);
     }
 
+    /// `POST path` with `body` as a page of another site could send it: with the header
+    /// `name: value` replacing or adding to a JSON request's; the answer must be `status`.
+    fn forged(
+        &mut self,
+        route: &str,
+        path: &str,
+        body: &Value,
+        name: header::HeaderName,
+        value: &str,
+        status: u16,
+    ) {
+        let mut request = json_request(Method::POST, path, Body::from(body.to_string()));
+        request
+            .headers_mut()
+            .insert(name, value.parse().expect("a header"));
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            format!("Bearer {PASSWORD}").parse().expect("a header"),
+        );
+        let answer = self.app.answer(request);
+        assert_eq!(answer.status, status, "{route}: {}", answer.body);
+        self.doc.check(route, &answer);
+    }
+
     /// Opens the event stream at `path`, checks its status and content type against the
     /// document, and checks the events of its first chunks (until one of type `last`) against
     /// the schemas of their data; returns them.
@@ -470,6 +494,26 @@ fn every_answer_of_every_route_matches_the_document() {
         big["sessionID"] = json!("s".repeat(1024 * 1024));
         api.expect(&route("POST", name), &path(PROJECT, name), big, 413);
     }
+    // 403 and 415 of the routes that write: a page of another origin, a body not sent as JSON.
+    for name in ["prune", "prune-batch", "restore"] {
+        let (route, path) = (route("POST", name), path(PROJECT, name));
+        api.forged(
+            &route,
+            &path,
+            &prune,
+            header::ORIGIN,
+            "http://evil.example",
+            403,
+        );
+        api.forged(
+            &route,
+            &path,
+            &prune,
+            header::CONTENT_TYPE,
+            "text/plain",
+            415,
+        );
+    }
 
     // The browsing routes: each answer, `blocked`, and every error status.
     let history =
@@ -623,6 +667,16 @@ fn every_answer_of_every_route_matches_the_document() {
     assert_eq!(status["enabled"], false, "{status}");
     api.expect(&post_upkeep, upkeep, json!({ "paused": true }), 404);
     api.expect(&post_upkeep, upkeep, json!({ "paused": 1 }), 400);
+    let pause = json!({ "paused": true });
+    api.forged(&post_upkeep, upkeep, &pause, header::ORIGIN, "null", 403);
+    api.forged(
+        &post_upkeep,
+        upkeep,
+        &pause,
+        header::CONTENT_TYPE,
+        "text/plain",
+        415,
+    );
     api.body_never_arrives(&post_upkeep, upkeep);
     api.expect(
         &post_upkeep,

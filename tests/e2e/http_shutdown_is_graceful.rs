@@ -27,6 +27,7 @@ fn sigterm_ends_streams_finishes_prunes_and_releases_the_journal() {
         let body = json!({ "sessionID": SESSION, "candidates": candidates }).to_string();
         common::http::client()
             .post(route)
+            .header("content-type", "application/json")
             .body(body)
             .send()
             .ok()

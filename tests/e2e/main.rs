@@ -88,6 +88,7 @@ mod http_restore_is_announced_like_a_prune;
 mod http_restore_keeps_to_its_workspace;
 mod http_routes_match_openapi;
 mod http_shutdown_is_graceful;
+mod http_writes_refuse_what_a_page_could_forge;
 mod journal_binds_to_one_database;
 mod journal_keeps_refusals_thirty_days;
 mod json_keys_spell_ids_one_way;

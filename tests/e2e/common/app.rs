@@ -130,8 +130,13 @@ impl App {
         format!("/api/workspaces/{WORKSPACE}/session-pruning/{name}")
     }
 
-    /// Sends `request`; the response with its body unread (an event stream never ends).
-    pub fn send(&self, request: Request<Body>) -> Response<Body> {
+    /// Sends `request`, with `Host: localhost` when it names no host (as every client on a
+    /// socket does); the response with its body unread (an event stream never ends).
+    pub fn send(&self, mut request: Request<Body>) -> Response<Body> {
+        if !request.headers().contains_key(header::HOST) {
+            let localhost = header::HeaderValue::from_static("localhost");
+            request.headers_mut().insert(header::HOST, localhost);
+        }
         let router = self.router.clone();
         match self.runtime.block_on(router.oneshot(request)) {
             Ok(response) => response,

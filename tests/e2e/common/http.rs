@@ -182,6 +182,17 @@ pub fn prune_all(server: &Server, session: &str, message: &str) -> Value {
 /// [`prune_all`], returning also the prune's request body (to send again as an identical
 /// retry).
 pub fn prune_all_keeping_request(server: &Server, session: &str, message: &str) -> (String, Value) {
+    let request = prune_all_request(server, session, message);
+    let (status, body) = post(&server.route("prune"), &request);
+    assert_eq!(status, 200, "{body}");
+    let pruned = parse(&body);
+    assert_eq!(pruned["status"], "pruned", "{pruned}");
+    (request, pruned)
+}
+
+/// The body of a prune of every technical part of `message`, from its preview through the API
+/// (nothing is pruned).
+pub fn prune_all_request(server: &Server, session: &str, message: &str) -> String {
     let (status, body) = post(
         &server.route("preview"),
         &serde_json::json!({ "sessionID": session, "messageID": message }).to_string(),
@@ -195,16 +206,11 @@ pub fn prune_all_keeping_request(server: &Server, session: &str, message: &str) 
         .iter()
         .map(|p| p["index"].clone())
         .collect();
-    let request = serde_json::json!({
+    serde_json::json!({
         "sessionID": session, "messageID": message,
         "revision": preview["revision"], "indexes": indexes,
     })
-    .to_string();
-    let (status, body) = post(&server.route("prune"), &request);
-    assert_eq!(status, 200, "{body}");
-    let pruned = parse(&body);
-    assert_eq!(pruned["status"], "pruned", "{pruned}");
-    (request, pruned)
+    .to_string()
 }
 
 /// The fixture with `n` prunable messages `msg_http_0000`, ... (one bash tool part of 200
