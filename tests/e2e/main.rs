@@ -74,6 +74,7 @@ mod every_release_continues_after_clean;
 mod every_release_is_pruned_or_refused_plainly;
 mod every_release_reverts_a_turn_whose_diffs_were_emptied;
 mod fence_refusals_leave_database_unchanged;
+mod files_beside_a_private_database_are_as_private;
 mod formats_of_an_earlier_build_are_read_back;
 mod history_pages_without_skip_or_repeat;
 mod history_search_and_scope;

@@ -2,6 +2,7 @@
 //! holds it), refusing an unknown format version, and initialising a new file (all tables and
 //! the `format_version` meta entry, in one durable transaction).
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -153,7 +154,12 @@ fn stored_format_version_in(journal: &Journal) -> Result<Option<u8>, OpenError> 
     format_version_of(&txn)
 }
 
-/// Creates a new, initialised journal at `path` without ever leaving a half-made file there: the
+/// The permission bits a new journal file is created with (less the process's umask): read and
+/// write for its owner only.
+const JOURNAL_MODE: u32 = 0o600;
+
+/// Creates a new, initialised journal at `path`, readable by its owner only ([`JOURNAL_MODE`]),
+/// without ever leaving a half-made file there: the
 /// file is built and made durable under a temporary name beside it, then linked into place
 /// (which fails, harmlessly, if another process got there first), and the folder is synced.
 /// A crash midway leaves at most the temporary file, which the next creation replaces.
@@ -176,6 +182,15 @@ fn create_in_place(path: &Path) -> Result<(), OpenError> {
         Err(e) => return Err(create_error(e)),
     }
     {
+        // Readable by its owner only: the journal names every session and message pruned, and
+        // the database beside it may be as private (OpenCode 2 keeps its file at 0600). redb
+        // initialises the empty file.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(JOURNAL_MODE)
+            .open(&temporary)
+            .map_err(create_error)?;
         let db = builder().create(&temporary).map_err(OpenError::Database)?;
         initialise(&db)?;
     }
