@@ -196,6 +196,9 @@ pub struct StoreAudit {
     pub receipts: Vec<Receipt>,
     /// Ids of every receipt in the database, of any session (to check events against).
     pub all_receipt_ids: HashSet<Uuid>,
+    /// Each readable receipt's place among all receipts in the order they were written (1 for
+    /// the first): which journal epoch made it (docs/ARCHITECTURE.md, "Journal epochs").
+    pub places: HashMap<Uuid, u64>,
     /// Receipts in the chain.
     pub chain_length: u64,
     /// The newest chain hash (64 lowercase hex), when the chain has a receipt.
@@ -233,7 +236,8 @@ pub struct MissingSpillFile {
 
 /// The audit's answer. JSON: `{ok, receipts, events, messages, chain:{length, head}, archive:
 /// {checked, purged}, discrepancies: [...], changedSince: [...], awaitingRecovery: [...],
-/// missingSpillFiles: [{sessionID, partID, file}]}`. `ok`
+/// missingSpillFiles: [{sessionID, partID, file}], journalEpoch: {number, afterSeq,
+/// earlierReceipts} | null}`. `ok`
 /// is true when `discrepancies` is empty.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -260,6 +264,23 @@ pub struct AuditReport {
     /// Parts that name a spill file that is gone (not discrepancies; see
     /// [`MissingSpillFile`]).
     pub missing_spill_files: Vec<MissingSpillFile>,
+    /// The journal's epoch, and the receipts in scope made before it, which no journal holds
+    /// any more; null without a journal.
+    pub journal_epoch: Option<EpochSummary>,
+}
+
+/// The journal's epoch, as the audit saw it (docs/ARCHITECTURE.md, "Journal epochs").
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EpochSummary {
+    /// The epoch number: 1 for a database's first journal.
+    pub number: u64,
+    /// Sequence numbers up to this one were given by the epochs before it.
+    pub after_seq: u64,
+    /// Receipts in scope those epochs made: checked against the database and the chain, not
+    /// against a journal.
+    pub earlier_receipts: u64,
 }
 
 /// The receipt chain's length and head.
@@ -306,6 +327,7 @@ pub fn audit<S: SessionStore>(
     let mut discrepancies = found.discrepancies;
     let mut awaiting_recovery = Vec::new();
     let mut events = 0u64;
+    let mut journal_epoch = None;
     match journal {
         None => {
             if !found.receipts.is_empty() {
@@ -320,6 +342,12 @@ pub fn audit<S: SessionStore>(
         }
         Some(journal) => {
             let trimmed = journal.trimmed_through()?;
+            let epoch = journal.epoch()?;
+            let mut summary = EpochSummary {
+                number: epoch.number,
+                after_seq: epoch.after_seq,
+                earlier_receipts: 0,
+            };
             let intents: HashMap<Uuid, Intent> = journal
                 .intents()?
                 .into_iter()
@@ -344,8 +372,16 @@ pub fn audit<S: SessionStore>(
                     });
                     continue;
                 }
+                // A receipt of an earlier epoch: its journal is gone, and this one started
+                // after its event's number.
+                let place = found.places.get(&receipt.receipt_id).copied();
+                if intent.is_none() && place.is_some_and(|place| place <= epoch.after_seq) {
+                    summary.earlier_receipts += 1;
+                    continue;
+                }
                 discrepancies.extend(check_journaled(journal, trimmed, intent, receipt));
             }
+            journal_epoch = Some(summary);
             let mut since = trimmed;
             while since < journaled_before {
                 let page = journal.events_after(since, EVENT_PAGE)?;
@@ -399,6 +435,7 @@ pub fn audit<S: SessionStore>(
         changed_since: found.changes,
         awaiting_recovery,
         missing_spill_files: found.missing_spill_files,
+        journal_epoch,
     })
 }
 

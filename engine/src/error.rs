@@ -322,6 +322,29 @@ pub enum EngineError {
     /// A batch was stopped before this prune was applied; nothing of it was written.
     #[error("stopped before this prune was applied; nothing was written")]
     Interrupted,
+    /// The database holds receipts (its identity) and the journal is new: the journal that
+    /// numbered their events was lost (deleted, emptied) or is elsewhere. Starting again at seq
+    /// 1 would give their numbers to other events, so nothing is written.
+    #[error("this database holds the receipts of {receipts} prune(s) (database {database_id}), but their journal is missing or empty: nothing was changed; put the journal back (the file, or name it with --journal PATH), or start a new journal from the receipts with `session-prune journal new-epoch` (event streams then resync)")]
+    JournalMissing {
+        /// The database's id.
+        database_id: String,
+        /// How many receipts it holds.
+        receipts: u64,
+    },
+    /// The journal is of another epoch than the one the database is on (docs/ARCHITECTURE.md,
+    /// "Journal epochs"): an older journal put back after a newer one was started, say.
+    #[error("the journal is of epoch {journal}, but this database is on journal epoch {database}: nothing was changed; use the journal of epoch {database} (--journal PATH)")]
+    JournalEpochMismatch {
+        /// The journal's epoch number.
+        journal: u64,
+        /// The epoch number the database records.
+        database: u64,
+    },
+    /// A journal epoch was asked for a database no prune has written to (it has no identity):
+    /// its first prune creates the journal.
+    #[error("this database holds no receipt: there is no journal history to continue, and the first prune creates the journal")]
+    NothingJournaled,
     /// The journal is bound to another database.
     #[error("the journal is bound to database {bound}, but this database is {found}: use the journal that belongs to this database (--journal PATH)")]
     JournalMismatch {
@@ -407,6 +430,9 @@ pub enum JournalError {
     /// Binding to the database.
     #[error(transparent)]
     Bind(#[from] pruning_journal::BindError),
+    /// Starting a journal epoch.
+    #[error(transparent)]
+    Epoch(#[from] pruning_journal::EpochError),
 }
 
 impl<E: Into<JournalError>> From<E> for EngineError {

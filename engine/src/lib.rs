@@ -28,7 +28,7 @@ pub mod store;
 
 pub use audit::{
     audit, ArchiveSummary, AuditReport, AuditScope, AwaitingRecovery, ChainSummary, ChangeKind,
-    Discrepancy, DiscrepancyKind, MessageChange, MissingSpillFile, StoreAudit,
+    Discrepancy, DiscrepancyKind, EpochSummary, MessageChange, MissingSpillFile, StoreAudit,
 };
 pub use batch::{BatchItem, BatchOutcome, BatchResult, PruneBatchRequest, MAX_BATCH};
 pub use contract::Refusal;
@@ -37,7 +37,8 @@ pub use contract::{
     PrunedEventData, Selection, SeqRange, PRUNED_EVENT_TYPE,
 };
 pub use engine::{
-    dry_run, now_ms, preview, restorable, restore_dry_run, Engine, PreviewOutcome, PruneOutcome,
+    check_journal_binding, dry_run, now_ms, plan_journal_epoch, preview, restorable,
+    restore_dry_run, start_journal_epoch, Engine, EpochStarted, PreviewOutcome, PruneOutcome,
     Recovery, RestoreOutcome, ENGINE_VERSION,
 };
 pub use error::{ContractError, EngineError, JournalError, StoreError};
@@ -51,9 +52,9 @@ pub use request_key::{after_restore, request_key, restore_key};
 pub use restore::{RestoreRequest, RestoreResult, RESTORED_EVENT_TYPE};
 pub use scope::{Ownership, Scope, GLOBAL_PROJECT};
 pub use store::{
-    Applied, DryRun, Durability, PruneCommand, RestoreApplied, RestoreCommand, RestorePlan,
-    SessionStore,
+    Applied, DryRun, Durability, PruneCommand, ReceiptsHighWater, RestoreApplied, RestoreCommand,
+    RestorePlan, SessionStore,
 };
 
 pub use pruning_events::{Delivery, Hub, RecvError, Subscription};
-pub use pruning_journal::{Intent, IntentState, Journal};
+pub use pruning_journal::{Epoch, Intent, IntentState, Journal};

@@ -124,6 +124,15 @@ pub struct RestorePlan {
     pub already: Option<Receipt>,
 }
 
+/// What [`SessionStore::receipts_high_water`] finds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiptsHighWater {
+    /// Receipts in the database.
+    pub receipts: u64,
+    /// The highest sequence number their events may have had: at least `receipts`.
+    pub seq: u64,
+}
+
 /// A storage generation of OpenCode, seen by the engine.
 ///
 /// Implementations are synchronous; the engine calls them from whatever thread it runs on.
@@ -137,6 +146,18 @@ pub trait SessionStore: Send + Sync {
 
     /// The database identity recorded by an earlier prune, if any (read-only).
     fn database_id(&self) -> Result<Option<String>, StoreError>;
+
+    /// The number of the journal epoch the database is on (docs/ARCHITECTURE.md, "Journal
+    /// epochs"): 1 until [`SessionStore::set_journal_epoch`] records another (read-only).
+    fn journal_epoch(&self) -> Result<u64, StoreError>;
+
+    /// Records that the database is now on journal epoch `epoch`, durably.
+    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError>;
+
+    /// How many receipts the database holds, and the highest sequence number the events of
+    /// its receipts may have had: each committed prune has one receipt and one event, numbered
+    /// in the order the receipts were made (read-only).
+    fn receipts_high_water(&self) -> Result<ReceiptsHighWater, StoreError>;
 
     /// Reads a message for preview, read-only. `Ok(Err(refusal))` when the message cannot be read
     /// as prunable content (missing, or its session outside `request.scope`: `not_deletable`;

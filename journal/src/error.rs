@@ -97,6 +97,29 @@ pub enum OpenError {
     /// A storage error while checking or initialising the file.
     #[error("journal storage error while opening")]
     Storage(#[from] redb::Error),
+    /// A meta entry of a new journal could not be encoded.
+    #[error("journal meta entry could not be encoded")]
+    Codec(#[from] CodecError),
+}
+
+/// A journal epoch could not be started ([`crate::Journal::create_epoch`]). Nothing was
+/// written at the journal's path, but for an empty file there, which may be gone.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum EpochError {
+    /// The path holds a file that is not empty (a journal, maybe another database's, or
+    /// something else): it is never written over.
+    #[error("{} is not empty: a journal is never written over (move it aside if it is not this database's journal)", path.display())]
+    Occupied {
+        /// The journal path.
+        path: std::path::PathBuf,
+    },
+    /// The database id is empty.
+    #[error("a journal epoch needs a database id")]
+    EmptyDatabaseId,
+    /// The new file could not be made or opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
 }
 
 /// A query failed. Queries never change the file.

@@ -11,8 +11,9 @@
 //!   which subscribers replay from a cursor ([`Journal::events_after`]);
 //! - **meta**: the record format version, the identity of the one OpenCode database the
 //!   journal is bound to ([`Journal::bind`]) and where that database was last seen
-//!   (`database_location`), and how far retention has trimmed the event log
-//!   (`trimmed_through`).
+//!   (`database_location`), how far retention has trimmed the event log
+//!   (`trimmed_through`), and the journal's [`Epoch`] when it was started after the loss of the
+//!   one before ([`Journal::create_epoch`]).
 //!
 //! Every record value is one format-version byte ([`FORMAT_VERSION`]) followed by postcard
 //! bytes ([`codec`]); a record of an unknown version is an error, never a guess.
@@ -34,7 +35,7 @@ mod retention;
 mod store;
 
 pub use codec::{FORMAT_VERSION, RECORD_VERSION};
-pub use error::{BindError, CodecError, OpenError, ReadError, WriteError};
+pub use error::{BindError, CodecError, EpochError, OpenError, ReadError, WriteError};
 pub use record::{Commit, CommittedEvent, EventKind, Intent, IntentState, Resolution, Selection};
 pub use retention::Retention;
-pub use store::{Journal, OPEN_RETRY};
+pub use store::{Epoch, Journal, OPEN_RETRY};

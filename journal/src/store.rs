@@ -1,7 +1,8 @@
 //! The redb store: table definitions, the [`Journal`] handle, and the transaction helpers its
 //! operations share. All redb use lives in this module and its children: `open` (acquiring
 //! the file, format check, initialisation), `read` (queries), `write` (intents and commits),
-//! `binding` (the bound database identity), `trim` (event retention).
+//! `binding` (the bound database identity), `trim` (event retention), `epoch` (a journal
+//! started after the loss of the one before).
 //!
 //! Tables (every record value is `[FORMAT_VERSION] ++ postcard`, see `codec`):
 //!
@@ -10,10 +11,11 @@
 //! | `intents`      | intent_id bytes `[u8;16]`| encoded `Intent`                        |
 //! | `request_keys` | request_key `[u8;32]`    | intent_id bytes of the latest intent    |
 //! | `events`       | seq `u64`                | encoded `CommittedEvent`                |
-//! | `meta`         | `&str`                   | `format_version`: one byte; `database_id`, `database_location`, `trimmed_through`, `resolved_trimmed_before`: encoded |
+//! | `meta`         | `&str`                   | `format_version`: one byte; `database_id`, `database_location`, `trimmed_through`, `resolved_trimmed_before`, `epoch`: encoded |
 //! | `pending`      | intent_id bytes `[u8;16]`| `()`: the index of intents still pending |
 
 mod binding;
+mod epoch;
 mod open;
 mod read;
 mod trim;
@@ -31,6 +33,8 @@ use uuid::Uuid;
 use crate::codec;
 use crate::error::{BindError, CodecError, ReadError, WriteError};
 use crate::record::{CommittedEvent, Intent};
+
+pub use epoch::Epoch;
 
 /// `intent_id` bytes -> encoded [`Intent`].
 const INTENTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("intents");

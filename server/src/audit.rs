@@ -33,6 +33,11 @@ pub struct Health {
     /// The newest event's sequence number (0 before any prune).
     #[serde(rename = "lastSeq")]
     last_seq: u64,
+    /// The journal's epoch: 1 for a database's first journal, higher for one started after
+    /// the one before was lost (`session-prune journal new-epoch`), whose events are numbered
+    /// after the epochs before; a client that keeps a cursor keeps the epoch with it.
+    #[serde(rename = "journalEpoch")]
+    journal_epoch: u64,
     /// The fence's quiet period (`serve --quiet-period`), ms: a session OpenCode wrote to more
     /// recently is refused (`maintenance_required`).
     #[serde(rename = "quietPeriodMs")]
@@ -47,9 +52,10 @@ enum Healthy {
     Ok,
 }
 
-/// `GET /health` -> `{status:"ok", version, databaseID, lastSeq, quietPeriodMs}`: the engine is
-/// open and its journal readable; `lastSeq` is the newest event's sequence number (0 before any
-/// prune); `quietPeriodMs` the fence's quiet period, which the page states in its refusals.
+/// `GET /health` -> `{status:"ok", version, databaseID, lastSeq, journalEpoch, quietPeriodMs}`:
+/// the engine is open and its journal readable; `lastSeq` is the newest event's sequence number
+/// (0 before any prune); `journalEpoch` the journal's epoch (docs/http.md); `quietPeriodMs` the
+/// fence's quiet period, which the page states in its refusals.
 #[utoipa::path(
     get,
     path = "/health",
@@ -61,20 +67,24 @@ enum Healthy {
     )
 )]
 pub async fn health(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let (database_id, last_seq, quiet_period) = state
+    let (database_id, read, quiet_period) = state
         .read(|engine| {
-            let last = engine.journal().last_seq();
+            let journal = engine.journal();
+            let read = journal
+                .last_seq()
+                .and_then(|last| Ok((last, journal.epoch()?.number)));
             let quiet_period = engine.store().options().quiet_period;
-            (engine.database_id().to_string(), last, quiet_period)
+            (engine.database_id().to_string(), read, quiet_period)
         })
         .await?;
-    let last_seq =
-        last_seq.map_err(|error| ApiError::internal("the journal is unreadable", &error))?;
+    let (last_seq, journal_epoch) =
+        read.map_err(|error| ApiError::internal("the journal is unreadable", &error))?;
     Ok(document::json(&Health {
         status: Healthy::Ok,
         version: ENGINE_VERSION,
         database_id,
         last_seq,
+        journal_epoch,
         quiet_period_ms: u64::try_from(quiet_period.as_millis()).unwrap_or(u64::MAX),
     }))
 }

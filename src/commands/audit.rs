@@ -81,6 +81,14 @@ fn print(report: &AuditReport) -> std::io::Result<()> {
         report.events,
         report.chain.length,
     )?;
+    if let Some(epoch) = report.journal_epoch.filter(|epoch| epoch.number > 1) {
+        say!(
+            "  journal epoch {}: events numbered after #{}; {} receipt(s) of the epochs before checked without a journal (theirs was lost)",
+            epoch.number,
+            epoch.after_seq,
+            epoch.earlier_receipts
+        )?;
+    }
     if report.archive.checked > 0 || report.archive.purged > 0 {
         say!(
             "  archive: {} entry(ies) read back and hashed, {} purged on purpose",

@@ -13,6 +13,7 @@ mod demo;
 pub mod diagnose;
 mod events;
 mod history;
+pub(crate) mod journal;
 mod man;
 mod messages;
 mod open;
@@ -33,7 +34,8 @@ use clap::Subcommand;
 pub(crate) use open::{
     busy_detail, check_binding, check_binding_unless_busy, journal_busy, open_engine,
     open_engine_unless_busy, open_journal_for_reading, open_reader, open_store,
-    open_store_for_writing, refuse_rowless, require_opencode, Archiving, Soundness,
+    open_store_for_writing, refuse_lost_journal, refuse_rowless, require_opencode, Archiving,
+    Soundness,
 };
 
 use crate::cli::config::Config;
@@ -86,6 +88,9 @@ pub enum Command {
     /// The prune archive beside the database: `stats` (entries, bytes, compression, oldest),
     /// `purge --older-than DURATION` (its retention).
     Archive(archive::Args),
+    /// The journal: `new-epoch` starts a new one from the receipts of a database whose journal
+    /// was lost (deleted or emptied), which every command that writes refuses until then.
+    Journal(journal::Args),
     /// Check every receipt against the database and the journal: the receipt chain, each
     /// receipt's journaled event, no removed part back, each pruned message's revision
     /// (read-only). Exit 0 when everything holds, 1 with every discrepancy.
@@ -136,6 +141,7 @@ impl Command {
                 | Command::Restore(_)
                 | Command::Vacuum(_)
                 | Command::Serve(_)
+                | Command::Journal(_)
         )
     }
 
@@ -164,6 +170,7 @@ impl Command {
             Command::Receipts(args) => receipts::run(args, config),
             Command::Restore(args) => restore::run(args, config),
             Command::Archive(args) => archive::run(args, config),
+            Command::Journal(args) => journal::run(args, config),
             Command::Audit(args) => audit::run(args, config),
             Command::Events(args) => events::run(args, config),
             Command::Serve(args) => serve::run(args, config),

@@ -190,6 +190,50 @@ impl From<bool> for Archiving {
     }
 }
 
+/// Refuses a database whose journal was lost: [`pruning_engine::EngineError::JournalMissing`]
+/// when the database holds receipts and `journal` names no file, or an empty one. Checked
+/// before the journal is opened, which would make a new one there (the engine refuses to bind
+/// it as well: docs/ARCHITECTURE.md, "Journal epochs").
+///
+/// Errors: that refusal; the store's.
+pub fn refuse_lost_journal(store: &OpenCodeStore, journal: &std::path::Path) -> anyhow::Result<()> {
+    let lost = match std::fs::metadata(journal) {
+        Ok(found) => found.is_file() && found.len() == 0,
+        Err(error) => error.kind() == std::io::ErrorKind::NotFound,
+    };
+    if !lost {
+        return Ok(());
+    }
+    use pruning_engine::SessionStore as _;
+    if let Some(database_id) = store.database_id()? {
+        let receipts = store.receipts_high_water()?.receipts;
+        return Err(pruning_engine::EngineError::JournalMissing {
+            database_id,
+            receipts,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Refuses a journal the engine would refuse to write with (another database's, another
+/// epoch's: [`pruning_engine::check_journal_binding`]) after reading it read-only, so that the refusal
+/// leaves every byte of it as it was: a writable open marks the file open before the binding is
+/// checked. A journal that cannot be read read-only (held by another process, left unclosed by
+/// a killed one) is left to the writable open, which says why.
+///
+/// Errors: the binding refusal; the store's.
+fn refuse_foreign_journal(store: &OpenCodeStore, journal: &std::path::Path) -> anyhow::Result<()> {
+    let written = std::fs::metadata(journal).is_ok_and(|found| found.len() > 0);
+    if !written {
+        return Ok(());
+    }
+    if let Ok(reader) = Journal::open_read_only(journal) {
+        pruning_engine::check_journal_binding(store, &reader)?;
+    }
+    Ok(())
+}
+
 /// [`open_engine`], or `Ok(Err(detail))` when another process holds the journal past the
 /// open's retry window: nothing was journaled or written, and the caller reports the request
 /// as blocked (`maintenance_required`).
@@ -233,6 +277,8 @@ pub fn open_engine(
             Soundness::Reported => eprintln!("warning: {unsound}; every write is refused"),
         }
     }
+    refuse_lost_journal(&store, &config.journal)?;
+    refuse_foreign_journal(&store, &config.journal)?;
     let journal = match Journal::open(&config.journal) {
         Ok(journal) => journal,
         // Held by another process: the journal is fine where it is (see `busy_detail`).

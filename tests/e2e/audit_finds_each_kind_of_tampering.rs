@@ -76,7 +76,8 @@ fn audit_holds_on_what_the_engine_wrote() {
             "ok": true, "receipts": CLEANED, "events": CLEANED, "messages": CLEANED,
             "chain": {"length": CLEANED, "head": head},
             "archive": {"checked": 0, "purged": 0},
-            "discrepancies": [], "changedSince": [], "awaitingRecovery": [], "missingSpillFiles": []
+            "discrepancies": [], "changedSince": [], "awaitingRecovery": [], "missingSpillFiles": [],
+            "journalEpoch": {"number": 1, "afterSeq": 0, "earlierReceipts": 0}
         })
     );
     let text = run(&fx.db, &["audit"]);

@@ -157,7 +157,7 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
     // The client keeps an id after it printed its event (a client killed in between prints
     // that event again when started again: never a gap).
     let database = database_of(&server);
-    kept(&cursor_file, &format!("5 {database}\n"));
+    kept(&cursor_file, &format!("5 {database} 1\n"));
     drop(client);
 
     // A prune while no client runs; a new client with the same cursor file prints it, then
@@ -176,7 +176,7 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
     assert_eq!(client.next(), repeated);
     let eighth = prune_all(&server, SESSION, &messages[7]);
     assert_eq!(client.next(), event(8, &messages[7], &eighth));
-    kept(&cursor_file, &format!("8 {database}\n"));
+    kept(&cursor_file, &format!("8 {database} 1\n"));
     drop(client);
 
     // A cursor past the journal's last event (another journal's): one resync, then live.
@@ -186,7 +186,7 @@ fn the_client_prints_each_event_once_across_server_restarts_and_its_own() {
         client.next(),
         json!({ "id": 8, "event": "resync", "data": { "firstKept": 1, "resumeAfter": 8 } })
     );
-    kept(&cursor_file, &format!("8 {database}\n"));
+    kept(&cursor_file, &format!("8 {database} 1\n"));
     drop(client);
 
     // Text lines, for a person: the same events from the start of the journal; a resync in
@@ -233,7 +233,7 @@ fn the_client_resyncs_when_the_server_comes_back_with_another_database() {
     let pruned = prune_all(&server, SESSION, &messages[0]);
     assert_eq!(client.next(), event(1, &messages[0], &pruned));
     let was = database_of(&server);
-    kept(&cursor_file, &format!("1 {was}\n"));
+    kept(&cursor_file, &format!("1 {was} 1\n"));
     server.stop();
 
     // Another database, whose journal has three events of its own, on the same address.
@@ -250,7 +250,7 @@ fn the_client_resyncs_when_the_server_comes_back_with_another_database() {
     );
     let fourth = prune_all(&server, SESSION, &others[3]);
     assert_eq!(client.next(), event(4, &others[3], &fourth));
-    kept(&cursor_file, &format!("4 {now}\n"));
+    kept(&cursor_file, &format!("4 {now} 1\n"));
     drop(client);
 
     // A client started again against the first database's file knows it too.
@@ -265,7 +265,51 @@ fn the_client_resyncs_when_the_server_comes_back_with_another_database() {
              after #1"
         )
     );
-    kept(&cursor_file, &format!("1 {was}\n"));
+    kept(&cursor_file, &format!("1 {was} 1\n"));
+    drop(server);
+}
+
+#[test]
+fn the_client_follows_a_new_journal_epoch_and_keeps_it_in_its_cursor_file() {
+    let (fx, messages) = with_messages(SESSION, 4);
+    let cursor_file = fx.dir.path().join("tui.cursor");
+    let server = serve(&fx.db, "127.0.0.1:0", false);
+    let address = server.address.clone();
+    let url = events_url(&server, WORKSPACE);
+    let client = Client::start(&url, &cursor_file, "", true);
+    let first = prune_all(&server, SESSION, &messages[0]);
+    let second = prune_all(&server, SESSION, &messages[1]);
+    assert_eq!(client.next(), event(1, &messages[0], &first));
+    assert_eq!(client.next(), event(2, &messages[1], &second));
+    let database = database_of(&server);
+    kept(&cursor_file, &format!("2 {database} 1\n"));
+    server.stop();
+
+    // The journal is lost; a new epoch numbers its events after #2, and a prune is made while
+    // the server is away.
+    std::fs::remove_file(&fx.journal).unwrap();
+    let started = common::cli::run(&fx.db, &["journal", "new-epoch"]);
+    common::cli::assert_exit(&started, 0);
+    let third = common::cli::prune_all(&fx.db, SESSION, &messages[2]);
+
+    // The client's id is where the epoch starts: it goes on with nothing missed, and keeps the
+    // new epoch.
+    let server = serve(&fx.db, &address, false);
+    assert_eq!(client.next(), event(3, &messages[2], &third));
+    kept(&cursor_file, &format!("3 {database} 2\n"));
+    drop(client);
+
+    // A cursor of the old epoch older than where the new one starts: one resync, then live.
+    std::fs::write(&cursor_file, format!("1 {database} 1\n")).unwrap();
+    let client = Client::start(&url, &cursor_file, "", true);
+    assert_eq!(
+        client.next(),
+        json!({ "id": 3, "event": "resync", "data": { "firstKept": 3, "resumeAfter": 3 } })
+    );
+    kept(&cursor_file, &format!("3 {database} 2\n"));
+    let fourth = prune_all(&server, SESSION, &messages[3]);
+    assert_eq!(client.next(), event(4, &messages[3], &fourth));
+    kept(&cursor_file, &format!("4 {database} 2\n"));
     drop(server);
 }
 

@@ -11,6 +11,7 @@ mod skip;
 
 mod a_kill_inside_a_group_transaction_leaves_each_message_whole;
 mod a_large_compaction_commits_range_by_range;
+mod a_lost_journal_never_restarts_the_event_sequence;
 mod a_server_without_a_password_answers_only_loopback_hosts;
 mod abandoned_runs_fail_closed_on_odd_times_and_tables;
 mod abandoned_runs_see_every_write_of_their_session;

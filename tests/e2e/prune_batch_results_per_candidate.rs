@@ -164,6 +164,15 @@ impl SessionStore for FailsOn {
     fn database_id(&self) -> Result<Option<String>, StoreError> {
         self.0.database_id()
     }
+    fn journal_epoch(&self) -> Result<u64, StoreError> {
+        self.0.journal_epoch()
+    }
+    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError> {
+        self.0.set_journal_epoch(epoch)
+    }
+    fn receipts_high_water(&self) -> Result<pruning_engine::ReceiptsHighWater, StoreError> {
+        self.0.receipts_high_water()
+    }
     fn read_message(
         &self,
         request: &PreviewRequest,

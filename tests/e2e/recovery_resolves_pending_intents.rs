@@ -95,6 +95,17 @@ impl SessionStore for CommitReportsFailure {
     fn database_id(&self) -> Result<Option<String>, pruning_engine::StoreError> {
         self.store.database_id()
     }
+    fn journal_epoch(&self) -> Result<u64, pruning_engine::StoreError> {
+        self.store.journal_epoch()
+    }
+    fn set_journal_epoch(&self, epoch: u64) -> Result<(), pruning_engine::StoreError> {
+        self.store.set_journal_epoch(epoch)
+    }
+    fn receipts_high_water(
+        &self,
+    ) -> Result<pruning_engine::ReceiptsHighWater, pruning_engine::StoreError> {
+        self.store.receipts_high_water()
+    }
     fn read_message(
         &self,
         request: &pruning_engine::PreviewRequest,

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::*;
-use pruning_engine::{Journal, PruneResult};
+use pruning_engine::{start_journal_epoch, Engine, EngineError, Journal, PruneResult};
 
 #[test]
 fn identical_retry_returns_same_result_receipt_and_event() {
@@ -49,20 +49,34 @@ fn retry_after_reopen_returns_same_receipt() {
 }
 
 #[test]
-fn retry_with_a_new_journal_finds_the_receipt_in_the_database() {
+fn retry_with_a_new_epochs_journal_finds_the_receipt_in_the_database() {
     let fx = Fixture::new();
-    // The first journal is deleted: its receipt has no event in the new one.
-    fx.skip_audit();
     let (req, first) = prune_turn5_once(&fx);
     std::fs::remove_file(&fx.journal).unwrap();
 
-    // The database's receipt is the authority: the retry gets it back, nothing is pruned again.
-    let engine = fx.engine();
+    // A lost journal is refused, not replaced by one that numbers its events from 1 again.
+    let refused = Engine::open(fx.store(0), Journal::open(&fx.journal).unwrap()).err();
+    assert!(
+        matches!(
+            refused,
+            Some(EngineError::JournalMissing { receipts: 1, .. })
+        ),
+        "{refused:?}"
+    );
+    std::fs::remove_file(&fx.journal).unwrap();
+
+    // A new epoch numbers its events after the receipt's; the database's receipt is the
+    // authority: the retry gets it back, re-announced after the epoch's start, nothing pruned
+    // again.
+    let (journal, started) = start_journal_epoch(&fx.store(0), &fx.journal).unwrap();
+    assert_eq!((started.epoch.number, started.epoch.after_seq), (2, 1));
+    let engine = Engine::open(fx.store(0), journal).unwrap();
     let retry = engine.prune(&req).unwrap();
     assert_eq!(retry.result, first.result);
     let (a, b) = (first.receipt.unwrap(), retry.receipt.unwrap());
     assert_eq!(a, b);
-    assert_eq!(retry.event.unwrap().id, a.receipt_id);
+    let event = retry.event.unwrap();
+    assert_eq!((event.id, event.seq), (a.receipt_id, 2));
     drop(engine);
     assert_eq!(fx.scalar("SELECT count(*) FROM session_prune_receipt"), 1);
     assert_eq!(

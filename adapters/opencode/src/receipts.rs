@@ -207,6 +207,67 @@ pub fn claim_database_id(conn: &Connection, id: &str) -> rusqlite::Result<String
     )
 }
 
+/// The journal epoch the database is on: the `journal_epoch` meta entry (docs/ARCHITECTURE.md,
+/// "Journal epochs"), 1 when there is none (or no meta table).
+///
+/// Errors: SQLite's; an entry that is not a positive number is
+/// [`rusqlite::Error::IntegralValueOutOfRange`].
+pub fn journal_epoch(conn: &Connection) -> rusqlite::Result<u64> {
+    if !table_exists(conn, META_TABLE)? {
+        return Ok(1);
+    }
+    let stored: Option<String> = conn
+        .query_row(
+            "SELECT value FROM session_prune_meta WHERE key = 'journal_epoch'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    match stored {
+        None => Ok(1),
+        Some(text) => text
+            .parse::<u64>()
+            .ok()
+            .filter(|epoch| *epoch >= 1)
+            .ok_or(rusqlite::Error::IntegralValueOutOfRange(0, 0)),
+    }
+}
+
+/// Records `epoch` as the journal epoch the database is on, in one durable statement. The meta
+/// table exists: only a database with an identity gets an epoch.
+pub fn set_journal_epoch(conn: &Connection, epoch: u64) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO session_prune_meta (key, value) VALUES ('journal_epoch', ?1) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [epoch.to_string()],
+    )?;
+    Ok(())
+}
+
+/// The receipts and the highest place in their chain (`chain_seq`, where the table has it):
+/// `(count, max(count, highest place))`. A committed prune has one receipt and one event, and
+/// both are numbered in commit order.
+pub fn high_water(conn: &Connection) -> rusqlite::Result<(u64, u64)> {
+    if !table_exists(conn, RECEIPT_TABLE)? {
+        return Ok((0, 0));
+    }
+    let count: i64 = conn.query_row("SELECT count(*) FROM session_prune_receipt", [], |row| {
+        row.get(0)
+    })?;
+    let highest: i64 = if has_column(conn, "chain_seq")? {
+        conn.query_row(
+            "SELECT coalesce(max(chain_seq), 0) FROM session_prune_receipt \
+             WHERE typeof(chain_seq) = 'integer'",
+            [],
+            |row| row.get(0),
+        )?
+    } else {
+        0
+    };
+    let count = count.max(0) as u64;
+    Ok((count, count.max(highest.max(0) as u64)))
+}
+
 /// Inserts a receipt and chains it (see `super::audit::receipt_chain`). Call inside the write
 /// transaction, after [`ensure_tables`]. A receipt with an abandoned run adds
 /// [`ABANDONED_COLUMN`] to a table made without it, an archived one [`ARCHIVE_COLUMN`].

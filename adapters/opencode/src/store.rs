@@ -11,9 +11,9 @@ use std::time::Duration;
 use pruning_engine::history::{HistoryScan, ScanEnd, ScannedMessage};
 use pruning_engine::{
     Applied, AuditScope, BlockedReason, Discrepancy, DiscrepancyKind, DryRun, Durability,
-    MissingSpillFile, PreviewRequest, PruneCommand, PruneRequest, Receipt, Refusal, RestoreApplied,
-    RestoreCommand, RestorePlan, RestoreRequest, Selection, SessionStore, StoreAudit, StoreError,
-    StoredMessage,
+    MissingSpillFile, PreviewRequest, PruneCommand, PruneRequest, Receipt, ReceiptsHighWater,
+    Refusal, RestoreApplied, RestoreCommand, RestorePlan, RestoreRequest, Selection, SessionStore,
+    StoreAudit, StoreError, StoredMessage,
 };
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
@@ -1100,6 +1100,19 @@ impl SessionStore for OpenCodeStore {
 
     fn database_id(&self) -> Result<Option<String>, StoreError> {
         receipts::database_id(&self.connection()).map_err(storage)
+    }
+
+    fn journal_epoch(&self) -> Result<u64, StoreError> {
+        receipts::journal_epoch(&self.connection()).map_err(storage)
+    }
+
+    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError> {
+        receipts::set_journal_epoch(&self.connection(), epoch).map_err(storage)
+    }
+
+    fn receipts_high_water(&self) -> Result<ReceiptsHighWater, StoreError> {
+        let (receipts, seq) = receipts::high_water(&self.connection()).map_err(storage)?;
+        Ok(ReceiptsHighWater { receipts, seq })
     }
 
     fn read_message(

@@ -22,6 +22,7 @@ use crate::event::{JournalReplay, PrunedEvent};
 use crate::receipt::Receipt;
 use crate::store::SessionStore;
 
+pub use open::{check_journal_binding, plan_journal_epoch, start_journal_epoch, EpochStarted};
 pub use read::{dry_run, preview, PreviewOutcome};
 pub use restore::{restorable, restore_dry_run, RestoreOutcome};
 

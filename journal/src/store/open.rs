@@ -46,7 +46,7 @@ impl Journal {
     #[doc(hidden)]
     pub fn open_with_retry(path: &Path, retry: Duration) -> Result<Journal, OpenError> {
         if !path.exists() {
-            create_in_place(path)?;
+            create_in_place(path, initialise)?;
         }
         let started = Instant::now();
         loop {
@@ -158,12 +158,15 @@ fn stored_format_version_in(journal: &Journal) -> Result<Option<u8>, OpenError> 
 /// write for its owner only.
 const JOURNAL_MODE: u32 = 0o600;
 
-/// Creates a new, initialised journal at `path`, readable by its owner only ([`JOURNAL_MODE`]),
-/// without ever leaving a half-made file there: the
-/// file is built and made durable under a temporary name beside it, then linked into place
-/// (which fails, harmlessly, if another process got there first), and the folder is synced.
-/// A crash midway leaves at most the temporary file, which the next creation replaces.
-fn create_in_place(path: &Path) -> Result<(), OpenError> {
+/// Creates a new journal at `path`, readable by its owner only ([`JOURNAL_MODE`]) and made
+/// by `make` (which [`initialise`]s it, at least), without ever leaving a half-made file there:
+/// the file is built and made durable under a temporary name beside it, then linked into place
+/// (which fails, harmlessly, if another process got there first: `false`), and the folder is
+/// synced. A crash midway leaves at most the temporary file, which the next creation replaces.
+pub(super) fn create_in_place(
+    path: &Path,
+    make: impl FnOnce(&Database) -> Result<(), OpenError>,
+) -> Result<bool, OpenError> {
     let create_error = |source: std::io::Error| OpenError::Create {
         path: path.to_path_buf(),
         source,
@@ -192,13 +195,13 @@ fn create_in_place(path: &Path) -> Result<(), OpenError> {
             .open(&temporary)
             .map_err(create_error)?;
         let db = builder().create(&temporary).map_err(OpenError::Database)?;
-        initialise(&db)?;
+        make(&db)?;
     }
     let linked = std::fs::hard_link(&temporary, path);
     let _ = std::fs::remove_file(&temporary);
     match linked {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
         Err(e) => return Err(create_error(e)),
     }
     let folder = match path.parent() {
@@ -207,7 +210,8 @@ fn create_in_place(path: &Path) -> Result<(), OpenError> {
     };
     std::fs::File::open(folder)
         .and_then(|dir| dir.sync_all())
-        .map_err(create_error)
+        .map_err(create_error)?;
+    Ok(true)
 }
 
 /// Removes `.<name>.creating-<pid>` files left beside `path` by creations whose process is gone
@@ -276,7 +280,7 @@ fn format_version_of(txn: &redb::ReadTransaction) -> Result<Option<u8>, OpenErro
 
 /// Creates every table and writes `format_version`, durably. Refuses a file that already
 /// holds intents or events without a format version.
-fn initialise(db: &Database) -> Result<(), OpenError> {
+pub(super) fn initialise(db: &Database) -> Result<(), OpenError> {
     let mut txn = db.begin_write().storage()?;
     txn.set_durability(Durability::Immediate).storage()?;
     {

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod an_epoch_numbers_after_the_journals_before;
 mod binding_refuses_other_database;
 mod commit_assigns_consecutive_sequences;
 mod events_after_pages_by_cursor;

@@ -2,8 +2,10 @@
 //! client started again resumes where the last one stopped. The file holds one line: the
 //! decimal id, then, after a space, the `databaseID` of the server's database (`GET /health`),
 //! so that a client started again against a server that now serves another database (whose
-//! journal numbers its events anew) knows its id means nothing there. A file of the id alone
-//! is read too. It is replaced whole (written beside it, then renamed over it), so a client
+//! journal numbers its events anew) knows its id means nothing there, and after another space
+//! the server's `journalEpoch` (a journal started after the loss of the one before, whose
+//! numbers go on after the epochs before). A file of the id alone, or without the epoch, is
+//! read too. It is replaced whole (written beside it, then renamed over it), so a client
 //! killed at any moment leaves the old line or the new one, never a torn one.
 
 use std::io::Write;
@@ -18,6 +20,8 @@ pub struct Kept {
     pub id: u64,
     /// The database its journal belongs to, when it was known.
     pub database: Option<String>,
+    /// The epoch of that journal, when it was known.
+    pub epoch: Option<u64>,
 }
 
 /// The cursor file of one client.
@@ -68,11 +72,21 @@ impl CursorFile {
             let mut words = trimmed.split_ascii_whitespace();
             let id = words.next().and_then(|id| id.parse::<u64>().ok());
             let database = words.next().map(str::to_string);
-            match (id, words.next()) {
-                (Some(id), None) => Some(Kept { id, database }),
+            let epoch = words.next().map(|epoch| epoch.parse::<u64>().ok());
+            match (id, epoch, words.next()) {
+                (Some(id), None, None) => Some(Kept {
+                    id,
+                    database,
+                    epoch: None,
+                }),
+                (Some(id), Some(Some(epoch)), None) => Some(Kept {
+                    id,
+                    database,
+                    epoch: Some(epoch),
+                }),
                 _ => {
                     return Err(invalid(format!(
-                        "it holds `{}`, not an event id (a whole number, and perhaps a database id after it); remove it to start from --since",
+                        "it holds `{}`, not an event id (a whole number, and perhaps a database id and a journal epoch after it); remove it to start from --since",
                         trimmed.escape_debug()
                     )))
                 }
@@ -114,9 +128,10 @@ impl CursorFile {
                 .set_permissions(meta.permissions())
                 .map_err(named)?;
         }
-        match &kept.database {
-            Some(database) => writeln!(file, "{} {database}", kept.id),
-            None => writeln!(file, "{}", kept.id),
+        match (&kept.database, kept.epoch) {
+            (Some(database), Some(epoch)) => writeln!(file, "{} {database} {epoch}", kept.id),
+            (Some(database), None) => writeln!(file, "{} {database}", kept.id),
+            (None, _) => writeln!(file, "{}", kept.id),
         }
         .map_err(named)?;
         file.persist(&self.path)
@@ -167,7 +182,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_kept_line_is_read_back_and_an_id_alone_is_read_too() {
+    fn a_kept_line_is_read_back_and_an_id_alone_or_without_an_epoch_is_read_too() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c");
         std::fs::write(&path, "7\n").unwrap();
@@ -176,17 +191,28 @@ mod tests {
             kept,
             Some(Kept {
                 id: 7,
-                database: None
+                database: None,
+                epoch: None,
             })
         );
         let next = Kept {
             id: 9,
             database: Some("db-1".into()),
+            epoch: None,
         };
         file.keep(next.clone()).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "9 db-1\n");
         assert_eq!(CursorFile::open(&path).unwrap().1, Some(next));
-        for bad in ["x", "1 2 3", "-1", "1.5"] {
+        let (mut file, _) = CursorFile::open(&path).unwrap();
+        let epoch = Kept {
+            id: 41,
+            database: Some("db-1".into()),
+            epoch: Some(2),
+        };
+        file.keep(epoch.clone()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "41 db-1 2\n");
+        assert_eq!(CursorFile::open(&path).unwrap().1, Some(epoch));
+        for bad in ["x", "1 2 x", "1 2 3 4", "-1", "1.5"] {
             std::fs::write(&path, bad).unwrap();
             assert!(CursorFile::open(&path).is_err(), "{bad}");
         }
@@ -208,6 +234,7 @@ mod tests {
         file.keep(Kept {
             id: 2,
             database: None,
+            epoch: None,
         })
         .unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;

@@ -127,6 +127,7 @@ impl Remote {
             None => (None, None),
         };
         let mut database = kept.as_ref().and_then(|k| k.database.clone());
+        let mut epoch = kept.as_ref().and_then(|k| k.epoch);
         let mut cursor = kept.map(|k| k.id).or(self.since);
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
@@ -154,7 +155,17 @@ impl Remote {
                 if let Some(was) = database.as_ref().filter(|was| **was != now.database) {
                     self.print_database_resync(cursor, was, &now)?;
                     cursor = Some(now.last_seq);
+                } else if epoch.is_some_and(|was| was != now.epoch) {
+                    // The same database with a journal started after the loss of the one this
+                    // cursor came from: its numbers go on, and the server sends a resync if
+                    // events after the cursor were lost with it.
+                    eprintln!(
+                        "the server's journal is now epoch {} (the one before was lost); following on after {}",
+                        now.epoch,
+                        position(cursor)
+                    );
                 }
+                epoch = Some(now.epoch);
                 database = Some(now.database);
             }
             match self.connect(&client, cursor).await {
@@ -164,12 +175,13 @@ impl Remote {
                         file.keep(Kept {
                             id,
                             database: database.clone(),
+                            epoch,
                         })?;
                     }
                     eprintln!("following {} after {}", self.url, position(cursor));
                     delay = FIRST_RETRY;
                     let why = self
-                        .read(response, &mut cursor, &mut file, database.as_deref())
+                        .read(response, &mut cursor, &mut file, database.as_deref(), epoch)
                         .await?;
                     eprintln!(
                         "the stream ended ({why}); reconnecting after {}",
@@ -218,6 +230,8 @@ impl Remote {
             .map(|(database, last_seq)| Identity {
                 database: database.to_string(),
                 last_seq,
+                // A server that names no epoch has only ever had its first journal.
+                epoch: health["journalEpoch"].as_u64().unwrap_or(1),
             }))
     }
 
@@ -296,6 +310,7 @@ impl Remote {
         cursor: &mut Option<u64>,
         file: &mut Option<CursorFile>,
         database: Option<&str>,
+        epoch: Option<u64>,
     ) -> anyhow::Result<String> {
         let mut events = SseByteStream::new(response.bytes_stream());
         while let Some(next) = events.next().await {
@@ -329,6 +344,7 @@ impl Remote {
                     file.keep(Kept {
                         id,
                         database: database.map(str::to_string),
+                        epoch,
                     })?;
                 }
             }
@@ -408,6 +424,8 @@ struct Identity {
     database: String,
     /// `lastSeq`: its journal's newest event.
     last_seq: u64,
+    /// `journalEpoch`: the journal's epoch (1 when the server does not say).
+    epoch: u64,
 }
 
 /// Why one attempt did not give a stream.

@@ -171,11 +171,14 @@ fn read_only(error: &anyhow::Error) -> bool {
 }
 
 /// The engine over the database opened read-only and the journal opened read-only (or, with no
-/// journal file, an empty one in memory: nothing was journaled there).
+/// journal file, an empty one in memory: nothing was journaled there). A database with receipts
+/// whose journal is lost is refused, as a writable open refuses it: its events could not be
+/// served.
 fn open_read_only_engine(
     config: &Config,
 ) -> anyhow::Result<pruning_engine::Engine<pruning_opencode::OpenCodeStore>> {
     let store = super::open_store(config)?;
+    super::refuse_lost_journal(&store, &config.journal)?;
     let journal = match super::open_journal_for_reading(&config.journal)? {
         Some(journal) => journal,
         None => pruning_engine::Journal::in_memory()?,

@@ -155,6 +155,15 @@ impl SessionStore for CountingStore {
     fn database_id(&self) -> Result<Option<String>, StoreError> {
         self.inner.database_id()
     }
+    fn journal_epoch(&self) -> Result<u64, StoreError> {
+        self.inner.journal_epoch()
+    }
+    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError> {
+        self.inner.set_journal_epoch(epoch)
+    }
+    fn receipts_high_water(&self) -> Result<pruning_engine::ReceiptsHighWater, StoreError> {
+        self.inner.receipts_high_water()
+    }
     fn read_message(
         &self,
         request: &PreviewRequest,

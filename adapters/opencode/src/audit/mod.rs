@@ -79,9 +79,10 @@ pub(crate) fn audit(
     // have places (their rowids may have been renumbered or reordered), insertion order for
     // rows without one.
     rows.sort_by_key(|row| (row.chain_seq.is_none(), row.chain_seq, row.rowid));
-    for row in &rows {
+    for (place, row) in (1u64..).zip(&rows) {
         if let Ok(receipt) = &row.receipt {
             found.all_receipt_ids.insert(receipt.receipt_id);
+            found.places.insert(receipt.receipt_id, place);
         }
     }
     let in_scope: Vec<&Row> = rows

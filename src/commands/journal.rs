@@ -1,0 +1,126 @@
+//! `session-prune journal new-epoch [--dry-run]`: a new journal for a database whose journal
+//! was lost (deleted, emptied), started from its receipts (docs/ARCHITECTURE.md, "Journal
+//! epochs"). Every command that writes refuses such a database until the journal is put back
+//! or a new epoch begins. Exit 0 started (or planned), 2 when there is nothing to start: a
+//! journal file that is not empty is where the new one would go (it is never written over), or
+//! the database has no receipt.
+
+use pruning_engine::{plan_journal_epoch, start_journal_epoch, EngineError, EpochStarted};
+use pruning_journal::EpochError;
+use serde_json::json;
+
+use super::{open_store_for_writing, require_opencode, Outcome};
+use crate::cli::config::Config;
+use crate::output;
+use crate::output::say;
+
+/// `journal` arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+/// What to do with the journal.
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Start a new journal for a database whose journal was lost (deleted or emptied), from the
+    /// receipts the database holds: its events are numbered after the highest number theirs
+    /// can have had, so no number is given twice, and a subscriber whose cursor is older
+    /// receives a `resync`. The receipts of the earlier epochs keep no journal (`audit` checks
+    /// them against the database and the receipt chain). Only where no journal file is, or an
+    /// empty one: put a journal that was moved aside back instead, when you have it.
+    NewEpoch {
+        /// Say what would be started; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// Nothing to start: the journal's path holds a file that is not empty, or the database has
+/// no receipt (exit 2: nothing was written).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NothingToStart(String);
+
+/// Runs the action.
+pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
+    match args.action {
+        Action::NewEpoch { dry_run } => new_epoch(config, dry_run),
+    }
+}
+
+fn new_epoch(config: &Config, dry_run: bool) -> anyhow::Result<Outcome> {
+    let store = open_store_for_writing(config)?;
+    require_opencode(&store, &config.db)?;
+    let path = &config.journal;
+    let started = if dry_run {
+        let occupied = std::fs::metadata(path).is_ok_and(|found| found.len() > 0);
+        if occupied {
+            return Err(in_place(config).into());
+        }
+        plan_journal_epoch(&store).map_err(|error| explain(error, config))?
+    } else {
+        let (journal, started) =
+            start_journal_epoch(&store, path).map_err(|error| explain(error, config))?;
+        drop(journal);
+        started
+    };
+    report(config, &started, dry_run)?;
+    Ok(Outcome::Done)
+}
+
+/// The engine's refusals that mean there is nothing to start, in words that say why.
+fn explain(error: EngineError, config: &Config) -> anyhow::Error {
+    match error {
+        EngineError::NothingJournaled => NothingToStart(format!(
+            "{} holds no receipt: there is no journal history to continue (the first prune \
+             creates the journal)",
+            config.db.display()
+        ))
+        .into(),
+        EngineError::Journal(cause)
+            if matches!(
+                *cause,
+                pruning_engine::JournalError::Epoch(EpochError::Occupied { .. })
+            ) =>
+        {
+            in_place(config).into()
+        }
+        other => other.into(),
+    }
+}
+
+/// The refusal for a journal path that holds a file that is not empty.
+fn in_place(config: &Config) -> NothingToStart {
+    NothingToStart(format!(
+        "{} is not empty, and a journal is never written over: if it is this database's journal \
+         there is nothing to start; if it is not (another database's, or damaged), move it aside \
+         and run this again",
+        config.journal.display()
+    ))
+}
+
+fn report(config: &Config, started: &EpochStarted, dry_run: bool) -> anyhow::Result<()> {
+    if config.json {
+        return output::json_document(&json!({
+            "status": if dry_run { "planned" } else { "started" },
+            "journal": config.journal.display().to_string(),
+            "databaseID": started.database_id,
+            "epoch": started.epoch.number,
+            "afterSeq": started.epoch.after_seq,
+            "receipts": started.receipts,
+        }));
+    }
+    say!(
+        "{} journal epoch {} at {}: its events are numbered after #{}; the {} receipt(s) of the \
+         epochs before keep no journal (`audit` checks them without one), and an event stream \
+         whose cursor is older receives a resync",
+        if dry_run { "would start" } else { "started" },
+        started.epoch.number,
+        config.journal.display(),
+        started.epoch.after_seq,
+        started.receipts
+    )?;
+    Ok(())
+}

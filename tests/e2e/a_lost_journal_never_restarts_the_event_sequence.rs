@@ -1,0 +1,224 @@
+//! A database with receipts whose journal was deleted or emptied is refused by every command
+//! that writes and by `serve`, in words that say what happened and what to do, with the
+//! database and the journal's path left as they were. `journal new-epoch` starts a new journal
+//! from the receipts: its events are numbered after theirs, `/health` names the epoch, a stream
+//! whose cursor is older gets a `resync` (one at the last number goes on with nothing missed),
+//! the audit holds, and the old journal put back is refused as another epoch's.
+
+use crate::common;
+
+use common::archive::{receipt_ids, revision};
+use common::cli::{assert_exit, json, run};
+use common::http::{events_path, get, parse, prune_all, with_messages, Server, Sse, WORKSPACE};
+use common::Fixture;
+use serde_json::json;
+
+const SESSION: &str = "ses_lost_journal";
+
+/// `with_messages(SESSION, n)` with the first `pruned` of them pruned, archived, through a
+/// server: `pruned` receipts and events 1 to `pruned`.
+fn pruned(n: usize, pruned: usize) -> (Fixture, Vec<String>) {
+    let (fx, messages) = with_messages(SESSION, n);
+    let server = Server::start(&fx.db, &["--archive"]);
+    for message in &messages[..pruned] {
+        assert_eq!(prune_all(&server, SESSION, message)["status"], "pruned");
+    }
+    server.stop();
+    (fx, messages)
+}
+
+/// Asserts that `args` is refused as a database whose journal is lost: exit 1, words naming
+/// both ways out.
+fn assert_refused_as_lost(fx: &Fixture, args: &[&str], receipts: usize) {
+    let out = run(&fx.db, args);
+    assert_exit(&out, 1);
+    let words = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        words.contains(&format!(
+            "this database holds the receipts of {receipts} prune(s)"
+        )) && words.contains("but their journal is missing or empty: nothing was changed")
+            && words.contains("put the journal back")
+            && words.contains("`session-prune journal new-epoch`"),
+        "{args:?}: {words}"
+    );
+}
+
+#[test]
+fn every_write_refuses_a_database_whose_journal_was_deleted_or_emptied_and_changes_nothing() {
+    let (fx, messages) = pruned(3, 2);
+    let kept = std::fs::read(&fx.journal).unwrap();
+    let receipt = receipt_ids(&fx.db).pop().expect("a receipt");
+    let revision = revision(&fx.db, SESSION, &messages[2]);
+    let prune = [
+        "--quiet-period",
+        "0",
+        "prune",
+        SESSION,
+        &messages[2],
+        "--revision",
+        &revision,
+        "--all-technical",
+    ];
+    let writes: [&[&str]; 5] = [
+        &prune,
+        &["--quiet-period", "0", "clean", "--all", "--apply"],
+        &["--quiet-period", "0", "restore", &receipt],
+        &[
+            "--quiet-period",
+            "0",
+            "clean",
+            "--all",
+            "--apply",
+            "--archive",
+        ],
+        &["serve", "--listen", "127.0.0.1:0"],
+    ];
+    for emptied in [false, true] {
+        if emptied {
+            std::fs::write(&fx.journal, b"").unwrap();
+        } else {
+            std::fs::remove_file(&fx.journal).unwrap();
+        }
+        let database = fx.file_digest();
+        for args in writes {
+            assert_refused_as_lost(&fx, args, 2);
+            assert_eq!(fx.file_digest(), database, "{args:?}");
+            match std::fs::metadata(&fx.journal) {
+                Ok(found) => assert!(emptied && found.len() == 0, "{args:?}: {found:?}"),
+                Err(_) => assert!(!emptied, "{args:?}: the empty journal is gone"),
+            }
+        }
+    }
+    // Reads still answer.
+    let out = run(&fx.db, &["--json", "receipts"]);
+    assert_exit(&out, 0);
+    assert_eq!(json(&out).as_array().map(Vec::len), Some(2));
+    // Put back, the journal is taken again (and the audit holds).
+    std::fs::write(&fx.journal, kept).unwrap();
+    let out = run(&fx.db, &prune);
+    assert_exit(&out, 0);
+}
+
+#[test]
+fn a_new_epoch_numbers_events_after_the_receipts_and_older_cursors_resync() {
+    let (fx, messages) = pruned(5, 3);
+    let old_journal = std::fs::read(&fx.journal).unwrap();
+    std::fs::remove_file(&fx.journal).unwrap();
+
+    // A dry run writes nothing.
+    let database = fx.file_digest();
+    let out = run(&fx.db, &["--json", "journal", "new-epoch", "--dry-run"]);
+    assert_exit(&out, 0);
+    let planned = json(&out);
+    assert_eq!(planned["status"], "planned", "{planned}");
+    assert_eq!(fx.file_digest(), database);
+    assert!(!fx.journal.exists());
+
+    let out = run(&fx.db, &["--json", "journal", "new-epoch"]);
+    assert_exit(&out, 0);
+    let started = json(&out);
+    let database_id = started["databaseID"]
+        .as_str()
+        .expect("databaseID")
+        .to_string();
+    assert_eq!(
+        started,
+        json!({
+            "status": "started", "journal": fx.journal.display().to_string(),
+            "databaseID": database_id, "epoch": 2, "afterSeq": 3, "receipts": 3,
+        })
+    );
+    // Never over a journal.
+    let journal = fx.journal_digest();
+    let out = run(&fx.db, &["journal", "new-epoch"]);
+    assert_exit(&out, 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("is not empty, and a journal is never written over"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fx.journal_digest(), journal);
+
+    let server = Server::start(&fx.db, &[]);
+    let (status, health) = get(&server.url("/health"));
+    assert_eq!(status, 200, "{health}");
+    let health = parse(&health);
+    assert_eq!(
+        (
+            &health["databaseID"],
+            &health["lastSeq"],
+            &health["journalEpoch"]
+        ),
+        (&json!(database_id), &json!(3), &json!(2)),
+        "{health}"
+    );
+    let mut behind = Sse::open(&server.address, &events_path(WORKSPACE), Some(1));
+    let mut caught_up = Sse::open(&server.address, &events_path(WORKSPACE), Some(3));
+    assert_eq!(
+        prune_all(&server, SESSION, &messages[3])["status"],
+        "pruned"
+    );
+    let resync = behind.next_not_heartbeat().expect("resync");
+    assert_eq!(resync.event, "resync", "{resync:?}");
+    let next = caught_up.next_not_heartbeat().expect("the next event");
+    assert_eq!(
+        (next.event.as_str(), next.id),
+        ("rpc.codenomad.session-pruning.pruned", Some(4)),
+        "{next:?}"
+    );
+    assert_eq!(next.data["messageID"], json!(messages[3]));
+    drop((behind, caught_up));
+    server.stop();
+
+    let out = run(&fx.db, &["--json", "audit"]);
+    assert_exit(&out, 0);
+    let audit = json(&out);
+    assert_eq!(audit["ok"], true, "{audit}");
+    assert_eq!(
+        audit["journalEpoch"],
+        json!({ "number": 2, "afterSeq": 3, "earlierReceipts": 3 }),
+        "{audit}"
+    );
+
+    // The journal of epoch 1 put back: another epoch's, refused.
+    let epoch_two = std::fs::read(&fx.journal).unwrap();
+    std::fs::write(&fx.journal, &old_journal).unwrap();
+    let database = fx.file_digest();
+    let out = run(
+        &fx.db,
+        &["--quiet-period", "0", "clean", "--all", "--apply"],
+    );
+    assert_exit(&out, 1);
+    let words = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        words.contains("the journal is of epoch 1, but this database is on journal epoch 2"),
+        "{words}"
+    );
+    assert_eq!(fx.file_digest(), database);
+    assert!(
+        std::fs::read(&fx.journal).unwrap() == old_journal,
+        "the journal was written"
+    );
+    std::fs::write(&fx.journal, epoch_two).unwrap();
+}
+
+#[test]
+fn a_database_without_receipts_has_no_epoch_to_start() {
+    let fx = Fixture::new();
+    let database = fx.file_digest();
+    for args in [
+        &["journal", "new-epoch", "--dry-run"][..],
+        &["journal", "new-epoch"],
+    ] {
+        let out = run(&fx.db, args);
+        assert_exit(&out, 2);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("holds no receipt"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(fx.file_digest(), database);
+        assert!(!fx.journal.exists());
+    }
+}
