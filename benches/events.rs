@@ -126,6 +126,7 @@ fn commit(engine: &Engine<OpenCodeStore>, intents: &[Intent]) -> Vec<PrunedEvent
                 removed_count: 1,
                 committed_at_ms: pruning_engine::now_ms(),
                 kind: pruning_journal::EventKind::Pruned,
+                receipt_digest: Some([1; 32]),
             })
             .collect();
         let committed = engine.journal().commit(&commits).expect("commit");

@@ -102,6 +102,7 @@ fn main() -> ExitCode {
 fn is_bad_input(cause: &(dyn std::error::Error + 'static)) -> bool {
     cause.is::<ConfigError>()
         || cause.is::<commands::UnknownSession>()
+        || cause.is::<commands::UnknownReceipt>()
         || cause.is::<commands::journal::NothingToStart>()
         || cause.is::<pruning_engine::ContractError>()
         || matches!(

@@ -176,7 +176,43 @@ pub struct RawPrune {
     revision: String,
     /// The content indexes of the parts to remove.
     #[cfg_attr(feature = "openapi", schema(schema_with = index_list))]
-    indexes: Vec<i64>,
+    indexes: Vec<WholeNumber>,
+}
+
+/// One index as a JSON number whose value is an integer, however it is written: `2`, `2.0`,
+/// `1e0`, `-0` (what JavaScript's `JSON.parse` reads as the integer, so what a client in another
+/// language may send for it). A number with a fraction, or past 2^53 when written as a float,
+/// is refused. Signed, so that `-1` gets the range's precise error.
+#[derive(Debug, Clone, Copy)]
+struct WholeNumber(i64);
+
+impl<'de> Deserialize<'de> for WholeNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WholeNumber;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<WholeNumber, E> {
+                Ok(WholeNumber(value))
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<WholeNumber, E> {
+                // Far past the largest index: kept out of range, not wrapped.
+                Ok(WholeNumber(i64::try_from(value).unwrap_or(i64::MAX)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<WholeNumber, E> {
+                // 2^53: every integer up to it is exact as a float.
+                const EXACT: f64 = 9_007_199_254_740_992.0;
+                if value.fract() == 0.0 && value.abs() <= EXACT {
+                    Ok(WholeNumber(value as i64))
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Float(value), &self))
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// The schema of `indexes`: 1 to [`MAX_INDEXES`] unique integers, each 0 to [`MAX_INDEX`].
@@ -236,7 +272,8 @@ impl PruneRequest {
     pub fn from_json(body: &str) -> Result<Self, ContractError> {
         check_body_size(body)?;
         let raw: RawPrune = ContractError::parse(body)?;
-        Self::with_indexes(raw.session_id, raw.message_id, raw.revision, &raw.indexes)
+        let indexes: Vec<i64> = raw.indexes.iter().map(|index| index.0).collect();
+        Self::with_indexes(raw.session_id, raw.message_id, raw.revision, &indexes)
     }
 
     /// Builds a validated request that selects parts by index. Same errors as [`Self::from_json`].
@@ -334,6 +371,35 @@ impl PruneRequest {
     pub fn within(self, scope: Scope) -> Self {
         Self { scope, ..self }
     }
+}
+
+/// `deserialize_with` of an optional request field: a missing field is `None` (with
+/// `#[serde(default)]`), and `null` is refused like any other value of the wrong type, naming
+/// the field: one rule for every optional field, as CodeNomad's strict schemas answer (an
+/// optional field may be left out, never sent as `null`).
+pub(crate) fn not_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    given(deserializer).map(Some)
+}
+
+/// [`not_null`] for an optional field with a default value rather than an `Option`.
+pub(crate) fn given<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    // Read as an `Option` so that a `null` is told apart from another value of the wrong
+    // type: serde_json reports a `null` where an enum is expected as a syntax error, which
+    // would name no field.
+    Option::<T>::deserialize(deserializer)?.ok_or_else(|| {
+        serde::de::Error::invalid_type(
+            serde::de::Unexpected::Unit,
+            &"a value (an optional field is left out, never sent as null)",
+        )
+    })
 }
 
 /// Refuses a body over [`MAX_REQUEST_BYTES`] (1 MiB), as every route of the contract does.

@@ -346,7 +346,7 @@ pub enum EngineError {
     #[error("this database holds no receipt: there is no journal history to continue, and the first prune creates the journal")]
     NothingJournaled,
     /// The journal is bound to another database.
-    #[error("the journal is bound to database {bound}, but this database is {found}: use the journal that belongs to this database (--journal PATH)")]
+    #[error("the journal is bound to database {bound}, but this database is {found}: nothing was changed; use the journal that belongs to this database (--journal PATH)")]
     JournalMismatch {
         /// The id the journal holds.
         bound: String,

@@ -88,6 +88,79 @@ impl Receipt {
         !self.is_restore() && matches!(self.operation, Some(Operation::Compaction(_)))
     }
 
+    /// A digest of the whole receipt: SHA-256 of its JSON (the form above, fields in their
+    /// declared order, unset optional fields left out). The journal keeps it beside the
+    /// receipt's event, so that the audit finds a receipt edited afterwards even when the edit
+    /// was hashed into the receipt chain again (docs/ARCHITECTURE.md, "Audit"). A field added
+    /// to the receipt must be optional and left out when unset, so that the digests of
+    /// receipts written before stay what they were.
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        // A struct of strings, numbers and lists always serializes; an empty input would only
+        // make the digest disagree, which the audit reports.
+        Sha256::digest(serde_json::to_vec(self).unwrap_or_default()).into()
+    }
+
+    /// What the receipt says that contradicts itself, in words, or `None` when its ids agree
+    /// with its counts and bytes: a prune of parts names one id per index, as many as it
+    /// counts removed, indexes ascending, and some bytes; a prune of one of the copies names no
+    /// part and counts what its operation did (the diff entries, the snapshots, the 1.x message
+    /// row and its parts, the one shell output); a restore counts nothing removed and names the
+    /// parts its prune named.
+    pub fn contradiction(&self) -> Option<String> {
+        let (indexes, ids) = (self.indexes.len(), self.part_ids.len());
+        if indexes != ids {
+            return Some(format!("it names {ids} part id(s) for {indexes} index(es)"));
+        }
+        if self.indexes.windows(2).any(|pair| pair[0] >= pair[1]) {
+            return Some("its indexes are not ascending".to_string());
+        }
+        if self.is_restore() {
+            if self.removed_count != 0 || self.bytes_removed != 0 {
+                return Some(format!(
+                    "a restore's receipt counts {} part(s) and {} byte(s) removed",
+                    self.removed_count, self.bytes_removed
+                ));
+            }
+            return None;
+        }
+        let counted = match &self.operation {
+            None => {
+                if self.bytes_removed == 0 {
+                    return Some("it removed parts of no bytes".to_string());
+                }
+                u32::try_from(ids).ok().filter(|&count| count > 0)
+            }
+            Some(_) if ids > 0 => {
+                return Some(format!("it names {ids} part id(s) besides its operation"))
+            }
+            Some(Operation::Diffs(diffs)) => Some(diffs.entries),
+            Some(Operation::Compaction(compacted)) => compacted
+                .part_snapshots
+                .checked_add(compacted.message_snapshots)
+                .and_then(|sum| sum.checked_add(compacted.session_snapshots)),
+            Some(Operation::MigratedV1(removed)) => {
+                if removed.part_ids.len() != removed.parts as usize {
+                    return Some(format!(
+                        "it names {} 1.x part id(s) for {} part(s)",
+                        removed.part_ids.len(),
+                        removed.parts
+                    ));
+                }
+                removed.parts.checked_add(1)
+            }
+            Some(Operation::ShellOutput(_)) => Some(1),
+        };
+        match counted {
+            Some(count) if count == self.removed_count => None,
+            _ => Some(format!(
+                "it counts {} removed where what it names makes {}",
+                self.removed_count,
+                counted.map_or_else(|| "no count".to_string(), |count| count.to_string())
+            )),
+        }
+    }
+
     /// What the receipt's event announces: a restore, a compaction (with its bytes), or a prune
     /// (of parts or of diffs).
     pub fn event_kind(&self) -> EventKind {

@@ -91,7 +91,23 @@ pub enum OpenError {
         /// The journal file.
         path: PathBuf,
     },
-    /// redb could not open the file (I/O error, not a redb file, needs an upgrade, ...).
+    /// The file is not a journal: not a redb file at all (another file named as the journal, or
+    /// one overwritten). Nothing was written to it.
+    #[error("{} is not a session-prune journal (not a redb file); nothing was changed", path.display())]
+    NotAJournal {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is a redb file whose structure is damaged (truncated, say). Nothing was written
+    /// to it.
+    #[error("journal {} is damaged ({detail}); nothing was changed", path.display())]
+    Damaged {
+        /// The journal file.
+        path: PathBuf,
+        /// redb's finding.
+        detail: String,
+    },
+    /// redb could not open the file (an I/O error, a file that needs an upgrade, ...).
     #[error("journal database could not be opened")]
     Database(#[source] redb::DatabaseError),
     /// A storage error while checking or initialising the file.

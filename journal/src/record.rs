@@ -173,6 +173,10 @@ pub struct Commit {
     pub committed_at_ms: i64,
     /// What the intent did.
     pub kind: EventKind,
+    /// A digest of the whole receipt the commit was made from, kept beside the event so that a
+    /// receipt edited afterwards is found even when its other fields still agree with the
+    /// event (the engine's `Receipt::digest`). `None` writes none.
+    pub receipt_digest: Option<[u8; 32]>,
 }
 
 impl Commit {

@@ -13,6 +13,7 @@
 //! | `events`       | seq `u64`                | encoded `CommittedEvent`                |
 //! | `meta`         | `&str`                   | `format_version`: one byte; `database_id`, `database_location`, `trimmed_through`, `resolved_trimmed_before`, `epoch`: encoded |
 //! | `pending`      | intent_id bytes `[u8;16]`| `()`: the index of intents still pending |
+//! | `receipt_digests` | event_id bytes `[u8;16]` | `[u8;32]`: the digest of the receipt a commit mark was written from (absent in a journal no commit with one was written to) |
 
 mod binding;
 mod epoch;
@@ -46,6 +47,11 @@ const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// `intent_id` bytes of every intent still pending (so recovery does not scan all intents).
 const PENDING: TableDefinition<[u8; 16], ()> = TableDefinition::new("pending");
+
+/// `event_id` bytes -> the digest of the receipt its commit was made from
+/// ([`crate::Commit::receipt_digest`]). Kept as long as intents are, not trimmed with events.
+const RECEIPT_DIGESTS: TableDefinition<[u8; 16], [u8; 32]> =
+    TableDefinition::new("receipt_digests");
 
 /// Meta key: the record format version, one raw byte.
 const META_FORMAT_VERSION: &str = "format_version";

@@ -109,6 +109,7 @@ impl Config {
             if let Some(why) = pruning_opencode::empty_database(&db) {
                 return Err(ConfigError::EmptyDatabase(why));
             }
+            refuse_what_is_no_database(&db)?;
             if is_database_file(&db, &journal) {
                 return Err(ConfigError::JournalIsDatabase(
                     journal.display().to_string(),
@@ -186,6 +187,36 @@ pub fn normalize_directory(dir: &str) -> Option<String> {
 /// Whether `journal` is `db` or SQLite's `-wal`, `-shm` or `-journal` file of it: by path after
 /// following symbolic links (a dangling one too: SQLite may create its target later) and
 /// resolving folders, and by device and inode where both files exist (hard links).
+/// Refuses a database path that names nothing ([`ConfigError::NoDatabase`]) or a file that does
+/// not begin with SQLite's 16-byte header, `SQLite format 3\0` ([`ConfigError::NotSqlite`]):
+/// input no command can use, refused as bad input (exit 2) before anything is opened, as an
+/// empty file is. A file that cannot be read here is left to the open, which says why.
+fn refuse_what_is_no_database(db: &Path) -> Result<(), ConfigError> {
+    use std::io::Read as _;
+    const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+    if std::fs::symlink_metadata(db).is_err() {
+        return Err(ConfigError::NoDatabase(db.display().to_string()));
+    }
+    if !db.is_file() {
+        return Ok(());
+    }
+    let Ok(file) = std::fs::File::open(db) else {
+        return Ok(());
+    };
+    let mut header = Vec::with_capacity(SQLITE_HEADER.len());
+    if file
+        .take(SQLITE_HEADER.len() as u64)
+        .read_to_end(&mut header)
+        .is_err()
+    {
+        return Ok(());
+    }
+    if header != SQLITE_HEADER {
+        return Err(ConfigError::NotSqlite(db.display().to_string()));
+    }
+    Ok(())
+}
+
 fn is_database_file(db: &Path, journal: &Path) -> bool {
     let family: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
         .iter()

@@ -13,6 +13,12 @@ pub enum ConfigError {
     /// No database could be located.
     #[error(transparent)]
     Path(#[from] pruning_opencode::PathError),
+    /// The database path names no file.
+    #[error("cannot open database {0}: no such file; nothing was changed (is OpenCode's data elsewhere? pass --db PATH or --channel NAME)")]
+    NoDatabase(String),
+    /// The database path names a file that does not begin with SQLite's header.
+    #[error("{0} is not an SQLite database (it does not begin with SQLite's header), or that header is damaged: nothing was read or written. Check that --db names OpenCode's opencode.db; if it does, restore it from a backup, or stop OpenCode and try to recover a copy (sqlite3 {0} .recover | sqlite3 recovered.db)")]
+    NotSqlite(String),
     /// The database path names an empty file (the words of
     /// [`pruning_opencode::empty_database`]).
     #[error("{0}")]

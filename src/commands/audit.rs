@@ -160,6 +160,7 @@ const MISSING_SHOWN: usize = 20;
 fn remedy(kind: DiscrepancyKind) -> &'static str {
     match kind {
         DiscrepancyKind::ReceiptEdited
+        | DiscrepancyKind::ReceiptInconsistent
         | DiscrepancyKind::ReceiptMissing
         | DiscrepancyKind::ReceiptUnchained
         | DiscrepancyKind::ReceiptUnreadable => {

@@ -198,3 +198,9 @@ pub enum Outcome {
 #[derive(Debug, thiserror::Error)]
 #[error("there is no session {0} in this database (`sessions` lists them)")]
 pub struct UnknownSession(pub String);
+
+/// A receipt id the database does not hold, given to `restore` (exit 2: bad input; over HTTP
+/// the same request is `blocked`/`not_deletable`, as the contract answers it).
+#[derive(Debug, thiserror::Error)]
+#[error("there is no receipt {0} in this database: nothing was changed (`receipts` lists them)")]
+pub struct UnknownReceipt(pub uuid::Uuid);

@@ -2,7 +2,6 @@
 //! the journal (read-only likewise) and the engine, and the words for a journal another
 //! process holds.
 
-use anyhow::Context;
 use pruning_engine::{Engine, Journal};
 use pruning_opencode::{OpenCodeStore, StoreOptions};
 
@@ -61,22 +60,69 @@ pub fn check_binding(config: &Config) -> anyhow::Result<()> {
 ///
 /// Errors: the journal's open errors ([`pruning_journal::OpenError`]), with the path.
 pub fn open_journal_for_reading(path: &std::path::Path) -> anyhow::Result<Option<Journal>> {
-    if !path.exists() {
+    // An emptied journal holds nothing to read, as a missing one.
+    if std::fs::metadata(path).map_or(true, |found| found.is_file() && found.len() == 0) {
         return Ok(None);
     }
     match Journal::open_read_only(path) {
         Ok(journal) => Ok(Some(journal)),
         Err(pruning_journal::OpenError::NeedsRepair { .. }) => {
-            drop(Journal::open(path).with_context(|| {
-                format!(
-                    "journal {} was not closed cleanly and must be repaired by a writable open, \
-                     which failed; make it writable once (or run a command that writes) and retry",
-                    path.display()
-                )
-            })?);
-            Ok(Some(Journal::open_read_only(path)?))
+            match Journal::open(path) {
+                Ok(repaired) => drop(repaired),
+                Err(error) if unreadable(&error) => return Err(with_advice(error)),
+                Err(error) => {
+                    return Err(anyhow::Error::new(error).context(format!(
+                        "journal {} was not closed cleanly and must be repaired by a writable \
+                         open, which failed; make it writable once (or run a command that \
+                         writes) and retry",
+                        path.display()
+                    )))
+                }
+            }
+            Ok(Some(Journal::open_read_only(path).map_err(with_advice)?))
         }
-        Err(error) => Err(error.into()),
+        Err(error) => Err(with_advice(error)),
+    }
+}
+
+/// Whether the journal file is no journal, or a damaged one: no command can use it as it is.
+fn unreadable(error: &pruning_journal::OpenError) -> bool {
+    matches!(
+        error,
+        pruning_journal::OpenError::NotAJournal { .. } | pruning_journal::OpenError::Damaged { .. }
+    )
+}
+
+/// The journal's open error, with what to do about a file that is no journal or a damaged one
+/// (docs/refusals.md); other errors as they are.
+fn with_advice(error: pruning_journal::OpenError) -> anyhow::Error {
+    let advice = match &error {
+        pruning_journal::OpenError::NotAJournal { .. } => {
+            "if it is not the journal, name the journal with --journal PATH; if the journal was \
+             overwritten, put a copy of it back, or move this file aside and run `session-prune \
+             journal new-epoch` (its events are lost; the receipts in the database stay)"
+        }
+        pruning_journal::OpenError::Damaged { .. } => {
+            "put a copy of the journal back; when there is none, move this file aside and run \
+             `session-prune journal new-epoch` (its events are lost; the receipts in the \
+             database stay)"
+        }
+        _ => return error.into(),
+    };
+    anyhow::anyhow!("{error}: {advice}")
+}
+
+/// Refuses a journal file that is no journal or a damaged one, for a command that writes the
+/// database without journaling (`vacuum`): a journal that cannot be read is refused before the
+/// file it belongs to is rewritten, as every other writing command refuses it. A journal another
+/// process holds is left to that process. Nothing is written.
+///
+/// Errors: the journal's open error, with what to do.
+pub fn refuse_unreadable_journal(path: &std::path::Path) -> anyhow::Result<()> {
+    match open_journal_for_reading(path) {
+        Err(error) if journal_busy(&error) => Ok(()),
+        Err(error) => Err(error),
+        Ok(_) => Ok(()),
     }
 }
 
@@ -283,6 +329,7 @@ pub fn open_engine(
         Ok(journal) => journal,
         // Held by another process: the journal is fine where it is (see `busy_detail`).
         Err(error @ pruning_journal::OpenError::Locked { .. }) => return Err(error.into()),
+        Err(error) if unreadable(&error) => return Err(with_advice(error)),
         Err(error) => {
             return Err(anyhow::Error::new(error).context(format!(
                 "opening journal {} for writing (every prune is journaled first; a journal \

@@ -53,6 +53,12 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let receipt_id = Uuid::parse_str(args.receipt.trim())
         .map_err(|_| ConfigError::ReceiptId(args.receipt.clone()))?;
     let request = RestoreRequest::new(receipt_id);
+    {
+        use pruning_engine::SessionStore as _;
+        if open_store(config)?.receipt(receipt_id)?.is_none() {
+            return Err(super::UnknownReceipt(receipt_id).into());
+        }
+    }
     if args.dry_run {
         return plan(config, &request);
     }

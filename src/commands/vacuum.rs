@@ -65,6 +65,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         assume_free_bytes: assume_free,
     } = args;
     let store = open_store_for_writing(config)?;
+    super::open::refuse_unreadable_journal(&config.journal)?;
     let before = files_size(config);
     super::require_opencode(&store, &config.db)?;
     let needs = store.vacuum_needs()?;

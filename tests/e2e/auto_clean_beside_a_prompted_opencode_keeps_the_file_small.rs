@@ -226,6 +226,10 @@ fn an_auto_clean_beside_a_prompted_opencode_loses_no_prompt_and_keeps_the_file_s
     let reference = tempfile::tempdir().expect("tempdir");
     let copy = reference.path().join("opencode.db");
     std::fs::copy(&db, &copy).expect("copy");
+    // With its journal: a database with receipts is not written without it.
+    let journal = db.with_file_name("opencode.db.prune-journal");
+    std::fs::copy(&journal, reference.path().join("opencode.db.prune-journal"))
+        .expect("copy the journal");
     let clean = [
         "--quiet-period",
         "0",

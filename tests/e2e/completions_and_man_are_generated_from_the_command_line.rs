@@ -158,6 +158,7 @@ fn man_prints_the_main_page_and_writes_one_per_command() {
             "session-prune.1".into(),
             "session-prune-archive-purge.1".into(),
             "session-prune-archive-stats.1".into(),
+            "session-prune-journal-new-epoch.1".into(),
         ])
         .map(|name| pages.join(name).display().to_string())
         .collect();

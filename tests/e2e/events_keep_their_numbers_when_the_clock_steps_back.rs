@@ -65,6 +65,7 @@ fn events_keep_their_numbers_when_the_clock_stepped_back_inside_a_batch() {
             removed_count: receipt.removed_count,
             committed_at_ms: receipt.committed_at_ms,
             kind: pruning_journal::EventKind::Pruned,
+            receipt_digest: Some(receipt.digest()),
         });
     }
     store.make_durable().unwrap();

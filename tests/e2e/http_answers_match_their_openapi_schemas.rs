@@ -306,7 +306,7 @@ fn every_answer_of_every_route_matches_the_document() {
     let search = api.expect(
         &route("POST", "history"),
         &path(PROJECT, "history"),
-        json!({ "query": "output", "cursor": null }),
+        json!({ "query": "output" }),
         200,
     );
     assert_eq!(search["status"], "page", "{search}");

@@ -9,6 +9,7 @@ mod opencode_real;
 #[path = "support/skip.rs"]
 mod skip;
 
+mod a_journal_that_is_no_journal_is_refused_in_our_words;
 mod a_kill_inside_a_group_transaction_leaves_each_message_whole;
 mod a_large_compaction_commits_range_by_range;
 mod a_lost_journal_never_restarts_the_event_sequence;
@@ -29,6 +30,7 @@ mod archive_writer_never_writes_to_a_file_a_purge_replaced;
 mod assets_list_and_read_attachments;
 mod audit_beside_a_prune_sees_it_whole_or_not_at_all;
 mod audit_compares_the_journal_with_each_receipt;
+mod audit_finds_a_receipt_edited_under_a_chain_hashed_again;
 mod audit_finds_each_kind_of_tampering;
 mod audit_keeps_a_forged_receipt_out_of_the_chain;
 mod audit_names_the_row_that_was_tampered_with;
@@ -58,6 +60,7 @@ mod clean_until_live_size_prunes_oldest_first;
 mod cli_commands_and_exit_codes;
 mod cli_history_and_prune_batch;
 mod cli_reports_the_journal_busy_while_serving;
+mod codenomads_client_is_answered_as_it_sends;
 mod compaction_and_diffs_are_restored_byte_for_byte;
 mod compaction_keeps_the_newest_snapshot_of_each_entity;
 mod compaction_refusals_change_nothing;

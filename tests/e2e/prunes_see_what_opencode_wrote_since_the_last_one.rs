@@ -213,9 +213,13 @@ fn a_prune_by_another_engine_between_two_prunes_is_seen_by_the_next() {
     ));
     let stale_turn5 = preview(&engine, MANY_TURNS, TURN5).0;
 
+    // A copy of this engine's journal, as it was: the same database's, so the other engine may
+    // write with it (a journal of no database is refused beside receipts).
+    let other_journal = fx.dir.path().join("other.prune-journal");
+    std::fs::copy(&fx.journal, &other_journal).unwrap();
     let other = pruning_engine::Engine::open(
         fx.store(30_000),
-        pruning_engine::Journal::open(&fx.dir.path().join("other.prune-journal")).unwrap(),
+        pruning_engine::Journal::open(&other_journal).unwrap(),
     )
     .unwrap();
     assert!(matches!(

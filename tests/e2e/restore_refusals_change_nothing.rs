@@ -116,8 +116,26 @@ fn unknown_restore_and_unarchived_receipts_are_refused_before_anything_is_journa
         )
         .expect("an unarchived receipt");
     let before = digests(&fx);
+    // A receipt the database does not hold is bad input (exit 2), as an unknown session is.
+    let unknown = "0190a3f0-0000-7000-8000-000000000000";
+    for dry_run in [true, false] {
+        let mut args = vec!["--json", "--quiet-period", "0", "restore", unknown];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let out = run(&fx.db, &args);
+        assert_exit(&out, 2);
+        assert_eq!(
+            json(&out),
+            serde_json::json!({
+                "status": "error", "exitCode": 2,
+                "error": format!("there is no receipt {unknown} in this database: nothing was changed (`receipts` lists them)"),
+            })
+        );
+        assert_eq!(digests(&fx), before);
+        assert!(restore_intents(&fx, unknown).is_empty());
+    }
     for (receipt, words) in [
-        ("0190a3f0-0000-7000-8000-000000000000", "no receipt"),
         (restore_receipt.as_str(), "is a restore's"),
         (unarchived.as_str(), "was not archived"),
     ] {

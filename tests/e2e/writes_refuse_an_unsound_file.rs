@@ -363,10 +363,14 @@ fn a_file_sqlite_does_not_take_for_a_database_is_named_so_and_nothing_is_created
         vec!["vacuum"],
     ] {
         let out = run(&db, &args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        // Input no command can use, as an empty file: exit 2, whatever the command.
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
         let text = stderr(&out);
         assert!(
-            text.contains("is not an SQLite database, or its first page (the header) is damaged"),
+            text.contains(
+                "is not an SQLite database (it does not begin with SQLite's header), or that \
+                 header is damaged: nothing was read or written"
+            ),
             "{args:?}: {text}"
         );
         assert!(!text.contains("Error code") && !text.contains("file is not a database"));

@@ -112,7 +112,11 @@ pub struct KnownCheckpoint {
     pub digest: String,
     /// The `changed` of the page the checkpoint came in, accepted so that a client may send
     /// checkpoints back as it got them; not read.
-    #[serde(default, skip_serializing)]
+    #[serde(
+        default,
+        skip_serializing,
+        deserialize_with = "crate::contract::not_null"
+    )]
     pub changed: Option<bool>,
 }
 
@@ -131,7 +135,7 @@ pub struct OutlineRequest {
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     pub session_id: String,
     /// The previous page's cursor, to go on with a scan.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::contract::not_null")]
     pub cursor: Option<OutlineCursor>,
     /// Start after this sequence number (-1, the default: from the start); ignored with a
     /// cursor.
@@ -275,7 +279,7 @@ pub struct AssetsRequest {
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     pub session_id: String,
     /// The previous page's cursor (at most 4,096 characters).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::contract::not_null")]
     #[cfg_attr(feature = "openapi", schema(max_length = 4096))]
     pub cursor: Option<String>,
 }

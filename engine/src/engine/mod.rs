@@ -114,6 +114,7 @@ fn commit_of(intent_id: Uuid, receipt: &Receipt) -> Commit {
         removed_count: receipt.removed_count,
         committed_at_ms: receipt.committed_at_ms,
         kind: receipt.event_kind(),
+        receipt_digest: Some(receipt.digest()),
     }
 }
 

@@ -67,7 +67,11 @@ pub struct HistoryRequest {
 pub struct RawHistory {
     /// Scan one session (1 to 256 characters), or every session of the workspace; required
     /// with `purpose: "prune"`.
-    #[serde(rename = "sessionID")]
+    #[serde(
+        rename = "sessionID",
+        default,
+        deserialize_with = "crate::contract::not_null"
+    )]
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     session_id: Option<String>,
     /// Case-insensitive text to find, at most 200 characters; empty finds nothing.
@@ -79,9 +83,10 @@ pub struct RawHistory {
     #[cfg_attr(feature = "openapi", schema(default = true))]
     include_technical: bool,
     /// What the page is for.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::contract::given")]
     purpose: Purpose,
     /// Where the previous page stopped (its `cursor`), 1 to 4,096 characters.
+    #[serde(default, deserialize_with = "crate::contract::not_null")]
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 4096))]
     cursor: Option<String>,
 }

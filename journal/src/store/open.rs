@@ -36,8 +36,10 @@ impl Journal {
     /// the file after retrying for [`OPEN_RETRY`] (2 s) with short pauses;
     /// [`OpenError::UnknownFormatVersion`] when the file's format version is not
     /// [`FORMAT_VERSION`]; [`OpenError::MissingFormatVersion`] / [`OpenError::MalformedMeta`]
-    /// for a damaged meta table; [`OpenError::Database`] when redb cannot open the file (I/O,
-    /// not a redb file); [`OpenError::Storage`] for a storage error while checking.
+    /// for a damaged meta table; [`OpenError::NotAJournal`] for a file that is not a redb file
+    /// (nothing written to it); [`OpenError::Damaged`] for one whose redb structure is damaged
+    /// (truncated, say; nothing written to it); [`OpenError::Database`] when redb cannot open
+    /// the file otherwise (I/O); [`OpenError::Storage`] for a storage error while checking.
     pub fn open(path: &Path) -> Result<Journal, OpenError> {
         Self::open_with_retry(path, OPEN_RETRY)
     }
@@ -62,7 +64,7 @@ impl Journal {
                     }
                     thread::sleep(RETRY_PAUSE.min(retry - waited));
                 }
-                Err(other) => return Err(OpenError::Database(other)),
+                Err(other) => return Err(not_opened(path, other)),
             }
         }
     }
@@ -99,7 +101,7 @@ impl Journal {
                         path: path.to_path_buf(),
                     })
                 }
-                Err(other) => return Err(OpenError::Database(other)),
+                Err(other) => return Err(not_opened(path, other)),
             }
         }
     }
@@ -297,4 +299,25 @@ pub(super) fn initialise(db: &Database) -> Result<(), OpenError> {
     }
     txn.commit().storage()?;
     Ok(())
+}
+
+/// The error for a journal file redb could not open: a file that is not a redb file at all
+/// ([`OpenError::NotAJournal`]: redb reports its magic bytes as invalid data, before it writes
+/// anything), one whose structure is damaged ([`OpenError::Damaged`]: redb's `Corrupted`), or
+/// redb's own error.
+fn not_opened(path: &Path, error: DatabaseError) -> OpenError {
+    match error {
+        DatabaseError::Storage(redb::StorageError::Io(io))
+            if io.kind() == std::io::ErrorKind::InvalidData =>
+        {
+            OpenError::NotAJournal {
+                path: path.to_path_buf(),
+            }
+        }
+        DatabaseError::Storage(redb::StorageError::Corrupted(detail)) => OpenError::Damaged {
+            path: path.to_path_buf(),
+            detail,
+        },
+        other => OpenError::Database(other),
+    }
 }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{
     get_event, get_intent, get_last_seq, Journal, StorageResult, EVENTS, INTENTS, META, PENDING,
-    REQUEST_KEYS,
+    RECEIPT_DIGESTS, REQUEST_KEYS,
 };
 use crate::codec;
 use crate::error::ReadError;
@@ -48,6 +48,25 @@ impl Journal {
                 ..
             }) => get_event(&txn.open_table(EVENTS).storage()?, seq),
             _ => Ok(None),
+        })
+    }
+
+    /// The digest of the receipt event `event_id`'s commit was made from
+    /// ([`crate::Commit::receipt_digest`]), if one was written: `None` for a commit made
+    /// without one, by a build that wrote none, or for an unknown event.
+    ///
+    /// Errors: [`ReadError::Storage`].
+    pub fn receipt_digest(&self, event_id: Uuid) -> Result<Option<[u8; 32]>, ReadError> {
+        self.read(|txn| {
+            let digests = match txn.open_table(RECEIPT_DIGESTS) {
+                Ok(table) => table,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(error) => return Err(ReadError::from(redb::Error::from(error))),
+            };
+            Ok(digests
+                .get(event_id.as_bytes())
+                .storage()?
+                .map(|value| value.value()))
         })
     }
 

@@ -6,7 +6,8 @@ use redb::{Durability, Table, WriteTransaction};
 use uuid::Uuid;
 
 use super::{
-    get_intent, get_last_seq, Journal, StorageResult, EVENTS, INTENTS, META, PENDING, REQUEST_KEYS,
+    get_intent, get_last_seq, Journal, StorageResult, EVENTS, INTENTS, META, PENDING,
+    RECEIPT_DIGESTS, REQUEST_KEYS,
 };
 use crate::codec;
 use crate::error::WriteError;
@@ -210,6 +211,7 @@ struct WriteTables<'txn> {
     events: Table<'txn, u64, &'static [u8]>,
     meta: Table<'txn, &'static str, &'static [u8]>,
     pending: Table<'txn, [u8; 16], ()>,
+    digests: Table<'txn, [u8; 16], [u8; 32]>,
 }
 
 impl<'txn> WriteTables<'txn> {
@@ -220,6 +222,7 @@ impl<'txn> WriteTables<'txn> {
             events: txn.open_table(EVENTS).storage()?,
             meta: txn.open_table(META).storage()?,
             pending: txn.open_table(PENDING).storage()?,
+            digests: txn.open_table(RECEIPT_DIGESTS).storage()?,
         })
     }
 
@@ -282,6 +285,11 @@ impl<'txn> WriteTables<'txn> {
         self.put_intent(&intent)?;
         let value = codec::encode_event(&event)?;
         self.events.insert(seq, value.as_slice()).storage()?;
+        if let Some(digest) = commit.receipt_digest {
+            self.digests
+                .insert(commit.event_id.as_bytes(), digest)
+                .storage()?;
+        }
         Ok(event)
     }
 }

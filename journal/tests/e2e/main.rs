@@ -3,6 +3,7 @@
 
 mod common;
 
+mod a_commit_keeps_its_receipts_digest;
 mod an_epoch_numbers_after_the_journals_before;
 mod binding_refuses_other_database;
 mod commit_assigns_consecutive_sequences;

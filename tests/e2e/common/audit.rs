@@ -181,3 +181,59 @@ pub fn edit_event(
     }
     txn.commit().expect("commit");
 }
+
+/// Hashes the receipt chain again over the rows as they now are, from place 1, and moves the
+/// head to its end, by the algorithm docs/ARCHITECTURE.md documents ("Audit": each link the
+/// SHA-256 of the previous link's hash and a JSON array of the row's columns): what someone who
+/// edits a receipt and covers the edit would do.
+pub fn hash_chain_again(fx: &Fixture) {
+    use sha2::{Digest, Sha256};
+    const COLUMNS: &str = "id, request_key, intent_id, session_id, message_id, storage, \
+        revision_before, revision_after, indexes, part_ids, removed_count, bytes_removed, \
+        time_committed, engine_version, abandoned_run, archive_hash, restores, operation";
+    let conn = fx.sql();
+    let mut rows = conn
+        .prepare(&format!(
+            "SELECT chain_seq, {COLUMNS} FROM session_prune_receipt WHERE chain_seq IS NOT NULL \
+             ORDER BY chain_seq"
+        ))
+        .unwrap();
+    let links: Vec<(i64, String, String)> = rows
+        .query_map([], |row| {
+            let mut values: Vec<Value> = (1..=18)
+                .map(|at| match row.get_ref(at).unwrap() {
+                    rusqlite::types::ValueRef::Null => Value::Null,
+                    rusqlite::types::ValueRef::Integer(n) => Value::from(n),
+                    rusqlite::types::ValueRef::Real(x) => Value::from(x),
+                    rusqlite::types::ValueRef::Text(text) => {
+                        Value::String(String::from_utf8(text.to_vec()).unwrap())
+                    }
+                    rusqlite::types::ValueRef::Blob(bytes) => Value::String(hex::encode(bytes)),
+                })
+                .collect();
+            while values.len() > 15 && values.last() == Some(&Value::Null) {
+                values.pop();
+            }
+            Ok((row.get(0)?, row.get(1)?, Value::Array(values).to_string()))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    drop(rows);
+    let mut previous = String::new();
+    let mut head = 0;
+    for (seq, id, payload) in links {
+        let hash = hex::encode(Sha256::digest(format!("{previous}{payload}")));
+        conn.execute(
+            "UPDATE session_prune_receipt SET chain_hash = ?1 WHERE id = ?2",
+            (&hash, &id),
+        )
+        .unwrap();
+        (previous, head) = (hash, seq);
+    }
+    conn.execute(
+        "UPDATE session_prune_meta SET value = ?1 WHERE key = 'receipt_chain_head'",
+        [serde_json::json!({ "seq": head, "hash": previous }).to_string()],
+    )
+    .unwrap();
+}

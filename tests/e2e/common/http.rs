@@ -239,8 +239,11 @@ pub fn prune_candidates(server: &Server, session: &str) -> Vec<Value> {
     let mut candidates = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let body =
-            serde_json::json!({ "sessionID": session, "purpose": "prune", "cursor": cursor });
+        // An optional field is left out, never sent as null.
+        let mut body = serde_json::json!({ "sessionID": session, "purpose": "prune" });
+        if let Some(cursor) = &cursor {
+            body["cursor"] = cursor.clone().into();
+        }
         let (status, page) = post(&server.route("history"), &body.to_string());
         assert_eq!(status, 200, "{page}");
         let page = parse(&page);

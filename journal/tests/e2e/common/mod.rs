@@ -45,6 +45,7 @@ pub fn commit_for(intent: &Intent, removed: u32) -> Commit {
         removed_count: removed,
         committed_at_ms: intent.created_at_ms + 500,
         kind: pruning_journal::EventKind::Pruned,
+        receipt_digest: None,
     }
 }
 
