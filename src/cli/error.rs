@@ -77,10 +77,6 @@ pub enum ConfigError {
         /// What is wrong with it.
         problem: String,
     },
-    /// `clean --include-spill-files --archive`: the archive keeps rows, not spill files, so a
-    /// restore would put back parts naming files that are gone.
-    #[error("--include-spill-files with --archive: the archive keeps the rows a prune removes, not the spill files in tool-output/, so a restore would put back parts whose `Full output saved to` names a file that is gone. Clean with --archive alone (spill files stay), or with --include-spill-files alone (no restore)")]
-    SpillFilesWithArchive,
     /// `clean --until-file-size` on a file that keeps its freed pages until `vacuum`.
     #[error("--until-file-size needs a file that gives freed pages back by itself, and {0} keeps them until `vacuum`: run `session-prune vacuum --online-shrink` once (with OpenCode stopped), or use --until-live-size and `vacuum` afterwards")]
     NotShrinking(String),

@@ -226,9 +226,16 @@ pub enum Soundness {
     Reported,
 }
 
-impl From<bool> for Archiving {
-    fn from(archive: bool) -> Self {
-        if archive {
+impl Archiving {
+    /// Whether a command's prunes are archived: `--archive` turns it on, `--no-archive` off,
+    /// and without either they are archived once the database has an archive beside it
+    /// (`<database>.prune-archive`): every later prune is then archived too, so that no receipt
+    /// is stranded behind one that cannot be undone (restores undo a message's prunes newest
+    /// first; docs/ARCHITECTURE.md, "Archive").
+    pub fn chosen(config: &Config, archive: bool, no_archive: bool) -> Self {
+        if no_archive {
+            Self::Off
+        } else if archive || pruning_opencode::archive_path(&config.db).is_file() {
             Self::On
         } else {
             Self::Off

@@ -69,9 +69,14 @@ pub struct Args {
     dry_run: bool,
     /// Keep the rows the prune removes in the archive beside the database
     /// (`<database>.prune-archive`), durable before the prune commits; its receipt records the
-    /// entry's hash.
+    /// entry's hash. The default once that archive exists.
     #[arg(long)]
     archive: bool,
+    /// Do not archive, even where the database has an archive (then every prune is archived
+    /// unless this is given: a prune that is not archived cannot be undone, nor can the
+    /// earlier prunes of its message).
+    #[arg(long, conflicts_with = "archive")]
+    no_archive: bool,
     #[command(flatten)]
     scope: ScopeArgs,
 }
@@ -90,7 +95,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         config,
         &request.within(scope),
         args.dry_run,
-        args.archive.into(),
+        Archiving::chosen(config, args.archive, args.no_archive),
     )
 }
 

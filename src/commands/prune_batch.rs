@@ -38,9 +38,15 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
     /// Keep the rows each prune removes in the archive beside the database
-    /// (`<database>.prune-archive`), durable before the prunes commit.
+    /// (`<database>.prune-archive`), durable before the prunes commit. The default once that
+    /// archive exists.
     #[arg(long)]
     archive: bool,
+    /// Do not archive, even where the database has an archive (then every prune is archived
+    /// unless this is given: a prune that is not archived cannot be undone, nor can the
+    /// earlier prunes of its message).
+    #[arg(long, conflicts_with = "archive")]
+    no_archive: bool,
     #[command(flatten)]
     scope: ScopeArgs,
 }
@@ -66,7 +72,8 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
                 .map(|batch| batch.within(scope.clone()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    execute(config, &batches, args.dry_run, args.archive.into())
+    let archiving = Archiving::chosen(config, args.archive, args.no_archive);
+    execute(config, &batches, args.dry_run, archiving)
 }
 
 /// A batch body as a file may hold it: `{sessionID, candidates}` and nothing else.

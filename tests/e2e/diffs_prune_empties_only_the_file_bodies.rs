@@ -73,7 +73,11 @@ fn rows_but(fx: &Fixture, table: &str, except: &str) -> Vec<(String, String)> {
 
 /// The diffs prune a clean would ask for of the message.
 fn diffs_request(fx: &Fixture, session: &str, message: &str) -> PruneRequest {
-    match fx.store(0).clean_diffs(session, message).expect("plan") {
+    match fx
+        .store(0)
+        .clean_diffs(session, message, false)
+        .expect("plan")
+    {
         PlannedCopy::Prune(request) => request,
         other => panic!("no diffs prune of {message}: {other:?}"),
     }
@@ -164,7 +168,9 @@ fn an_identical_retry_returns_the_same_receipt_and_event() {
     assert_eq!(fx.file_digest(), digest);
     // Nothing is left to empty: the clean plans no second prune.
     assert_eq!(
-        fx.store(0).clean_diffs(&session, &message).expect("plan"),
+        fx.store(0)
+            .clean_diffs(&session, &message, false)
+            .expect("plan"),
         PlannedCopy::Nothing
     );
 }

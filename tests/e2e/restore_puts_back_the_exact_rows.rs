@@ -8,7 +8,8 @@
 use crate::common;
 
 use common::archive::{
-    clean_archived, fixture_named, prunes, restore, table_rows as rows, unrestored, FIXTURES,
+    clean_archived, clean_archived_with, fixture_named, prunes, restore, table_rows as rows,
+    unrestored, FIXTURES,
 };
 use common::cli::{assert_exit, json, run};
 use common::v2::{V2Fixture, V2_ASSISTANT, V2_SESSION};
@@ -126,8 +127,12 @@ fn a_retry_returns_the_same_receipt_and_event_and_the_message_can_be_pruned_agai
     assert_eq!(restored[0]["data"]["revision"], answer["revision"]);
     assert_eq!(restored[0]["removedCount"], 0);
 
-    // The same clean prunes the restored message again, with a receipt of its own.
+    // The same clean leaves the message a person put back; asked to, it prunes it again,
+    // with a receipt of its own.
     let report = clean_archived(&fx.db, &[]);
+    assert_eq!(report["pruned"], 0, "{report}");
+    assert_eq!(report["skipped"]["restored"], 1, "{report}");
+    let report = clean_archived_with(&fx.db, &[], &["--include-restored"]);
     assert_eq!(report["pruned"], 1, "{report}");
     assert_eq!(report["alreadyPruned"], 0, "{report}");
     let second = unrestored(&fx.db);

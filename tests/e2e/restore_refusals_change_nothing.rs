@@ -91,7 +91,7 @@ fn unknown_restore_and_unarchived_receipts_are_refused_before_anything_is_journa
         .as_str()
         .expect("receiptID")
         .to_string();
-    // A prune made without --archive: TURN1 pruned again, this time unarchived.
+    // A prune made with --no-archive: TURN1 (put back) pruned again, this time unarchived.
     let again = run(
         &fx.db,
         &[
@@ -102,6 +102,8 @@ fn unknown_restore_and_unarchived_receipts_are_refused_before_anything_is_journa
             "clean",
             MANY_TURNS,
             "--apply",
+            "--no-archive",
+            "--include-restored",
             "--keep-last-turns",
             "0",
         ],

@@ -19,7 +19,7 @@ const OVER: usize = 16 * 1024 * 1024 + 4096;
 fn a_diffs_prune_whose_snapshot_is_over_the_budget_is_refused_and_changes_nothing() {
     let fx = Fixture::work();
     let (session, message) = common::user_message_with_diffs(&fx);
-    let request = match fx.store(0).clean_diffs(&session, &message).unwrap() {
+    let request = match fx.store(0).clean_diffs(&session, &message, false).unwrap() {
         PlannedCopy::Prune(request) => request,
         other => panic!("no diffs prune of {message}: {other:?}"),
     };

@@ -55,6 +55,8 @@ pub use clean::{
 pub use lock_times::LockSummary;
 pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
+/// The prune archive's file beside a database: `<database>.prune-archive`.
+pub use pruning_archive::path_beside as archive_path;
 pub use schema::holders::process_named;
 pub use schema::media::read_only_media;
 pub use schema::{EventLog, Schema};

@@ -247,8 +247,9 @@ impl OpenCodeStore {
         &self,
         session_id: &str,
         message_id: &str,
+        include_restored: bool,
     ) -> Result<PlannedCopy, StoreError> {
-        copies::plan_diffs(self, session_id, message_id)
+        copies::plan_diffs(self, session_id, message_id, include_restored)
     }
 
     /// The removal a clean with `--migrated-v1` makes of a session's OpenCode 1.x rows that

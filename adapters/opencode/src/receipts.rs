@@ -129,6 +129,50 @@ fn has_column(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
     .map(|n| n > 0)
 }
 
+/// What a person put back with `restore` and a clean leaves alone: which prunes of a message
+/// [`restored`] looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Restorable {
+    /// Prunes of parts (receipts without an operation).
+    Parts,
+    /// Prunes of a user message's summary diffs.
+    Diffs,
+}
+
+/// Whether the newest receipt of `kind` naming message `message_id` of `session_id` (by the
+/// order receipts were written in) is a restore's: what the prune took, a person put back, and
+/// no prune since took it again. False without receipts, or in a table made before restores.
+///
+/// Source: docs/ARCHITECTURE.md, "Restore" (a clean never takes back what a person put back).
+pub(crate) fn restored(
+    conn: &Connection,
+    session_id: &str,
+    message_id: &str,
+    kind: Restorable,
+) -> rusqlite::Result<bool> {
+    let has = optional_columns(conn)?;
+    if !has.restores {
+        return Ok(false);
+    }
+    let of_kind = match (kind, has.operation) {
+        (Restorable::Parts, false) => "1",
+        (Restorable::Parts, true) => "operation IS NULL",
+        (Restorable::Diffs, false) => return Ok(false),
+        (Restorable::Diffs, true) => {
+            "CASE WHEN json_valid(operation) THEN json_extract(operation, '$.kind') END = 'diffs'"
+        }
+    };
+    let newest: Option<bool> = conn
+        .prepare_cached(&format!(
+            "SELECT restores IS NOT NULL FROM session_prune_receipt \
+             WHERE session_id = ?1 AND message_id = ?2 AND {of_kind} \
+             ORDER BY rowid DESC LIMIT 1"
+        ))?
+        .query_row([session_id, message_id], |row| row.get(0))
+        .optional()?;
+    Ok(newest.unwrap_or(false))
+}
+
 /// Which optional columns the receipt table has ([`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`],
 /// [`RESTORES_COLUMN`], [`OPERATION_COLUMN`]), in one read of its columns (none when it has
 /// none, or there is no such table).

@@ -689,6 +689,12 @@ impl OpenCodeStore {
         purged
     }
 
+    /// Whether the prunes this store commits are archived ([`Self::archive_prunes`] was
+    /// called).
+    pub fn archives_prunes(&self) -> bool {
+        self.archive_slot().is_some()
+    }
+
     /// Bytes of archive entries written for the prunes this store committed (0 when prunes
     /// are not archived): what `clean` reports beside the bytes it freed.
     pub fn archived_bytes(&self) -> u64 {

@@ -103,11 +103,23 @@ pub struct Args {
     /// the pruned tool parts, and any an earlier clean or a killed run left.
     #[arg(long)]
     include_spill_files: bool,
+    /// Also prune the messages (and empty the diffs) a person put back with `restore` and no
+    /// prune took since; by default a clean leaves them alone, as it never takes back what a
+    /// person put back.
+    #[arg(long)]
+    include_restored: bool,
     /// Keep the rows each prune removes in the archive beside the database
     /// (`<database>.prune-archive`), durable before the prunes commit; the report gives the
-    /// archive bytes written beside the bytes freed.
+    /// archive bytes written beside the bytes freed. The default once that archive exists.
+    /// The archive keeps rows, not spill files: with --include-spill-files a restore puts back
+    /// the rows (the output OpenCode kept in them), not the files.
     #[arg(long, requires = "apply")]
     archive: bool,
+    /// Do not archive, even where the database has an archive (then every prune is archived
+    /// unless this is given: a prune that is not archived cannot be undone, nor can the
+    /// earlier prunes of its message).
+    #[arg(long, conflicts_with = "archive")]
+    no_archive: bool,
     /// Messages per batch: their intents share one journal write, their commits one WAL sync.
     #[arg(long, default_value_t = 256, value_name = "N")]
     batch_size: usize,
@@ -195,6 +207,8 @@ pub struct CleanConfig {
     pub until_file: bool,
     /// Archive what each prune removes (`--archive`).
     pub archive: bool,
+    /// Never archive (`--no-archive`), even where the database has an archive.
+    pub no_archive: bool,
     /// Print nothing unless a prune failed (`--quiet`).
     pub quiet: bool,
     /// Report the write lock's holds (`--timings`).
@@ -215,9 +229,6 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
     };
     if args.batch_size == 0 {
         return Err(ConfigError::BatchSize);
-    }
-    if args.include_spill_files && args.archive {
-        return Err(ConfigError::SpillFilesWithArchive);
     }
     let names = |list: Vec<String>| -> Vec<String> {
         list.into_iter()
@@ -243,6 +254,7 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
             skip_tools: names(args.skip_tools),
             min_bytes: args.min_bytes,
             reasoning: !args.no_reasoning,
+            include_restored: args.include_restored,
         },
         spill_files: args.include_spill_files,
         compact: !args.no_compact,
@@ -256,6 +268,7 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
         },
         until_file: args.until_file_size.is_some(),
         archive: args.archive,
+        no_archive: args.no_archive,
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
         listing_budget: args.listing_budget,

@@ -137,8 +137,7 @@ impl Copies<'_> {
     pub(super) fn empty_diffs(
         &self,
         sessions: &[String],
-        keep_last_turns: u32,
-        older_than: Option<Duration>,
+        policy: &pruning_opencode::CleanPolicy,
         now_ms: i64,
         report: &mut Report,
         until: &mut Option<UntilLiveSize>,
@@ -148,8 +147,8 @@ impl Copies<'_> {
         for session_id in sessions {
             let ids = self.store.clean_diffs_candidates(
                 session_id,
-                keep_last_turns,
-                older_than,
+                policy.keep_last_turns,
+                policy.older_than,
                 now_ms,
             )?;
             total += ids.len() as u64;
@@ -171,7 +170,10 @@ impl Copies<'_> {
                 }
                 done += 1;
                 diffs(report).considered += 1;
-                match self.store.clean_diffs(session_id, message_id)? {
+                match self
+                    .store
+                    .clean_diffs(session_id, message_id, policy.include_restored)?
+                {
                     PlannedCopy::Prune(request) => {
                         if let Some(outcome) = self.plan(request, &mut batch, until)? {
                             count(report, until, Phase::Diffs, outcome);

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use pruning_engine::Engine;
 use pruning_opencode::{spill_folder, AutoVacuum, OpenCodeStore};
 
-use super::{open_engine_unless_busy, open_store, Outcome};
+use super::{open_engine_unless_busy, open_store, Archiving, Outcome};
 use crate::cli::config::Config;
 use crate::cli::error::ConfigError;
 use crate::output;
@@ -191,9 +191,9 @@ impl Opened {
     /// Opens them; `None` when another process holds the journal (said on stderr, and with
     /// `--json` as the blocked document: exit 3, nothing done).
     fn open(config: &Config, clean: &CleanConfig) -> anyhow::Result<Option<Self>> {
+        let archiving = Archiving::chosen(config, clean.archive, clean.no_archive);
         let opened = if clean.apply {
-            match open_engine_unless_busy(config, clean.archive.into(), super::Soundness::Required)?
-            {
+            match open_engine_unless_busy(config, archiving, super::Soundness::Required)? {
                 Ok(engine) => Self {
                     engine: Some(Arc::new(engine)),
                     dry: None,
@@ -367,14 +367,7 @@ fn take_copies(
     }
     if clean.diffs {
         report.diffs = Some(Default::default());
-        copies.empty_diffs(
-            session_ids,
-            clean.policy.keep_last_turns,
-            clean.policy.older_than,
-            now,
-            report,
-            until,
-        )?;
+        copies.empty_diffs(session_ids, &clean.policy, now, report, until)?;
     }
     Ok(compacted)
 }
@@ -401,11 +394,12 @@ fn finish(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let store = opened.store();
-    if clean.archive {
-        report.archive_bytes = opened
-            .engine
-            .as_ref()
-            .map(|engine| engine.store().archived_bytes());
+    if let Some(engine) = opened
+        .engine
+        .as_ref()
+        .filter(|engine| engine.store().archives_prunes())
+    {
+        report.archive_bytes = Some(engine.store().archived_bytes());
     }
     report.file.after_vacuum = live_before.saturating_sub(report.bytes_by_kind.total());
     if clean.apply {

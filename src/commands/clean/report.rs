@@ -887,6 +887,9 @@ fn explain(reason: SkipReason) -> &'static str {
             " - JSON, but not as OpenCode writes it: emptying its diffs would rewrite more than them"
         }
         SkipReason::TooRecent => " - completed within --older-than",
+        SkipReason::Restored => {
+            " - put back by `restore`: a clean leaves it (prune it by name, or --include-restored)"
+        }
         SkipReason::Oversize
         | SkipReason::Malformed
         | SkipReason::RunningTool

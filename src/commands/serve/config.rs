@@ -43,9 +43,15 @@ pub struct Args {
     )]
     pub heartbeat: String,
     /// Keep the rows each prune the server makes removes in the archive beside the database
-    /// (`<database>.prune-archive`), durable before the prune commits.
+    /// (`<database>.prune-archive`), durable before the prune commits. The default once that
+    /// archive exists.
     #[arg(long)]
     pub archive: bool,
+    /// Do not archive, even where the database has an archive (then every prune is archived
+    /// unless this is given: a prune that is not archived cannot be undone, nor can the
+    /// earlier prunes of its message).
+    #[arg(long, conflicts_with = "archive")]
+    pub no_archive: bool,
     /// Let pages of this origin (scheme://host or scheme://host:port, e.g.
     /// http://localhost:5173) call the API from a browser (CORS). Repeatable. Default: none,
     /// the same origin only. The password is still required.
@@ -152,6 +158,8 @@ pub struct ServeConfig {
     pub heartbeat: Duration,
     /// Archive what each prune removes (`--archive`).
     pub archive: bool,
+    /// Never archive (`--no-archive`), even where the database has an archive.
+    pub no_archive: bool,
     /// Origins allowed to call the API from a browser (`--allow-origin`).
     pub allowed_origins: Vec<Origin>,
     /// How log lines are written (`--log-format`).
@@ -207,6 +215,7 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
         workspaces,
         heartbeat,
         archive: args.archive,
+        no_archive: args.no_archive,
         allowed_origins: args
             .allow_origins
             .iter()
@@ -247,6 +256,9 @@ fn auto_clean(args: &Args) -> Result<Option<AutoClean>, ConfigError> {
     }
     if args.archive {
         flag("--archive", None);
+    }
+    if args.no_archive {
+        flag("--no-archive", None);
     }
     // Small batches: a prune a page asks for waits for the batch in the write turn.
     let batch = args.auto_clean_batch_size.unwrap_or(AUTO_CLEAN_BATCH);

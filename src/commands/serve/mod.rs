@@ -33,34 +33,34 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     start_log(serve.log_format);
     let limits = connection_limits()?;
     let mut writable = true;
-    let engine =
-        match open_engine_unless_busy(config, serve.archive.into(), super::Soundness::Reported) {
-            Ok(Ok(engine)) => engine,
-            // On read-only media the read routes still serve (docs/read-only-media.md).
-            Err(error) if read_only(&error) => {
-                let engine = open_read_only_engine(config)?;
-                eprintln!(
-                    "note: serving read-only ({}): previews, history, receipts and events work; \
+    let archiving = super::Archiving::chosen(config, serve.archive, serve.no_archive);
+    let engine = match open_engine_unless_busy(config, archiving, super::Soundness::Reported) {
+        Ok(Ok(engine)) => engine,
+        // On read-only media the read routes still serve (docs/read-only-media.md).
+        Err(error) if read_only(&error) => {
+            let engine = open_read_only_engine(config)?;
+            eprintln!(
+                "note: serving read-only ({}): previews, history, receipts and events work; \
                  prunes are answered blocked/unavailable{}",
-                    super::diagnose::explain(&format!("{error:#}"), config),
-                    if serve.auto_clean.is_some() {
-                        ", and --auto-clean runs no clean"
-                    } else {
-                        ""
-                    }
-                );
-                writable = false;
-                engine
-            }
-            Err(error) => return Err(error),
-            Ok(Err(detail)) => {
-                eprintln!("blocked: {detail}");
-                if config.json {
-                    output::json_line(&json!({ "status": "blocked", "error": detail }))?;
+                super::diagnose::explain(&format!("{error:#}"), config),
+                if serve.auto_clean.is_some() {
+                    ", and --auto-clean runs no clean"
+                } else {
+                    ""
                 }
-                return Ok(Outcome::Blocked);
+            );
+            writable = false;
+            engine
+        }
+        Err(error) => return Err(error),
+        Ok(Err(detail)) => {
+            eprintln!("blocked: {detail}");
+            if config.json {
+                output::json_line(&json!({ "status": "blocked", "error": detail }))?;
             }
-        };
+            return Ok(Outcome::Blocked);
+        }
+    };
     let options = ServerOptions {
         password: serve.password.clone(),
         workspaces: serve.workspaces.clone(),

@@ -181,19 +181,40 @@ pub fn diffs_candidates(
 /// diffs revision when its row holds file bodies to empty, nothing when it holds none, skipped
 /// when its row is not JSON (`malformed`), not JSON as `JSON.stringify` writes it
 /// (`not_stringified`), over the 16 MiB budget (`oversize`) or cannot be written here
-/// (`read_only`).
+/// (`read_only`), or when its bodies were put back by `restore` and not emptied since
+/// (`restored`, unless `include_restored`).
 ///
 /// Errors: [`StoreError::Storage`].
 pub fn plan_diffs(
     store: &OpenCodeStore,
     session_id: &str,
     message_id: &str,
+    include_restored: bool,
 ) -> Result<PlannedCopy, StoreError> {
     let conn = store.connection();
     conn.execute_batch("BEGIN").map_err(storage)?;
-    let found = diffs::row_bodies(&conn, session_id, message_id);
+    let found = diffs::row_bodies(&conn, session_id, message_id).and_then(|found| {
+        let put_back = !include_restored
+            && found
+                .as_ref()
+                .is_some_and(|found| found.as_ref().is_ok_and(|emptied| emptied.entries > 0))
+            && crate::receipts::restored(
+                &conn,
+                session_id,
+                message_id,
+                crate::receipts::Restorable::Diffs,
+            )?;
+        Ok((found, put_back))
+    });
     let _ = conn.execute_batch("COMMIT");
-    let planned = match found.map_err(storage)? {
+    let (found, put_back) = found.map_err(storage)?;
+    if put_back {
+        return Ok(PlannedCopy::Skipped {
+            reason: SkipReason::Restored,
+            detail: super::RESTORED.into(),
+        });
+    }
+    let planned = match found {
         None => PlannedCopy::Nothing,
         Some(Err(NotEmptied::NotJson)) => PlannedCopy::Skipped {
             reason: SkipReason::Malformed,

@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::generation::Generation;
+use super::receipts::Restorable;
 use super::row_budget;
 use super::schema::Schema;
 use super::v1::known::PlannedPrune;
@@ -44,6 +45,9 @@ pub struct CleanPolicy {
     pub min_bytes: u64,
     /// Reasoning parts too.
     pub reasoning: bool,
+    /// Messages a person put back with `restore` too (their newest receipt is a restore's); by
+    /// default a clean leaves them alone, so that it never takes back what a person put back.
+    pub include_restored: bool,
 }
 
 impl Default for CleanPolicy {
@@ -56,6 +60,7 @@ impl Default for CleanPolicy {
             skip_tools: vec!["skill".into()],
             min_bytes: 0,
             reasoning: true,
+            include_restored: false,
         }
     }
 }
@@ -79,6 +84,9 @@ pub enum SkipReason {
     Oversize,
     /// Stored where this engine does not write prunes (OpenCode 1.18's V2 rows).
     ReadOnly,
+    /// Put back by `restore`, and not pruned since: a clean never takes back what a person put
+    /// back (`--include-restored` takes it).
+    Restored,
     /// A tool part still pending or running.
     RunningTool,
     /// Completed more recently than `--older-than`.
@@ -101,6 +109,7 @@ impl SkipReason {
             Self::RunningTool => "running_tool",
             Self::TooRecent => "too_recent",
             Self::ReadOnly => "read_only",
+            Self::Restored => "restored",
             Self::Unplaceable => "unplaceable",
             Self::NotStringified => "not_stringified",
             Self::NotACopy => "not_a_copy",
@@ -668,6 +677,12 @@ fn plan_in(
         if let Some(why) = store.read_only_reason_on(conn, session_id, message_id) {
             return Ok(skipped(SkipReason::ReadOnly, why));
         }
+        if !policy.include_restored
+            && crate::receipts::restored(conn, session_id, message_id, Restorable::Parts)
+                .map_err(storage)?
+        {
+            return Ok(skipped(SkipReason::Restored, RESTORED));
+        }
         if let Some(plan) = plan {
             remember(store, conn, &schema, request, &message, plan).map_err(storage)?;
         }
@@ -727,6 +742,10 @@ fn remember(
         },
     )
 }
+
+/// Why a message put back by `restore` is left alone, in words.
+pub(crate) const RESTORED: &str =
+    "put back by `restore` and not pruned since: a clean leaves it (`prune` it, or clean with --include-restored)";
 
 fn skipped(reason: SkipReason, detail: impl Into<String>) -> Planned {
     Planned::Skipped {
@@ -853,6 +872,7 @@ mod tests {
             SkipReason::NotStringified,
             SkipReason::Oversize,
             SkipReason::ReadOnly,
+            SkipReason::Restored,
             SkipReason::RunningTool,
             SkipReason::TooRecent,
             SkipReason::UnknownPart,
