@@ -272,6 +272,33 @@ pub struct AuditReport {
     pub journal_epoch: Option<EpochSummary>,
 }
 
+impl AuditReport {
+    /// The report on a database file too damaged to be read (cut short, say): nothing could be
+    /// counted, and one [`DiscrepancyKind::DatabaseDamaged`] says what was found and what to
+    /// do (`detail`).
+    pub fn of_a_damaged_database(detail: impl Into<String>) -> Self {
+        Self {
+            ok: false,
+            receipts: 0,
+            events: 0,
+            messages: 0,
+            chain: ChainSummary {
+                length: 0,
+                head: None,
+            },
+            archive: ArchiveSummary {
+                checked: 0,
+                purged: 0,
+            },
+            discrepancies: vec![Discrepancy::new(DiscrepancyKind::DatabaseDamaged, detail)],
+            changed_since: Vec::new(),
+            awaiting_recovery: Vec::new(),
+            missing_spill_files: Vec::new(),
+            journal_epoch: None,
+        }
+    }
+}
+
 /// The journal's epoch, as the audit saw it (docs/ARCHITECTURE.md, "Journal epochs").
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -21,6 +21,9 @@
 //!   live only and without `id:` (no journal event: the run's prunes are, each announced as
 //!   above).
 //!
+//! With `?framing=codenomad` the same events come in CodeNomad's own framing (unnamed frames,
+//! the envelope `{type, location: {directory}, data}`; see `framing`).
+//!
 //! A subscriber that falls behind (a client that stops reading) is caught up from the
 //! journal when it reads again, never dropped. The stream ends cleanly when the server shuts
 //! down.
@@ -43,7 +46,6 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{FutureExt as _, StreamExt as _};
 use pruning_engine::{Delivery, JournalReplay, PrunedEvent, RecvError, Scope, Subscription};
 use serde::Serialize;
-use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
@@ -51,7 +53,11 @@ use super::error::ApiError;
 use super::query;
 use super::responses::{BadRequest, Internal, NotFound, Unauthorized};
 use super::state::{AppState, OwnerStamp};
-use super::upkeep::{UpkeepRun, UPKEEP_EVENT_TYPE};
+use super::upkeep::UpkeepRun;
+
+mod framing;
+
+pub use framing::Framing;
 
 /// The SSE event type of a heartbeat.
 pub const HEARTBEAT: &str = "heartbeat";
@@ -92,7 +98,8 @@ pub struct ResyncData {
 /// Opens the event stream of a workspace.
 ///
 /// Errors: 404 for an unknown workspace; 400 for a `Last-Event-ID` or `since` that is not a
-/// sequence number, or another query parameter; 500 when the journal cannot be read.
+/// sequence number, a `framing` that is neither `named` nor `codenomad`, or another query
+/// parameter; 500 when the journal cannot be read.
 #[utoipa::path(
     get,
     path = "/api/workspaces/{id}/session-pruning/events",
@@ -110,6 +117,9 @@ pub struct ResyncData {
         ("id" = String, Path, description = "A workspace id from GET /api/workspaces"),
         ("since" = Option<u64>, Query, description = "Replay the events after this sequence number"),
         ("Last-Event-ID" = Option<u64>, Header, description = "As `since`, and wins over it"),
+        ("framing" = Option<String>, Query, description = "`named` (the default) or `codenomad`: \
+            unnamed frames whose data is CodeNomad's envelope `{type, location: {directory}, \
+            data}`, `server.connected` for a resync, heartbeats as an id and a comment"),
     ),
     responses(
         (status = 200, description = "An endless event stream", body = String, content_type = "text/event-stream"),
@@ -126,7 +136,17 @@ pub async fn events(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let workspace = state.workspace(workspace).await?;
-    let params = query::parse(raw.as_deref(), &["since"])?;
+    let params = query::parse(raw.as_deref(), &["since", "framing"])?;
+    let framing = match params.get("framing") {
+        None => Framing::Named,
+        Some(text) => Framing::parse(text).ok_or_else(|| ApiError::BadParameter {
+            field: "framing".into(),
+            detail: format!(
+                "framing must be `named` or `codenomad`, got `{}`",
+                text.chars().take(80).collect::<String>()
+            ),
+        })?,
+    };
     let since = match params.get("since") {
         Some(text) => sequence("since", text)?,
         None => 0,
@@ -156,7 +176,7 @@ pub async fn events(
     // A cursor past the journal's last event was made by another journal: what it saw is not
     // what this one holds.
     let (since, opening) = if since > last {
-        (last, Some(resync(first.unwrap_or(last + 1), last)))
+        (last, Some(framing.resync(first.unwrap_or(last + 1), last)))
     } else {
         (since, None)
     };
@@ -174,6 +194,7 @@ pub async fn events(
         opening,
         failed: false,
         decided: None,
+        framing,
     };
     let chunks = futures_util::stream::unfold(feed, |mut feed| async move {
         feed.next().await.map(|chunk| (chunk, feed))
@@ -206,12 +227,15 @@ struct Feed {
     /// written lies in the workspace. Events written together were ready together: one look
     /// at the session's owner serves them all, unless the owner cache changes meanwhile.
     decided: Option<Decided>,
+    /// How events are written.
+    framing: Framing,
 }
 
-/// A session's place in a stream's workspace, decided from the owner stamped `stamp`.
+/// A session's place in a stream's workspace, decided from the owner stamped `stamp`: its
+/// directory when it lies inside, `None` when it does not.
 struct Decided {
     session_id: String,
-    inside: bool,
+    inside: Option<String>,
     stamp: OwnerStamp,
 }
 
@@ -252,9 +276,9 @@ impl Feed {
                     }
                 },
                 _ = self.heartbeat.tick() => {
-                    chunk = heartbeat(self.subscription.cursor()).into_bytes();
+                    chunk = self.framing.heartbeat(self.subscription.cursor()).into_bytes();
                 }
-                run = next_run(&mut self.upkeep) => upkeep_run(&run, &mut chunk),
+                run = next_run(&mut self.upkeep) => self.framing.upkeep_run(&run, &mut chunk),
             }
         }
         // `recv` is cancel safe: polling it once and dropping it loses nothing.
@@ -295,43 +319,49 @@ impl Feed {
                         return false;
                     }
                 };
-                if admitted {
+                if let Some(directory) = admitted {
                     // An identical retry announces an older event again: sent without `id:`,
                     // so that a client's resume point (its last event id) never moves back.
                     let again = event.seq < self.subscription.cursor();
-                    pruned(&event, !again, chunk);
+                    self.framing.event(&event, &directory, !again, chunk);
                 }
             }
             Delivery::Resync { first_kept } => {
-                chunk.extend_from_slice(resync(first_kept, self.subscription.cursor()).as_bytes());
+                let resync = self.framing.resync(first_kept, self.subscription.cursor());
+                chunk.extend_from_slice(resync.as_bytes());
             }
         }
         true
     }
 
-    /// Whether the event's session lies in this stream's workspace (a session that no longer
-    /// exists lies in none). Errors: the database cannot be read.
-    async fn admits(&mut self, event: &PrunedEvent) -> Result<bool, String> {
+    /// The directory of the event's session when it lies in this stream's workspace, `None`
+    /// when it does not (a session that no longer exists lies in none). Errors: the database
+    /// cannot be read.
+    async fn admits(&mut self, event: &PrunedEvent) -> Result<Option<String>, String> {
         let session_id = &event.data.session_id;
         if let Some(decided) = &self.decided {
             if decided.session_id == *session_id && self.state.owner_holds(decided.stamp) {
-                return Ok(decided.inside);
+                return Ok(decided.inside.clone());
             }
         }
         let Some((owner, stamp)) = self.state.cached_owner(session_id).await? else {
-            return Ok(false);
+            return Ok(None);
         };
-        let inside = self.scope.admits(&owner.as_ownership()).is_ok();
+        let inside = self
+            .scope
+            .admits(&owner.as_ownership())
+            .is_ok()
+            .then(|| owner.directory.clone());
         match &mut self.decided {
             Some(decided) => {
                 decided.session_id.clone_from(session_id);
-                decided.inside = inside;
+                decided.inside.clone_from(&inside);
                 decided.stamp = stamp;
             }
             None => {
                 self.decided = Some(Decided {
                     session_id: session_id.clone(),
-                    inside,
+                    inside: inside.clone(),
                     stamp,
                 })
             }
@@ -356,17 +386,6 @@ async fn next_run(runs: &mut Option<broadcast::Receiver<Arc<UpkeepRun>>>) -> Arc
     }
 }
 
-/// Appends `event: rpc.codenomad.session-pruning.upkeep` and `data: {run, startedAt, ...}`,
-/// with no `id:`: a run is no journal event, and a client's resume point stays where it is.
-fn upkeep_run(run: &UpkeepRun, chunk: &mut Vec<u8>) {
-    chunk.extend_from_slice(b"event: ");
-    chunk.extend_from_slice(UPKEEP_EVENT_TYPE.as_bytes());
-    chunk.extend_from_slice(b"\ndata: ");
-    // Numbers and strings only: it always serializes, on one line.
-    let _ = serde_json::to_writer(&mut *chunk, run);
-    chunk.extend_from_slice(b"\n\n");
-}
-
 /// A cursor from a header or query parameter: a sequence number (0 = from the first event).
 fn sequence(field: &str, text: &str) -> Result<u64, ApiError> {
     let text = text.trim();
@@ -382,40 +401,6 @@ fn sequence(field: &str, text: &str) -> Result<u64, ApiError> {
             text.chars().take(80).collect::<String>()
         ),
     })
-}
-
-/// Appends `event: rpc.codenomad.session-pruning.pruned` (or the event's own type), `id: SEQ`
-/// (left out with `with_id` false), `data: {sessionID, messageID, revision}` (compact JSON,
-/// keys in that order; a compaction's `{sessionID, snapshots, bytes}`), each line ended by
-/// `\n`, and the empty line that ends the event.
-fn pruned(event: &PrunedEvent, with_id: bool, chunk: &mut Vec<u8>) {
-    chunk.extend_from_slice(b"event: ");
-    chunk.extend_from_slice(event.event_type.as_bytes());
-    if with_id {
-        chunk.extend_from_slice(b"\nid: ");
-        chunk.extend_from_slice(itoa::Buffer::new().format(event.seq).as_bytes());
-    }
-    chunk.extend_from_slice(b"\ndata: ");
-    // serde_json writes no raw line break, so the data is one `data:` line. Three strings
-    // always serialize, and a `Vec` always takes the bytes: there is no error to meet.
-    let _ = serde_json::to_writer(&mut *chunk, &event.announced_data());
-    chunk.extend_from_slice(b"\n\n");
-}
-
-fn heartbeat(cursor: u64) -> String {
-    let data = json!(HeartbeatData {
-        cursor,
-        time: pruning_engine::now_ms(),
-    });
-    format!("event: {HEARTBEAT}\nid: {cursor}\ndata: {data}\n\n")
-}
-
-fn resync(first_kept: u64, resume_after: u64) -> String {
-    let data = json!(ResyncData {
-        first_kept,
-        resume_after,
-    });
-    format!("event: {RESYNC}\nid: {resume_after}\ndata: {data}\n\n")
 }
 
 #[cfg(test)]
@@ -448,7 +433,7 @@ mod tests {
         compacted.removed_count = 40;
         compacted.bytes_removed = Some(123_456);
         let mut chunk = Vec::new();
-        pruned(&compacted, true, &mut chunk);
+        Framing::Named.event(&compacted, "/w", true, &mut chunk);
         assert_eq!(
             String::from_utf8(chunk).expect("UTF-8"),
             "event: rpc.codenomad.session-pruning.compacted\nid: 9\n\
@@ -459,7 +444,7 @@ mod tests {
     #[test]
     fn a_pruned_frame_is_event_id_and_data_lines_then_an_empty_line() {
         let mut chunk = b"event: heartbeat\nid: 41\ndata: {}\n\n".to_vec();
-        pruned(&event(42, "msg_1"), true, &mut chunk);
+        Framing::Named.event(&event(42, "msg_1"), "/w", true, &mut chunk);
         let revision = "0f".repeat(32);
         assert_eq!(
             String::from_utf8(chunk).expect("UTF-8"),
@@ -474,7 +459,7 @@ mod tests {
     #[test]
     fn a_pruned_frame_sent_again_has_no_id_and_its_data_escaped_on_one_line() {
         let mut chunk = Vec::new();
-        pruned(&event(7, "msg_\"é\"\n\u{1}"), false, &mut chunk);
+        Framing::Named.event(&event(7, "msg_\"é\"\n\u{1}"), "/w", false, &mut chunk);
         let revision = "0f".repeat(32);
         assert_eq!(
             String::from_utf8(chunk).expect("UTF-8"),
@@ -483,5 +468,37 @@ mod tests {
                  data: {{\"sessionID\":\"ses_a\",\"messageID\":\"msg_\\\"é\\\"\\n\\u0001\",\"revision\":\"{revision}\"}}\n\n"
             )
         );
+    }
+
+    #[test]
+    fn codenomads_framing_is_an_unnamed_frame_of_its_envelope() {
+        let mut chunk = Vec::new();
+        Framing::CodeNomad.event(&event(42, "msg_1"), "/work/a \"b\"", true, &mut chunk);
+        Framing::CodeNomad.event(&event(40, "msg_0"), "/work/a", false, &mut chunk);
+        let revision = "0f".repeat(32);
+        assert_eq!(
+            String::from_utf8(chunk).expect("UTF-8"),
+            format!(
+                "id: 42\n\
+                 data: {{\"type\":\"rpc.codenomad.session-pruning.pruned\",\
+                 \"location\":{{\"directory\":\"/work/a \\\"b\\\"\"}},\
+                 \"data\":{{\"sessionID\":\"ses_a\",\"messageID\":\"msg_1\",\"revision\":\"{revision}\"}}}}\n\n\
+                 data: {{\"type\":\"rpc.codenomad.session-pruning.pruned\",\
+                 \"location\":{{\"directory\":\"/work/a\"}},\
+                 \"data\":{{\"sessionID\":\"ses_a\",\"messageID\":\"msg_0\",\"revision\":\"{revision}\"}}}}\n\n"
+            )
+        );
+    }
+
+    #[test]
+    fn codenomads_heartbeat_moves_the_id_and_its_resync_is_server_connected() {
+        assert_eq!(Framing::CodeNomad.heartbeat(9), "id: 9\n: heartbeat\n\n");
+        assert_eq!(
+            Framing::CodeNomad.resync(3, 8),
+            "id: 8\ndata: {\"type\":\"server.connected\"}\n\n"
+        );
+        assert_eq!(Framing::parse("codenomad"), Some(Framing::CodeNomad));
+        assert_eq!(Framing::parse("named"), Some(Framing::Named));
+        assert_eq!(Framing::parse("CodeNomad"), None);
     }
 }

@@ -24,22 +24,18 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
     if session.as_deref().is_some_and(|id| id.trim().is_empty()) {
         return Err(ConfigError::EmptyScope("--session").into());
     }
-    let store = open_store(config)?;
-    super::require_opencode(&store, &config.db)?;
-    let journal = match open_journal_for_reading(&config.journal) {
-        Ok(journal) => journal,
-        Err(error) if super::journal_busy(&error) => return busy(&error, config.json),
-        Err(error) => return Err(error),
-    };
     let scope = match session.as_deref() {
         Some(id) => AuditScope::Session(id),
         None => AuditScope::All,
     };
-    let report = match journal {
-        // Opened read-only, with the engine's binding check: a journal of another database is
-        // refused, as every command refuses it.
-        Some(journal) => Engine::open_read_only(store, journal)?.audit(scope)?,
-        None => pruning_engine::audit(&store, None, scope)?,
+    let report = match audited(config, scope) {
+        Ok(Ok(report)) => report,
+        Ok(Err(busy_journal)) => return busy(&busy_journal, config.json),
+        // A file too damaged to be read is the audit's finding, not its failure.
+        Err(error) => match damage_of(&error) {
+            Some(detail) => AuditReport::of_a_damaged_database(detail),
+            None => return Err(error),
+        },
     };
     if config.json {
         output::json_document(&report)?;
@@ -55,6 +51,44 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
 
 /// Reports the journal held by another process (exit 3: nothing was checked): the audit cannot
 /// vouch for receipts without their second witness, and `serve` answers `GET .../audit`.
+/// The audit of `scope`, or `Ok(Err(..))` when another process holds the journal.
+fn audited(
+    config: &Config,
+    scope: AuditScope<'_>,
+) -> anyhow::Result<Result<AuditReport, anyhow::Error>> {
+    let store = open_store(config)?;
+    super::require_opencode(&store, &config.db)?;
+    let journal = match open_journal_for_reading(&config.journal) {
+        Ok(journal) => journal,
+        Err(error) if super::journal_busy(&error) => return Ok(Err(error)),
+        Err(error) => return Err(error),
+    };
+    Ok(Ok(match journal {
+        // Opened read-only, with the engine's binding check: a journal of another database is
+        // refused, as every command refuses it.
+        Some(journal) => Engine::open_read_only(store, journal)?.audit(scope)?,
+        None => pruning_engine::audit(&store, None, scope)?,
+    }))
+}
+
+/// What a store's refusal of a damaged file says (docs/ARCHITECTURE.md, "Sound files"), when
+/// that is what `error` is.
+fn damage_of(error: &anyhow::Error) -> Option<String> {
+    use pruning_engine::{EngineError, StoreError};
+    error.chain().find_map(|cause| {
+        let store = cause.downcast_ref::<StoreError>().or_else(|| {
+            match cause.downcast_ref::<EngineError>() {
+                Some(EngineError::Store(store)) => Some(store),
+                _ => None,
+            }
+        });
+        match store {
+            Some(StoreError::Damaged { detail, .. }) => Some(detail.clone()),
+            _ => None,
+        }
+    })
+}
+
 fn busy(error: &anyhow::Error, json: bool) -> anyhow::Result<Outcome> {
     let detail = super::busy_detail(error);
     eprintln!("blocked: {detail} (a running `serve` audits with GET /api/workspaces/{{id}}/session-pruning/audit)");

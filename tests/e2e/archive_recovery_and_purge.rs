@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::archive::{archive_path, clean_archived, prunes};
+use common::archive::{archive_path, clean_archived, clean_archived_with, prunes};
 use common::cli::{assert_exit, json, run};
 use common::*;
 use serde_json::Value;
@@ -208,8 +208,9 @@ fn a_purge_keeps_each_messages_newest_receipts_entry_and_the_audit_counts_what_i
     // entry of it, purged or not.
     assert_eq!(report["archive"]["purged"], 0, "{report}");
     assert_eq!(report["archive"]["checked"], entries - 1, "{report}");
-    // TURN1 is pruned again, archived again, and that prune restores.
-    clean_archived(&fx.db, &[MANY_TURNS]);
+    // TURN1 is pruned again (a clean takes what a restore put back only when asked), archived
+    // again, and that prune restores.
+    clean_archived_with(&fx.db, &[MANY_TURNS], &["--include-restored"]);
     let newest: String = fx
         .sql()
         .query_row(

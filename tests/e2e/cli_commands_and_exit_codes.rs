@@ -160,7 +160,7 @@ fn blocked_prune_exits_3_and_prints_the_blocked_shape() {
 }
 
 #[test]
-fn missing_database_exits_1_with_a_clear_error() {
+fn missing_database_is_bad_input_with_a_clear_error() {
     let fx = Fixture::new();
     let out = crate::common::cli::session_prune()
         .arg("--db")
@@ -168,7 +168,7 @@ fn missing_database_exits_1_with_a_clear_error() {
         .arg("sessions")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("nope.db") && err.contains("no such file"),

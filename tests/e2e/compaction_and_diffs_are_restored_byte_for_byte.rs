@@ -54,8 +54,25 @@ fn every_compaction_and_diffs_prune_comes_back_newest_first() {
     let (code, audit) = audit_report(&fx.db);
     assert_eq!(code, 0, "{audit}");
 
-    // The same clean prunes and compacts again, with receipts of their own.
-    let again = clean_archived_with(&fx.db, &[], &["--diffs"]);
+    // The same clean compacts again and leaves what a restore put back; asked to, it prunes
+    // those again too, each with a receipt of its own.
+    let left = clean_archived_with(&fx.db, &[], &["--diffs"]);
+    assert_eq!(left["pruned"], 0, "{left}");
+    assert_eq!(left["skipped"]["restored"], report["pruned"], "{left}");
+    assert_eq!(
+        left["diffs"]["skipped"]["restored"], report["diffs"]["pruned"],
+        "{left}"
+    );
+    assert_eq!(
+        left["compaction"]["sessions"], report["compaction"]["sessions"],
+        "{left}"
+    );
+    let (code, audit) = audit_report(&fx.db);
+    assert_eq!(code, 0, "{audit}");
+    for receipt in unrestored(&fx.db) {
+        assert_exit(&restore_out(&fx.db, &receipt), 0);
+    }
+    let again = clean_archived_with(&fx.db, &[], &["--diffs", "--include-restored"]);
     assert_eq!(prunes(&again), prunes(&report), "{again}");
     assert_eq!(again["alreadyPruned"], 0, "{again}");
     let (code, audit) = audit_report(&fx.db);

@@ -9,6 +9,7 @@ mod opencode_real;
 #[path = "support/skip.rs"]
 mod skip;
 
+mod a_database_cut_short_is_reported_damaged_and_gets_no_side_files;
 mod a_journal_that_is_no_journal_is_refused_in_our_words;
 mod a_kill_inside_a_group_transaction_leaves_each_message_whole;
 mod a_large_compaction_commits_range_by_range;
@@ -72,6 +73,7 @@ mod damaged_rows_never_stop_a_scan_or_a_prune;
 mod diffs_prune_empties_only_the_file_bodies;
 mod duration_flags_take_the_same_forms;
 mod events_follow_url_resumes_across_restarts;
+mod events_in_codenomads_framing_are_read_by_its_client;
 mod events_keep_their_numbers_after_kill_9;
 mod events_keep_their_numbers_when_the_clock_steps_back;
 mod every_path_to_a_database_finds_its_one_journal;

@@ -180,6 +180,57 @@ pub(crate) fn detached(path: &Path, held: &[Held]) -> StoreError {
     }
 }
 
+/// What a database file cut short says of itself, before SQLite opens it (which would create
+/// `-wal` and `-shm` files beside it): its header counts more pages than the file holds. The
+/// header's page count is trusted only where SQLite trusts it (not 0, and written by the same
+/// change as the header: bytes 24-27 equal 92-95), and only when no non-empty `-wal` file could
+/// hold the pages past the file's end. Source: SQLite's file format (the 100-byte header: page
+/// size at 16, change counter at 24, page count at 28, version-valid-for at 92).
+///
+/// `None` for a file that is not cut short, or that cannot be read here (the open says why).
+pub(crate) fn cut_short(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut header = [0u8; 100];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .ok()?;
+    let field = |at: usize| {
+        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+        1 => 65_536,
+        size => u64::from(size),
+    };
+    let pages = u64::from(field(28));
+    if pages == 0 || field(24) != field(92) {
+        return None;
+    }
+    let mut wal = path.as_os_str().to_os_string();
+    wal.push("-wal");
+    if std::fs::metadata(&wal).is_ok_and(|found| found.len() > 0) {
+        return None;
+    }
+    let length = std::fs::metadata(path).ok()?.len();
+    let expected = pages.saturating_mul(page_size);
+    (length < expected).then(|| {
+        format!(
+            "the file is cut short: its header counts {pages} pages of {page_size} bytes \
+             ({expected} bytes), and the file holds {length}"
+        )
+    })
+}
+
+/// [`cut_short`]'s finding, that nothing was read or written, and what to do.
+pub(crate) fn cut_short_words(path: &Path, finding: &str) -> String {
+    let file = path.display();
+    format!(
+        "{finding}. Nothing was read or written, and no -wal or -shm file was made beside it. \
+         If the file was copied while OpenCode wrote it, copy it again whole; otherwise keep a \
+         copy and recover what it holds into a new file (sqlite3 {file} .recover | sqlite3 \
+         recovered.db); `session-prune --db recovered.db audit` then checks the new file"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
