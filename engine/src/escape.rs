@@ -4,11 +4,15 @@
 //! Rules (ECMA-262 `QuoteJSONString` for well-formed strings): `"` and `\` are escaped with a
 //! backslash; U+0008, U+0009, U+000A, U+000C and U+000D as `\b \t \n \f \r`; every other code
 //! point below U+0020 as `\u00xx` with lowercase hex; everything else, non-ASCII included, is
-//! written raw. Runs of bytes that need nothing are found eight bytes at a time.
+//! written raw. Runs of bytes that need nothing are found eight bytes at a time. A lone
+//! surrogate, held as its placeholder (`crate::lone_surrogates`), is written as JavaScript
+//! writes it: `\ud800`, lowercase hex.
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
+/// The first byte of U+FDD0 in UTF-8 (`EF B7 90`).
+const MARKER_LEAD: u8 = 0xEF;
 
 /// Appends `s` as a quoted JSON string to `out`.
 pub fn escape_into(s: &str, out: &mut Vec<u8>) {
@@ -31,6 +35,21 @@ pub fn escape_into(s: &str, out: &mut Vec<u8>) {
             i += (mask.trailing_zeros() / 8) as usize;
         }
         let b = bytes[i];
+        // The first byte of U+FDD0, which may begin a lone surrogate's placeholder.
+        if b == MARKER_LEAD {
+            if let Some(unit) = crate::lone_surrogates::unit_at(s, i) {
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(b"\\u");
+                for shift in [12, 8, 4, 0] {
+                    out.push(HEX[usize::from((unit >> shift) & 0x0f)]);
+                }
+                i += crate::lone_surrogates::PLACEHOLDER_LEN;
+                start = i;
+                continue;
+            }
+            i += 1;
+            continue;
+        }
         let named: Option<&[u8]> = match b {
             b'"' => Some(b"\\\""),
             b'\\' => Some(b"\\\\"),
@@ -59,14 +78,16 @@ pub fn escape_into(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-/// The high bit of each byte of `word` (little-endian) that is below 0x20, `"` or `\\`, plus
-/// possibly false flags above a true one (borrows propagate upward). Zero means the whole word
-/// can be copied as it is.
+/// The high bit of each byte of `word` (little-endian) that is below 0x20, `"`, `\\` or the
+/// first byte of a placeholder's U+FDD0 (0xEF, also the first byte of other characters, which
+/// are then copied one byte at a time), plus possibly false flags above a true one (borrows
+/// propagate upward). Zero means the whole word can be copied as it is.
 fn escape_mask(word: u64) -> u64 {
     let below_space = word.wrapping_sub(ONES * 0x20) & !word;
     let quote = zero_bytes(word ^ (ONES * u64::from(b'"')));
     let backslash = zero_bytes(word ^ (ONES * u64::from(b'\\')));
-    (below_space | quote | backslash) & HIGHS
+    let marker = zero_bytes(word ^ (ONES * u64::from(MARKER_LEAD)));
+    (below_space | quote | backslash | marker) & HIGHS
 }
 
 /// High bits flagging the zero bytes of `v` (exact for the lowest one).
@@ -108,7 +129,7 @@ mod tests {
     #[test]
     fn mixed_text_matches_serde_json() {
         let mut state = 0x2545_f491_4f6c_dd1du64;
-        let alphabet: Vec<char> = "ab\"\\\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}é✓😀\u{2028} "
+        let alphabet: Vec<char> = "ab\"\\\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}é✓😀\u{2028} ，\u{fdd0}"
             .chars()
             .collect();
         for len in 0..200 {
@@ -130,6 +151,15 @@ mod tests {
         assert_eq!(
             escaped("\u{8}\u{9}\n\u{c}\r\"\\/"),
             "\"\\b\\t\\n\\f\\r\\\"\\\\/\""
+        );
+    }
+
+    #[test]
+    fn a_lone_surrogates_placeholder_is_written_as_javascript_writes_it() {
+        let value = crate::lone_surrogates::parse(r#"["a\ud83d b，\uDFFF"]"#).unwrap();
+        assert_eq!(
+            escaped(value[0].as_str().unwrap()),
+            "\"a\\ud83d b，\\udfff\""
         );
     }
 }

@@ -18,6 +18,7 @@ pub mod error;
 mod escape;
 pub mod event;
 pub mod history;
+pub mod lone_surrogates;
 pub mod planner;
 pub mod receipt;
 pub mod request_key;

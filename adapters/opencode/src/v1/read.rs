@@ -120,7 +120,7 @@ pub fn read_message(
     let Some(message_data) = message_data else {
         return Ok(Err(not_text("message", message_id)));
     };
-    let info: Value = match serde_json::from_str(&message_data) {
+    let info: Value = match pruning_engine::lone_surrogates::parse(&message_data) {
         Ok(value @ Value::Object(_)) => value,
         _ => return Ok(Err(not_json("message", message_id))),
     };
@@ -140,7 +140,7 @@ pub fn read_message(
         if total > MAX_MESSAGE_BYTES {
             return Ok(Err(over_budget(message_id)));
         }
-        let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(data) else {
+        let Ok(Value::Object(mut map)) = pruning_engine::lone_surrogates::parse(data) else {
             return Ok(Err(not_json("part", &id)));
         };
         merge_ids(&mut map, &id, session_id, message_id);

@@ -181,7 +181,7 @@ pub struct Parsed {
 /// Parses a row of type `kind` with `data`. `Err` says what is wrong, as a phrase that follows
 /// the message's name ("does not hold a JSON object", "has no content array").
 pub fn parse(kind: &str, data: &str) -> Result<Parsed, &'static str> {
-    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(data) else {
+    let Ok(Value::Object(mut map)) = pruning_engine::lone_surrogates::parse(data) else {
         return Err("does not hold a JSON object");
     };
     // Only `time` is looked at: cloning the whole row (up to 16 MiB) would cost a copy.
