@@ -87,6 +87,7 @@ mod formats_of_an_earlier_build_are_read_back;
 mod history_pages_without_skip_or_repeat;
 mod history_search_and_scope;
 mod history_walks_session_by_session;
+mod hostile_requests_to_a_real_server_change_nothing;
 mod http_answers_match_the_cli;
 mod http_answers_match_their_openapi_schemas;
 mod http_auth_requires_the_password;
