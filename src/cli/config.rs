@@ -30,6 +30,11 @@ pub struct Config {
     /// How to run this binary on the same files, for the commands the output suggests:
     /// `session-prune` plus the `--db`, `--journal` and `--channel` flags that were given.
     pub invocation: String,
+    /// What the database file says of itself when it is cut short
+    /// (`pruning_opencode::cut_short`), read once before this process opens it with SQLite:
+    /// reading the file later, beside SQLite's own handles, would drop the locks SQLite holds
+    /// on it (POSIX locks belong to the process and go with any of its descriptors).
+    pub cut_short: Option<String>,
 }
 
 /// `word` quoted for a POSIX shell when it holds anything but plain path characters.
@@ -138,6 +143,11 @@ impl Config {
                 shell_word(&journal.display().to_string())
             ));
         }
+        let cut_short = if uses_database {
+            pruning_opencode::cut_short(&db)
+        } else {
+            None
+        };
         Ok(Self {
             invocation,
             db,
@@ -145,6 +155,7 @@ impl Config {
             json: global.json,
             quiet_period,
             abandoned_after,
+            cut_short,
         })
     }
 }

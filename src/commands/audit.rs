@@ -28,10 +28,14 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
         Some(id) => AuditScope::Session(id),
         None => AuditScope::All,
     };
-    let report = match audited(config, scope) {
+    // A file too damaged to be read is the audit's finding, not its failure.
+    let audited = match super::open::refuse_cut_short(config) {
+        Ok(()) => audited(config, scope),
+        Err(damaged) => Err(damaged.into()),
+    };
+    let report = match audited {
         Ok(Ok(report)) => report,
         Ok(Err(busy_journal)) => return busy(&busy_journal, config.json),
-        // A file too damaged to be read is the audit's finding, not its failure.
         Err(error) => match damage_of(&error) {
             Some(detail) => AuditReport::of_a_damaged_database(detail),
             None => return Err(error),

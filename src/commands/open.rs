@@ -159,10 +159,26 @@ pub fn journal_busy(error: &anyhow::Error) -> bool {
     })
 }
 
+/// Refuses a database file that is cut short (docs/ARCHITECTURE.md, "Sound files"), as found
+/// when the configuration was read, before SQLite opens it: SQLite would make `-wal` and `-shm`
+/// files beside it.
+///
+/// Errors: [`pruning_engine::StoreError::Damaged`] with what was found and what to do.
+pub fn refuse_cut_short(config: &Config) -> Result<(), pruning_engine::StoreError> {
+    match &config.cut_short {
+        Some(finding) => Err(pruning_engine::StoreError::Damaged {
+            path: config.db.display().to_string(),
+            detail: pruning_opencode::cut_short_words(&config.db, finding),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Opens the database named by the configuration for a command that only reads: read-only, so
 /// that it works on read-only files, folders and mounts and never writes; closing it leaves the
 /// WAL as it is.
 pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
+    refuse_cut_short(config)?;
     let options = StoreOptions {
         quiet_period: config.quiet_period,
         abandoned_after: config.abandoned_after,
@@ -176,6 +192,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
 /// `prune` and `prune-batch`): a database that cannot be written is refused here, as the prune
 /// would be. Closing it leaves the WAL as it is.
 pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> {
+    refuse_cut_short(config)?;
     let options = StoreOptions {
         quiet_period: config.quiet_period,
         abandoned_after: config.abandoned_after,
@@ -190,6 +207,7 @@ pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> 
 /// is refused as damaged: that is what matters more (read commands fail on it as well), and
 /// what a writable copy would meet.
 fn open_writable(config: &Config, options: StoreOptions) -> anyhow::Result<OpenCodeStore> {
+    refuse_cut_short(config)?;
     match OpenCodeStore::open(&config.db, options) {
         Err(read_only @ pruning_engine::StoreError::ReadOnly { .. }) => {
             if let Ok(reader) = OpenCodeStore::open_read_only(&config.db, options) {

@@ -144,6 +144,7 @@ mod restore_undoes_a_messages_prunes_newest_first;
 mod retry_returns_same_receipt;
 mod rows_over_the_budget_are_never_half_pruned;
 mod scope_paths_follow_the_platform_of_the_path;
+mod serve_keeps_its_locks_on_the_database_after_every_read;
 mod serve_logs_one_line_per_request_refused_or_failed;
 mod sessions_of_both_generations_are_listed_once;
 mod sse_lagging_subscriber_is_caught_up;

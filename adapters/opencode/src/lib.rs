@@ -59,6 +59,7 @@ pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 pub use pruning_archive::path_beside as archive_path;
 pub use schema::holders::process_named;
 pub use schema::media::read_only_media;
+pub use schema::soundness::{cut_short, cut_short_words};
 pub use schema::{EventLog, Schema};
 pub use service::{holding as services_holding, OpenCodeService};
 pub use sessions::{MessageSummary, SessionSummary};

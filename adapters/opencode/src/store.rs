@@ -896,12 +896,6 @@ fn existing_file(path: &Path) -> Result<(), StoreError> {
             "no such file (is OpenCode's data elsewhere? pass --db PATH or --channel NAME)".into(),
         ));
     }
-    if let Some(finding) = soundness::cut_short(path) {
-        return Err(StoreError::Damaged {
-            path: path.display().to_string(),
-            detail: soundness::cut_short_words(path, &finding),
-        });
-    }
     Ok(())
 }
 

@@ -188,7 +188,11 @@ pub(crate) fn detached(path: &Path, held: &[Held]) -> StoreError {
 /// size at 16, change counter at 24, page count at 28, version-valid-for at 92).
 ///
 /// `None` for a file that is not cut short, or that cannot be read here (the open says why).
-pub(crate) fn cut_short(path: &Path) -> Option<String> {
+///
+/// It opens and closes the file: call it before this process opens the file with SQLite, never
+/// beside an open connection (closing any descriptor of a file drops every POSIX lock the
+/// process holds on it, SQLite's included).
+pub fn cut_short(path: &Path) -> Option<String> {
     use std::io::Read as _;
     let mut header = [0u8; 100];
     std::fs::File::open(path)
@@ -221,7 +225,7 @@ pub(crate) fn cut_short(path: &Path) -> Option<String> {
 }
 
 /// [`cut_short`]'s finding, that nothing was read or written, and what to do.
-pub(crate) fn cut_short_words(path: &Path, finding: &str) -> String {
+pub fn cut_short_words(path: &Path, finding: &str) -> String {
     let file = path.display();
     format!(
         "{finding}. Nothing was read or written, and no -wal or -shm file was made beside it. \
