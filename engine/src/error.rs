@@ -345,6 +345,13 @@ pub enum EngineError {
     /// its first prune creates the journal.
     #[error("this database holds no receipt: there is no journal history to continue, and the first prune creates the journal")]
     NothingJournaled,
+    /// Another start of a journal epoch moved the database first ([`crate::start_journal_epoch`]
+    /// compares and sets the epoch): nothing was written. `epoch` is where the database is now.
+    #[error("another journal epoch was started meanwhile: the database is on journal epoch {epoch} now; nothing was changed")]
+    JournalEpochRaced {
+        /// The epoch the database is on.
+        epoch: u64,
+    },
     /// The journal is bound to another database.
     #[error("the journal is bound to database {bound}, but this database is {found}: nothing was changed; use the journal that belongs to this database (--journal PATH)")]
     JournalMismatch {

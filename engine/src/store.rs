@@ -151,8 +151,10 @@ pub trait SessionStore: Send + Sync {
     /// epochs"): 1 until [`SessionStore::set_journal_epoch`] records another (read-only).
     fn journal_epoch(&self) -> Result<u64, StoreError>;
 
-    /// Records that the database is now on journal epoch `epoch`, durably.
-    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError>;
+    /// Moves the database from journal epoch `epoch - 1` to `epoch`, durably, in one write
+    /// transaction: `true` when it moved, `false` (nothing written) when the database is on
+    /// another epoch by then (another start came first).
+    fn set_journal_epoch(&self, epoch: u64) -> Result<bool, StoreError>;
 
     /// How many receipts the database holds, and the highest sequence number the events of
     /// its receipts may have had: each committed prune has one receipt and one event, numbered

@@ -2,8 +2,9 @@
 //! was lost (deleted, emptied), started from its receipts (docs/ARCHITECTURE.md, "Journal
 //! epochs"). Every command that writes refuses such a database until the journal is put back
 //! or a new epoch begins. Exit 0 started (or planned), 2 when there is nothing to start: a
-//! journal file that is not empty is where the new one would go (it is never written over), or
-//! the database has no receipt.
+//! journal file that is not empty is where the new one would go (it is never written over), the
+//! journal beside the database is not empty while `--journal` names another, or the database
+//! has no receipt; 3 while another process holds the journal's file.
 
 use pruning_engine::{plan_journal_epoch, start_journal_epoch, EngineError, EpochStarted};
 use pruning_journal::EpochError;
@@ -51,6 +52,16 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
 }
 
 fn new_epoch(config: &Config, dry_run: bool) -> anyhow::Result<Outcome> {
+    if let Some(held) = journal_held(config) {
+        if config.json {
+            output::json_document(&json!({
+                "status": "blocked", "reason": "maintenance_required", "detail": held,
+            }))?;
+        }
+        eprintln!("blocked: {held}");
+        return Ok(Outcome::Blocked);
+    }
+    refuse_another_journal_beside(config)?;
     let store = open_store_for_writing(config)?;
     require_opencode(&store, &config.db)?;
     let path = &config.journal;
@@ -70,6 +81,45 @@ fn new_epoch(config: &Config, dry_run: bool) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// Why the journal may still be in use, when another process holds the file at its path open:
+/// a `serve` whose journal was deleted or emptied under it goes on numbering events in it. The
+/// command is then blocked (exit 3, nothing written) until that process stops.
+fn journal_held(config: &Config) -> Option<String> {
+    let holders = pruning_opencode::holding_path(&config.journal);
+    if holders.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = holders
+        .iter()
+        .map(|pid| format!("{} (pid {pid})", pruning_opencode::process_named(*pid)))
+        .collect();
+    Some(format!(
+        "{} is held open by {}: a process that holds a journal goes on numbering events in it, \
+         deleted or emptied or not. Nothing was changed; stop it (a `serve`: Ctrl-C or SIGTERM) \
+         and run this again",
+        config.journal.display(),
+        named.join(", ")
+    ))
+}
+
+/// Refuses a `--journal` that names another path while the journal beside the database holds
+/// something: that one may be the journal that was not lost.
+///
+/// Errors: [`NothingToStart`] (exit 2).
+fn refuse_another_journal_beside(config: &Config) -> Result<(), NothingToStart> {
+    let beside = crate::cli::config::default_journal(&config.db);
+    let beside_holds = std::fs::metadata(&beside).is_ok_and(|found| found.len() > 0);
+    if beside != config.journal && beside_holds {
+        return Err(NothingToStart(format!(
+            "the journal beside the database, {}, is not empty: it may be the journal this \
+             database was pruned with. Nothing was changed; name it with --journal to use it, or \
+             move it aside if it is not this database's",
+            beside.display()
+        )));
+    }
+    Ok(())
+}
+
 /// The engine's refusals that mean there is nothing to start, in words that say why.
 fn explain(error: EngineError, config: &Config) -> anyhow::Error {
     match error {
@@ -87,6 +137,12 @@ fn explain(error: EngineError, config: &Config) -> anyhow::Error {
         {
             in_place(config).into()
         }
+        EngineError::JournalEpochRaced { epoch } => NothingToStart(format!(
+            "another start of a journal epoch came first: {} is on journal epoch {epoch} now. \
+             Nothing was changed; use the journal that start made",
+            config.db.display()
+        ))
+        .into(),
         other => other.into(),
     }
 }

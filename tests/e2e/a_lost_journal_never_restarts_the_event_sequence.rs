@@ -222,3 +222,99 @@ fn a_database_without_receipts_has_no_epoch_to_start() {
         assert!(!fx.journal.exists());
     }
 }
+
+#[test]
+fn a_new_epoch_is_refused_while_a_server_holds_the_journal_it_lost() {
+    let (fx, messages) = pruned(3, 1);
+    // The journal that numbered the prunes is gone by the end: nothing to audit against.
+    fx.skip_audit();
+    let server = Server::start(&fx.db, &[]);
+    for lose in ["delete", "empty"] {
+        match lose {
+            "delete" => std::fs::remove_file(&fx.journal).unwrap(),
+            _ => std::fs::write(&fx.journal, b"").unwrap(),
+        }
+        let database = fx.file_digest();
+        let out = run(&fx.db, &["--json", "journal", "new-epoch"]);
+        assert_exit(&out, 3);
+        assert_eq!(json(&out)["status"], "blocked", "{lose}");
+        let words = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            words.contains("is held open by") && words.contains("Nothing was changed"),
+            "{lose}: {words}"
+        );
+        assert_eq!(fx.file_digest(), database, "{lose}");
+        match lose {
+            "delete" => assert!(!fx.journal.exists()),
+            _ => assert_eq!(std::fs::metadata(&fx.journal).unwrap().len(), 0),
+        }
+    }
+    // The server goes on with its own journal, on the epoch it started with.
+    assert_eq!(
+        prune_all(&server, SESSION, &messages[1])["status"],
+        "pruned"
+    );
+    server.stop();
+}
+
+#[test]
+fn a_new_epoch_at_another_path_is_refused_while_the_journal_beside_holds_something() {
+    let (fx, _) = pruned(2, 1);
+    let elsewhere = fx.dir.path().join("elsewhere.prune-journal");
+    let (database, journal) = (fx.file_digest(), fx.journal_digest());
+    let out = run(
+        &fx.db,
+        &[
+            "--journal",
+            elsewhere.to_str().unwrap(),
+            "journal",
+            "new-epoch",
+        ],
+    );
+    assert_exit(&out, 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "the journal beside the database, {}, is not empty",
+            fx.journal.display()
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!((fx.file_digest(), fx.journal_digest()), (database, journal));
+    assert!(!elsewhere.exists());
+}
+
+#[test]
+fn a_start_that_comes_second_changes_nothing_and_an_engine_of_the_old_epoch_stops_writing() {
+    use pruning_engine::{start_journal_epoch, EngineError, SessionStore as _};
+    let (fx, messages) = pruned(3, 1);
+    fx.skip_audit();
+    // An engine of epoch 1 is open (a server, say) when another process starts epoch 2.
+    let engine = fx.engine();
+    std::fs::rename(&fx.journal, fx.dir.path().join("epoch-1.prune-journal")).unwrap();
+    let (journal, started) = start_journal_epoch(&fx.store(0), &fx.journal).unwrap();
+    assert_eq!(started.epoch.number, 2);
+    drop(journal);
+    // A second start from a plan made before the first: refused, nothing written.
+    let database = fx.file_digest();
+    assert!(!fx.store(0).set_journal_epoch(2).unwrap());
+    assert_eq!(fx.file_digest(), database);
+    // The engine of epoch 1 refuses to write: its events would go to a journal the database no
+    // longer names.
+    let revision = common::archive::revision(&fx.db, SESSION, &messages[1]);
+    let request =
+        pruning_engine::PruneRequest::all_technical(SESSION.into(), messages[1].clone(), revision)
+            .unwrap();
+    let refused = engine.prune(&request).err();
+    assert!(
+        matches!(
+            refused,
+            Some(EngineError::JournalEpochMismatch {
+                journal: 1,
+                database: 2
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(fx.file_digest(), database);
+}

@@ -35,7 +35,7 @@ impl SessionStore for PausingStore {
     fn journal_epoch(&self) -> Result<u64, StoreError> {
         self.inner.journal_epoch()
     }
-    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError> {
+    fn set_journal_epoch(&self, epoch: u64) -> Result<bool, StoreError> {
         self.inner.set_journal_epoch(epoch)
     }
     fn receipts_high_water(&self) -> Result<pruning_engine::ReceiptsHighWater, StoreError> {

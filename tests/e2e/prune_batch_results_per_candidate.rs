@@ -167,7 +167,7 @@ impl SessionStore for FailsOn {
     fn journal_epoch(&self) -> Result<u64, StoreError> {
         self.0.journal_epoch()
     }
-    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError> {
+    fn set_journal_epoch(&self, epoch: u64) -> Result<bool, StoreError> {
         self.0.set_journal_epoch(epoch)
     }
     fn receipts_high_water(&self) -> Result<pruning_engine::ReceiptsHighWater, StoreError> {

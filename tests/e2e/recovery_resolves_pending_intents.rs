@@ -98,7 +98,7 @@ impl SessionStore for CommitReportsFailure {
     fn journal_epoch(&self) -> Result<u64, pruning_engine::StoreError> {
         self.store.journal_epoch()
     }
-    fn set_journal_epoch(&self, epoch: u64) -> Result<(), pruning_engine::StoreError> {
+    fn set_journal_epoch(&self, epoch: u64) -> Result<bool, pruning_engine::StoreError> {
         self.store.set_journal_epoch(epoch)
     }
     fn receipts_high_water(

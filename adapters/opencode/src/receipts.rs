@@ -277,15 +277,32 @@ pub fn journal_epoch(conn: &Connection) -> rusqlite::Result<u64> {
     }
 }
 
-/// Records `epoch` as the journal epoch the database is on, in one durable statement. The meta
-/// table exists: only a database with an identity gets an epoch.
-pub fn set_journal_epoch(conn: &Connection, epoch: u64) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO session_prune_meta (key, value) VALUES ('journal_epoch', ?1) \
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [epoch.to_string()],
-    )?;
-    Ok(())
+/// Moves the database from journal epoch `epoch - 1` to `epoch` in one write transaction
+/// (`BEGIN IMMEDIATE`: two starts are serialized): `false`, nothing written, when it is on
+/// another epoch by then. The meta table exists: only a database with an identity gets an epoch.
+pub fn set_journal_epoch(conn: &Connection, epoch: u64) -> rusqlite::Result<bool> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let moved = journal_epoch(conn).and_then(|now| {
+        if now.checked_add(1) != Some(epoch) {
+            return Ok(false);
+        }
+        conn.execute(
+            "INSERT INTO session_prune_meta (key, value) VALUES ('journal_epoch', ?1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [epoch.to_string()],
+        )?;
+        Ok(true)
+    });
+    match moved {
+        Ok(true) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(true)
+        }
+        other => {
+            let _ = conn.execute_batch("ROLLBACK");
+            other
+        }
+    }
 }
 
 /// The receipts and the highest place in their chain (`chain_seq`, where the table has it):

@@ -1112,7 +1112,7 @@ impl SessionStore for OpenCodeStore {
         receipts::journal_epoch(&self.connection()).map_err(storage)
     }
 
-    fn set_journal_epoch(&self, epoch: u64) -> Result<(), StoreError> {
+    fn set_journal_epoch(&self, epoch: u64) -> Result<bool, StoreError> {
         receipts::set_journal_epoch(&self.connection(), epoch).map_err(storage)
     }
 

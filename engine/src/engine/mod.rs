@@ -71,6 +71,9 @@ pub struct Engine<S: SessionStore> {
     unresolved: std::sync::atomic::AtomicBool,
     hub: Hub<JournalReplay>,
     database_id: String,
+    /// The journal's epoch number (docs/ARCHITECTURE.md, "Journal epochs"): every write
+    /// first checks that the database is still on it.
+    journal_epoch: u64,
     recovery: Recovery,
 }
 
@@ -93,6 +96,16 @@ impl<S: SessionStore> Engine<S> {
     /// The identity of the database this engine and its journal are bound to.
     pub fn database_id(&self) -> &str {
         &self.database_id
+    }
+
+    /// The journal epoch the database moved to, when it is no longer this engine's journal's
+    /// (a new epoch started by another process while this one ran): a write must then be
+    /// refused, since its event would be numbered in a journal the database no longer names.
+    ///
+    /// Errors: the store's read.
+    fn journal_epoch_moved(&self) -> Result<Option<u64>, crate::EngineError> {
+        let database = self.store.journal_epoch()?;
+        Ok((database != self.journal_epoch).then_some(database))
     }
 }
 

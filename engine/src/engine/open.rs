@@ -40,6 +40,7 @@ impl<S: SessionStore> Engine<S> {
         if let Some(location) = store.location() {
             journal.record_database_location(&location)?;
         }
+        let journal_epoch = journal.epoch()?.number;
         let hub = Hub::new(Arc::new(JournalReplay::new(journal.clone())), LIVE_CAPACITY);
         let mut engine = Self {
             store,
@@ -48,6 +49,7 @@ impl<S: SessionStore> Engine<S> {
             unresolved: std::sync::atomic::AtomicBool::new(false),
             hub,
             database_id,
+            journal_epoch,
             recovery: Recovery::default(),
         };
         engine.recovery = engine.recover()?;
@@ -70,6 +72,7 @@ impl<S: SessionStore> Engine<S> {
     pub fn open_read_only(store: S, journal: Journal) -> Result<Self, EngineError> {
         let journal = Arc::new(journal);
         let database_id = identity(&store, &journal, Use::Reading)?;
+        let journal_epoch = journal.epoch()?.number;
         let hub = Hub::new(Arc::new(JournalReplay::new(journal.clone())), LIVE_CAPACITY);
         Ok(Self {
             store,
@@ -78,6 +81,7 @@ impl<S: SessionStore> Engine<S> {
             unresolved: std::sync::atomic::AtomicBool::new(false),
             hub,
             database_id,
+            journal_epoch,
             recovery: Recovery::default(),
         })
     }
@@ -255,7 +259,11 @@ pub fn start_journal_epoch<S: SessionStore>(
         }
         .into());
     }
-    store.set_journal_epoch(planned.epoch.number)?;
+    if !store.set_journal_epoch(planned.epoch.number)? {
+        return Err(EngineError::JournalEpochRaced {
+            epoch: store.journal_epoch()?,
+        });
+    }
     let journal = Journal::create_epoch(path, &planned.database_id, planned.epoch)?;
     Ok((journal, planned))
 }

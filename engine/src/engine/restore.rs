@@ -87,6 +87,12 @@ impl<S: SessionStore> Engine<S> {
             .writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(database) = self.journal_epoch_moved()? {
+            return Err(EngineError::JournalEpochMismatch {
+                journal: self.journal_epoch,
+                database,
+            });
+        }
         let key = restore_key(request.receipt_id);
         if self.unresolved.load(Ordering::SeqCst) {
             self.resolve_pending(&key)?;

@@ -83,6 +83,14 @@ impl<S: SessionStore> Engine<S> {
             .writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A store that cannot be read here fails the batch's own reads and writes as well.
+        if let Ok(Some(database)) = self.journal_epoch_moved() {
+            let journal = self.journal_epoch;
+            return requests
+                .iter()
+                .map(|_| Err(EngineError::JournalEpochMismatch { journal, database }))
+                .collect();
+        }
         let mut batch = self.classify(requests);
         if self.journal_intents(&mut batch) {
             if durability == Durability::Deferred {

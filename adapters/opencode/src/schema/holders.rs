@@ -62,7 +62,23 @@ pub fn family(database: &Path) -> Vec<PathBuf> {
 /// Every open file of the database's family, in every process this user may inspect
 /// (`own` decides whether this process counts), sorted by pid then path.
 pub fn held(database: &Path, own: bool) -> Vec<Held> {
-    let family = family(database);
+    held_among(&family(database), own)
+}
+
+/// The processes other than this one that hold the file at `path` open, by the path they
+/// opened it at, whether that path still names it or it was unlinked or replaced since (the
+/// journal a `serve` holds, say, after its file was deleted). Sorted, each once.
+pub fn holding_path(path: &Path) -> Vec<u32> {
+    let mut pids: Vec<u32> = held_among(&[canonical(path)], false)
+        .into_iter()
+        .map(|held| held.pid)
+        .collect();
+    pids.dedup();
+    pids
+}
+
+/// [`held`] for the files `family` (canonical paths).
+fn held_among(family: &[PathBuf], own: bool) -> Vec<Held> {
     let this = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
