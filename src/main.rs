@@ -22,6 +22,14 @@ const EXIT_BLOCKED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
+    // redb meets some damage with a panic, which the journal's open turns into an error that
+    // says it in words: that panic is not printed as well.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !pruning_journal::panic_is_reported() {
+            default_hook(info);
+        }
+    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => error.exit(), // --help, --version

@@ -93,14 +93,14 @@ pub enum OpenError {
     },
     /// The file is not a journal: not a redb file at all (another file named as the journal, or
     /// one overwritten). Nothing was written to it.
-    #[error("{} is not a session-prune journal (not a redb file); nothing was changed", path.display())]
+    #[error("{} is not a session-prune journal (its first bytes are not a journal's); nothing was changed", path.display())]
     NotAJournal {
         /// The file.
         path: PathBuf,
     },
     /// The file is a redb file whose structure is damaged (truncated, say). Nothing was written
     /// to it.
-    #[error("journal {} is damaged ({detail}); nothing was changed", path.display())]
+    #[error("journal {} is damaged (found: {detail}); nothing was changed", path.display())]
     Damaged {
         /// The journal file.
         path: PathBuf,

@@ -38,4 +38,4 @@ pub use codec::{FORMAT_VERSION, RECORD_VERSION};
 pub use error::{BindError, CodecError, EpochError, OpenError, ReadError, WriteError};
 pub use record::{Commit, CommittedEvent, EventKind, Intent, IntentState, Resolution, Selection};
 pub use retention::Retention;
-pub use store::{Epoch, Journal, OPEN_RETRY};
+pub use store::{panic_is_reported, Epoch, Journal, OPEN_RETRY};

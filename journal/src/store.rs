@@ -36,6 +36,7 @@ use crate::error::{BindError, CodecError, ReadError, WriteError};
 use crate::record::{CommittedEvent, Intent};
 
 pub use epoch::Epoch;
+pub use open::panic_is_reported;
 
 /// `intent_id` bytes -> encoded [`Intent`].
 const INTENTS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("intents");

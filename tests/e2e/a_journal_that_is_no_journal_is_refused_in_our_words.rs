@@ -100,7 +100,7 @@ fn a_journal_of_garbage_is_refused_as_no_journal_and_kept_byte_for_byte() {
         &fx,
         &message,
         &format!(
-            "{} is not a session-prune journal (not a redb file)",
+            "{} is not a session-prune journal (its first bytes are not a journal's)",
             fx.journal.display()
         ),
         "move this file aside and run `session-prune journal new-epoch`",
@@ -148,4 +148,47 @@ fn another_databases_journal_is_refused_by_every_write_without_a_byte_written() 
             "{args:?} changed the database or the journal"
         );
     }
+}
+
+#[test]
+fn a_journal_that_ends_inside_its_header_or_whose_pages_do_not_read_is_damaged() {
+    let (fx, message) = pruned();
+    let whole = std::fs::read(&fx.journal).unwrap();
+    // Ten bytes: the header is cut.
+    std::fs::write(&fx.journal, &whole[..10]).unwrap();
+    assert_each_refused(
+        &fx,
+        &message,
+        &format!(
+            "journal {} is damaged (found: the file ends inside its header)",
+            fx.journal.display()
+        ),
+        "put a copy of the journal back",
+    );
+    // A byte flipped every 997 bytes past the header: redb meets its pages with a panic, which
+    // is the file's damage, said in words.
+    let mut flipped = whole.clone();
+    for at in (8192..flipped.len()).step_by(997) {
+        flipped[at] = 0xff;
+    }
+    std::fs::write(&fx.journal, &flipped).unwrap();
+    for args in [
+        &["--quiet-period", "0", "clean", "--all", "--apply"][..],
+        &["audit"],
+        &["vacuum"],
+    ] {
+        let out = run(&fx.db, args);
+        assert_exit(&out, 1);
+        let words = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            words.starts_with(&format!(
+                "error: journal {} is damaged (found: ",
+                fx.journal.display()
+            )) && words.contains("nothing was changed")
+                && !words.contains("panicked"),
+            "{args:?}: {words}"
+        );
+        assert_eq!(std::fs::read(&fx.journal).unwrap(), flipped, "{args:?}");
+    }
+    std::fs::write(&fx.journal, whole).unwrap();
 }

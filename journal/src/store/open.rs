@@ -52,7 +52,7 @@ impl Journal {
         }
         let started = Instant::now();
         loop {
-            match builder().create(path) {
+            match guarded(path, || builder().create(path))? {
                 Ok(db) => return Self::checked(db),
                 Err(DatabaseError::DatabaseAlreadyOpen) => {
                     let waited = started.elapsed();
@@ -80,7 +80,7 @@ impl Journal {
     pub fn open_read_only(path: &Path) -> Result<Journal, OpenError> {
         let started = Instant::now();
         loop {
-            match builder().open_read_only(path) {
+            match guarded(path, || builder().open_read_only(path))? {
                 Ok(db) => {
                     let journal = Journal::read_only_from(db);
                     check_version(stored_format_version_in(&journal)?)?;
@@ -301,10 +301,42 @@ pub(super) fn initialise(db: &Database) -> Result<(), OpenError> {
     Ok(())
 }
 
+thread_local! {
+    /// Whether this thread is inside a [`guarded`] open.
+    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a panic on this thread now is one a journal open turns into
+/// [`OpenError::Damaged`] (redb meeting a damaged file): a panic hook need not print it, the
+/// error says it in words.
+pub fn panic_is_reported() -> bool {
+    GUARDED.with(std::cell::Cell::get)
+}
+
+/// Runs redb's open of `path`, a file that may be damaged in ways redb meets with a panic
+/// (a malformed allocator state, say) rather than an error: such a panic is the file's damage,
+/// [`OpenError::Damaged`], and nothing was written to it (redb panics while it reads).
+fn guarded<T>(path: &Path, open: impl FnOnce() -> T) -> Result<T, OpenError> {
+    GUARDED.with(|guarded| guarded.set(true));
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open));
+    GUARDED.with(|guarded| guarded.set(false));
+    opened.map_err(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "its pages do not read".into());
+        OpenError::Damaged {
+            path: path.to_path_buf(),
+            detail: what,
+        }
+    })
+}
+
 /// The error for a journal file redb could not open: a file that is not a redb file at all
 /// ([`OpenError::NotAJournal`]: redb reports its magic bytes as invalid data, before it writes
-/// anything), one whose structure is damaged ([`OpenError::Damaged`]: redb's `Corrupted`), or
-/// redb's own error.
+/// anything), one whose structure is damaged ([`OpenError::Damaged`]: redb's `Corrupted`, or a
+/// file that ends inside its header), or redb's own error.
 fn not_opened(path: &Path, error: DatabaseError) -> OpenError {
     match error {
         DatabaseError::Storage(redb::StorageError::Io(io))
@@ -312,6 +344,14 @@ fn not_opened(path: &Path, error: DatabaseError) -> OpenError {
         {
             OpenError::NotAJournal {
                 path: path.to_path_buf(),
+            }
+        }
+        DatabaseError::Storage(redb::StorageError::Io(io))
+            if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            OpenError::Damaged {
+                path: path.to_path_buf(),
+                detail: "the file ends inside its header".into(),
             }
         }
         DatabaseError::Storage(redb::StorageError::Corrupted(detail)) => OpenError::Damaged {
