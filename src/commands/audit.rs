@@ -36,7 +36,9 @@ pub fn run(Args { session }: Args, config: &Config) -> anyhow::Result<Outcome> {
     let report = match audited {
         Ok(Ok(report)) => report,
         Ok(Err(busy_journal)) => return busy(&busy_journal, config.json),
-        Err(error) => match damage_of(&error) {
+        Err(error) => match damage_of(&error)
+            .or_else(|| super::diagnose::damage_in_words(&format!("{error:#}"), config))
+        {
             Some(detail) => AuditReport::of_a_damaged_database(detail),
             None => return Err(error),
         },

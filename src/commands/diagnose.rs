@@ -89,12 +89,25 @@ pub fn explain(message: &str, config: &Config) -> String {
 }
 
 /// Whether an error's text is SQLite's of a damaged file (`SQLITE_CORRUPT`: "database disk
-/// image is malformed", error code 11; `SQLITE_NOTADB`: "file is not a database", 26).
+/// image is malformed", error code 11; `SQLITE_NOTADB`: "file is not a database", 26;
+/// `SQLITE_IOERR_SHORT_READ`, 522: the file ends before a page SQLite was told is there).
 fn is_damage_text(lower: &str) -> bool {
     lower.contains("database disk image is malformed")
         || lower.contains("file is not a database")
         || lower.contains("error code 11")
         || lower.contains("error code 26")
+        || lower.contains("error code 522")
+}
+
+/// [`explain`]'s words for an error that is SQLite's of a damaged file, `None` for another.
+pub fn damage_in_words(message: &str, config: &Config) -> Option<String> {
+    let lower = message.to_ascii_lowercase();
+    is_damage_text(&lower).then(|| {
+        damaged_read(
+            config,
+            lower.contains("file is not a database") || lower.contains("error code 26"),
+        )
+    })
 }
 
 /// What a command that met damaged pages says instead of SQLite's words: what happened, that

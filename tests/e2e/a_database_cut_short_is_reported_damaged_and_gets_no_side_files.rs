@@ -85,3 +85,46 @@ fn every_command_refuses_a_database_cut_short_and_makes_no_file_beside_it() {
         assert_eq!(std::fs::read(&db).unwrap(), before, "{args:?}");
     }
 }
+
+#[test]
+fn audit_reports_a_database_cut_short_beside_a_wal_as_damaged() {
+    // A WAL that holds commits: the header check stands aside (the WAL could hold the pages
+    // past the end), and SQLite's short read is the damage.
+    let source = tempfile::tempdir().unwrap();
+    let db = source.path().join("opencode.db");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/opencode-1.18.34/opencode.db"),
+        &db,
+    )
+    .unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; \
+         UPDATE session SET title = title || ' (renamed)';",
+    )
+    .unwrap();
+    let (dir, cut) = {
+        let dir = tempfile::tempdir().unwrap();
+        let cut = dir.path().join("opencode.db");
+        let whole = std::fs::read(&db).unwrap();
+        std::fs::write(&cut, &whole[..600_000]).unwrap();
+        let mut wal = db.clone().into_os_string();
+        wal.push("-wal");
+        let mut cut_wal = cut.clone().into_os_string();
+        cut_wal.push("-wal");
+        std::fs::copy(&wal, &cut_wal).unwrap();
+        assert!(std::fs::metadata(&cut_wal).unwrap().len() > 0);
+        (dir, cut)
+    };
+    drop(conn);
+    let out = run(&cut, &["--json", "audit"]);
+    assert_exit(&out, 1);
+    let report = json(&out);
+    assert_eq!(report["ok"], false, "{report}");
+    assert_eq!(
+        report["discrepancies"][0]["kind"], "database_damaged",
+        "{report}"
+    );
+    drop(dir);
+}
