@@ -20,10 +20,21 @@ use super::state::AppState;
 /// own (its authority is the request's `Host`) or one of
 /// [`crate::ServerOptions::allowed_origins`].
 ///
-/// Errors: [`ApiError::ForeignOrigin`] (403) for another origin, `null` included;
-/// [`ApiError::NotJson`] (415) for a body of another type, or none. Checked before the body is
-/// read: nothing is journaled or written.
+/// Errors: [`ApiError::ForeignOrigin`] (403) for another origin, `null` included, or more than
+/// one `Origin`; [`ApiError::NotJson`] (415) for a body of another type, none, or more than one
+/// `Content-Type` (no browser sends two; a request that does is judged by neither). Checked
+/// before the body is read: nothing is journaled or written.
 pub(crate) fn refuse_forgeable(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    if let (Some(first), Some(_)) = (origins.next(), origins.next()) {
+        return Err(ApiError::ForeignOrigin(format!(
+            "{} and another",
+            String::from_utf8_lossy(first.as_bytes())
+        )));
+    }
+    if headers.get_all(header::CONTENT_TYPE).iter().count() > 1 {
+        return Err(ApiError::NotJson);
+    }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let own = headers
             .get(header::HOST)

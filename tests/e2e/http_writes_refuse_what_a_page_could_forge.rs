@@ -215,3 +215,34 @@ fn the_same_writes_from_no_origin_the_servers_own_or_an_allowed_one_are_carried_
     let (status, _) = server.stop();
     assert!(status.success());
 }
+
+#[test]
+fn a_write_with_two_origins_or_two_content_types_is_refused_and_changes_nothing() {
+    let (fx, receipt) = fixture();
+    let server = Server::start(&fx.db, &["--auto-clean", "1h"]);
+    let writes = writes(&server, &receipt);
+    let before = (fx.file_digest(), fx.journal_digest());
+    let own = own_origin(&server);
+    for write in &writes {
+        // The server's own origin first, another after: no browser sends two.
+        let answer = client()
+            .post(server.url(&write.path))
+            .header("content-type", "application/json")
+            .header("origin", own.as_str())
+            .header("origin", "http://evil.example")
+            .body(write.body.clone())
+            .send()
+            .expect("POST");
+        assert_eq!(answer.status().as_u16(), 403, "{}", write.name);
+        let answer = client()
+            .post(server.url(&write.path))
+            .header("content-type", "application/json")
+            .header("content-type", "text/plain")
+            .body(write.body.clone())
+            .send()
+            .expect("POST");
+        assert_eq!(answer.status().as_u16(), 415, "{}", write.name);
+    }
+    assert_eq!((fx.file_digest(), fx.journal_digest()), before);
+    server.stop();
+}
