@@ -208,8 +208,17 @@ fn refuse_what_is_no_database(db: &Path) -> Result<(), ConfigError> {
     if std::fs::symlink_metadata(db).is_err() {
         return Err(ConfigError::NoDatabase(db.display().to_string()));
     }
+    if db.is_dir() {
+        return Err(ConfigError::NotAFile {
+            path: db.display().to_string(),
+            what: "a folder",
+        });
+    }
     if !db.is_file() {
-        return Ok(());
+        return Err(ConfigError::NotAFile {
+            path: db.display().to_string(),
+            what: "not a regular file (a device, a socket or a pipe)",
+        });
     }
     let Ok(file) = std::fs::File::open(db) else {
         return Ok(());

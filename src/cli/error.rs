@@ -16,6 +16,14 @@ pub enum ConfigError {
     /// The database path names no file.
     #[error("cannot open database {0}: no such file; nothing was changed (is OpenCode's data elsewhere? pass --db PATH or --channel NAME)")]
     NoDatabase(String),
+    /// The database path names a folder, a device or another thing that is not a file.
+    #[error("--db {path} is {what}: nothing was read or written; pass OpenCode's opencode.db (in its data folder; OPENCODE_DB or --channel find it)")]
+    NotAFile {
+        /// The path.
+        path: String,
+        /// What it is instead.
+        what: &'static str,
+    },
     /// The database path names a file that does not begin with SQLite's header.
     #[error("{0} is not an SQLite database (it does not begin with SQLite's header), or that header is damaged: nothing was read or written. Check that --db names OpenCode's opencode.db; if it does, restore it from a backup, or stop OpenCode and try to recover a copy (sqlite3 {0} .recover | sqlite3 recovered.db)")]
     NotSqlite(String),

@@ -124,3 +124,32 @@ fn every_command_refuses_a_file_that_is_not_sqlite_as_bad_input_and_creates_noth
         assert_every_command_refuses(dir.path(), &db, &expected);
     }
 }
+
+#[test]
+fn every_command_refuses_a_folder_or_a_device_as_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("opencode.db");
+    std::fs::create_dir(&folder).unwrap();
+    for args in commands() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&folder, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "error: --db {} is a folder: nothing was read or written; pass OpenCode's \
+                 opencode.db (in its data folder; OPENCODE_DB or --channel find it)\n",
+                folder.display()
+            ),
+            "{args:?}"
+        );
+    }
+    let out = run(std::path::Path::new("/dev/null"), &["sessions"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a regular file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+}
