@@ -52,6 +52,9 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
 }
 
 fn new_epoch(config: &Config, dry_run: bool) -> anyhow::Result<Outcome> {
+    // One start at a time in the journal's folder: a second waits, then finds the journal the
+    // first made and changes nothing.
+    let _one_at_a_time = lock_folder_of(&config.journal)?;
     if let Some(held) = journal_held(config) {
         if config.json {
             output::json_document(&json!({
@@ -81,11 +84,40 @@ fn new_epoch(config: &Config, dry_run: bool) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// Why the journal may still be in use, when another process holds the file at its path open:
-/// a `serve` whose journal was deleted or emptied under it goes on numbering events in it. The
-/// command is then blocked (exit 3, nothing written) until that process stops.
+/// An exclusive lock (`flock`) on the folder of `journal`, held until the value is dropped,
+/// taken by every start of a journal epoch there: two at once would both plan from the same
+/// database, and the second would move its epoch past the journal the first made.
+///
+/// Errors: the folder cannot be opened or locked.
+fn lock_folder_of(journal: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    let folder = match journal.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    let handle = std::fs::File::open(folder).map_err(|error| {
+        anyhow::anyhow!(
+            "cannot open the journal's folder {}: {error}",
+            folder.display()
+        )
+    })?;
+    rustix::fs::flock(&handle, rustix::fs::FlockOperation::LockExclusive).map_err(|error| {
+        anyhow::anyhow!(
+            "cannot lock the journal's folder {}: {error}",
+            folder.display()
+        )
+    })?;
+    Ok(handle)
+}
+
+/// Why the journal may still be in use: another process holds the file at its path open (a
+/// `serve` whose journal was deleted or emptied under it goes on numbering events in it), or
+/// another `session-prune` has the database open (its journal may be at another path, or moved
+/// away). The command is then blocked (exit 3, nothing written) until that process stops.
 fn journal_held(config: &Config) -> Option<String> {
-    let holders = pruning_opencode::holding_path(&config.journal);
+    let mut holders = pruning_opencode::holding_path(&config.journal);
+    holders.extend(pruning_opencode::holders_named(&config.db, "session-prune"));
+    holders.sort_unstable();
+    holders.dedup();
     if holders.is_empty() {
         return None;
     }
@@ -94,9 +126,9 @@ fn journal_held(config: &Config) -> Option<String> {
         .map(|pid| format!("{} (pid {pid})", pruning_opencode::process_named(*pid)))
         .collect();
     Some(format!(
-        "{} is held open by {}: a process that holds a journal goes on numbering events in it, \
-         deleted or emptied or not. Nothing was changed; stop it (a `serve`: Ctrl-C or SIGTERM) \
-         and run this again",
+        "{} or its database is held open by {}: a process that holds a journal goes on \
+         numbering events in it, deleted, emptied or moved or not. Nothing was changed; stop it \
+         (a `serve`: Ctrl-C or SIGTERM) and run this again",
         config.journal.display(),
         named.join(", ")
     ))

@@ -70,6 +70,7 @@ fn every_command_refuses_a_database_cut_short_and_makes_no_file_beside_it() {
         &["sessions"][..],
         &["stats"],
         &["receipts"],
+        &["events"],
         &["--quiet-period", "0", "clean", "--all"],
         &["--quiet-period", "0", "clean", "--all", "--apply"],
         &["vacuum"],

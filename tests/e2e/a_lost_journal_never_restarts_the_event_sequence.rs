@@ -318,3 +318,81 @@ fn a_start_that_comes_second_changes_nothing_and_an_engine_of_the_old_epoch_stop
     );
     assert_eq!(fx.file_digest(), database);
 }
+
+#[test]
+fn starts_at_once_make_one_epoch_and_leave_the_database_on_it() {
+    let (fx, _) = pruned(2, 1);
+    fx.skip_audit();
+    for round in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opencode.db");
+        // The database with its WAL (which holds the receipts), not its journal: lost.
+        std::fs::copy(&fx.db, &db).unwrap();
+        let mut wal = fx.db.clone().into_os_string();
+        wal.push("-wal");
+        if std::path::Path::new(&wal).exists() {
+            std::fs::copy(&wal, dir.path().join("opencode.db-wal")).unwrap();
+        }
+        std::fs::copy(
+            common::archive::archive_of(&fx.db),
+            common::archive::archive_of(&db),
+        )
+        .unwrap();
+        let starts: Vec<std::process::Child> = (0..3)
+            .map(|_| {
+                common::cli::session_prune()
+                    .arg("--db")
+                    .arg(&db)
+                    .args(["--json", "journal", "new-epoch"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("start")
+            })
+            .collect();
+        let codes: Vec<Option<i32>> = starts
+            .into_iter()
+            .map(|child| child.wait_with_output().expect("wait").status.code())
+            .collect();
+        assert_eq!(
+            codes.iter().filter(|code| **code == Some(0)).count(),
+            1,
+            "round {round}: {codes:?}"
+        );
+        assert!(
+            codes.iter().all(|code| matches!(code, Some(0) | Some(2))),
+            "round {round}: {codes:?}"
+        );
+        let epoch: String = rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM session_prune_meta WHERE key = 'journal_epoch'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(epoch, "2", "round {round}");
+        let out = run(&db, &["audit"]);
+        assert_exit(&out, 0);
+    }
+}
+
+#[test]
+fn a_new_epoch_is_refused_while_a_server_runs_with_a_journal_elsewhere() {
+    let (fx, _) = pruned(2, 1);
+    fx.skip_audit();
+    let elsewhere = fx.dir.path().join("elsewhere.prune-journal");
+    std::fs::rename(&fx.journal, &elsewhere).unwrap();
+    let server = Server::start(&fx.db, &["--journal", elsewhere.to_str().unwrap()]);
+    let database = fx.file_digest();
+    let out = run(&fx.db, &["journal", "new-epoch"]);
+    assert_exit(&out, 3);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("or its database is held open by"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fx.file_digest(), database);
+    assert!(!fx.journal.exists());
+    server.stop();
+}

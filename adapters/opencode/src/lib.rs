@@ -57,7 +57,7 @@ pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 /// The prune archive's file beside a database: `<database>.prune-archive`.
 pub use pruning_archive::path_beside as archive_path;
-pub use schema::holders::{holding_path, process_named};
+pub use schema::holders::{holders_named, holding_path, process_named};
 pub use schema::media::read_only_media;
 pub use schema::soundness::{cut_short, cut_short_words};
 pub use schema::{EventLog, Schema};

@@ -81,6 +81,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         let remote = remote::Remote::new(url, args.cursor_file, args.since, config.json)?;
         return remote.run();
     }
+    super::open::refuse_cut_short(config)?;
     let poll = std::time::Duration::from_millis(args.poll_ms.max(10));
     execute(config, args.since.unwrap_or(0), args.follow, poll)
 }

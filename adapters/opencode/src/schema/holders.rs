@@ -77,6 +77,22 @@ pub fn holding_path(path: &Path) -> Vec<u32> {
     pids
 }
 
+/// The processes other than this one that hold the database, its `-wal` or its `-shm` open and
+/// whose command name (`/proc/<pid>/comm`) is `name`: another `session-prune`, say. Sorted,
+/// each once.
+pub fn holders_named(database: &Path, name: &str) -> Vec<u32> {
+    let mut pids: Vec<u32> = held(database, false)
+        .into_iter()
+        .map(|held| held.pid)
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim_end() == name)
+        })
+        .collect();
+    pids.dedup();
+    pids
+}
+
 /// [`held`] for the files `family` (canonical paths).
 fn held_among(family: &[PathBuf], own: bool) -> Vec<Held> {
     let this = std::process::id();
