@@ -154,6 +154,13 @@ pub enum ReadError {
     /// A storage error (I/O, or redb's own refusal after an earlier I/O failure).
     #[error("journal storage error while reading")]
     Storage(#[from] redb::Error),
+    /// A page of the file does not read as redb wrote it (redb met it with a panic): the
+    /// journal is damaged. Nothing was written.
+    #[error("the journal is damaged (found: {detail}); nothing was changed")]
+    Damaged {
+        /// What was found.
+        detail: String,
+    },
 }
 
 /// A durable write failed. Whatever the variant, the write changed nothing: each write is one
@@ -172,6 +179,15 @@ pub enum WriteError {
     /// durable, and the handle is now poisoned.
     #[error("journal commit failed; the journal is now poisoned")]
     Commit(#[source] redb::CommitError),
+    /// A page of the file does not read as redb wrote it (redb met it with a panic) while this
+    /// write ran: the journal is damaged, and the handle is now poisoned.
+    #[error(
+        "the journal is damaged (found: {detail}); the write stopped and the handle refuses more"
+    )]
+    Damaged {
+        /// What was found.
+        detail: String,
+    },
     /// An intent with this id is already stored (or appears twice in one batch).
     #[error("intent {intent_id} is already journaled")]
     DuplicateIntent {
@@ -237,6 +253,13 @@ pub enum BindError {
     /// The commit of the binding failed; the handle is now poisoned.
     #[error("journal commit failed; the journal is now poisoned")]
     Commit(#[source] redb::CommitError),
+    /// A page of the file does not read as redb wrote it (redb met it with a panic): the
+    /// journal is damaged, and the handle is now poisoned.
+    #[error("the journal is damaged (found: {detail}); nothing was bound")]
+    Damaged {
+        /// What was found.
+        detail: String,
+    },
     /// The stored binding could not be decoded, or the new one encoded.
     #[error("journal binding is unreadable or unwritable")]
     Codec(#[from] CodecError),

@@ -152,8 +152,11 @@ impl Journal {
         &self,
         body: impl FnOnce(&ReadTransaction) -> Result<T, ReadError>,
     ) -> Result<T, ReadError> {
-        let txn = self.db.begin_read().storage()?;
-        body(&txn)
+        open::catching(|| {
+            let txn = self.db.begin_read().storage()?;
+            body(&txn)
+        })
+        .unwrap_or_else(|detail| Err(ReadError::Damaged { detail }))
     }
 
     /// Refuses with `E::poisoned()` once the handle is poisoned.
@@ -186,16 +189,23 @@ impl Journal {
         let Handle::Writable(db) = &self.db else {
             return Err(E::read_only());
         };
-        let mut txn = db.begin_write().storage()?;
-        txn.set_durability(durability).storage()?;
-        let value = body(&txn)?;
-        match txn.commit() {
-            Ok(()) => Ok(value),
-            Err(error) => {
-                self.poisoned.store(true, Ordering::Release);
-                Err(E::commit_failed(error))
+        let written = open::catching(|| {
+            let mut txn = db.begin_write().storage()?;
+            txn.set_durability(durability).storage()?;
+            let value = body(&txn)?;
+            match txn.commit() {
+                Ok(()) => Ok(value),
+                Err(error) => {
+                    self.poisoned.store(true, Ordering::Release);
+                    Err(E::commit_failed(error))
+                }
             }
-        }
+        });
+        written.unwrap_or_else(|detail| {
+            // The file is damaged: what redb did before it stopped is unknown (fail-stop).
+            self.poisoned.store(true, Ordering::Release);
+            Err(E::damaged(detail))
+        })
     }
 }
 
@@ -204,6 +214,7 @@ trait WriteFailure: From<redb::Error> {
     fn poisoned() -> Self;
     fn read_only() -> Self;
     fn commit_failed(error: redb::CommitError) -> Self;
+    fn damaged(detail: String) -> Self;
 }
 
 impl WriteFailure for WriteError {
@@ -216,6 +227,9 @@ impl WriteFailure for WriteError {
     fn commit_failed(error: redb::CommitError) -> Self {
         WriteError::Commit(error)
     }
+    fn damaged(detail: String) -> Self {
+        WriteError::Damaged { detail }
+    }
 }
 
 impl WriteFailure for BindError {
@@ -227,6 +241,9 @@ impl WriteFailure for BindError {
     }
     fn commit_failed(error: redb::CommitError) -> Self {
         BindError::Commit(error)
+    }
+    fn damaged(detail: String) -> Self {
+        BindError::Damaged { detail }
     }
 }
 

@@ -122,7 +122,36 @@ pub fn refuse_unreadable_journal(path: &std::path::Path) -> anyhow::Result<()> {
     match open_journal_for_reading(path) {
         Err(error) if journal_busy(&error) => Ok(()),
         Err(error) => Err(error),
-        Ok(_) => Ok(()),
+        Ok(None) => Ok(()),
+        Ok(Some(journal)) => read_whole(&journal).map_err(|error| {
+            anyhow::anyhow!(
+                "{error}: put a copy of the journal {} back; when there is none, move it aside \
+                 and run `session-prune journal new-epoch` (its events are lost; the receipts in \
+                 the database stay)",
+                path.display()
+            )
+        }),
+    }
+}
+
+/// Reads what the audit reads of `journal`: its binding and epoch, every intent, every event
+/// and the receipt digest kept beside it (a page that does not read is met as
+/// [`pruning_journal::ReadError::Damaged`] or a storage error).
+fn read_whole(journal: &Journal) -> Result<(), pruning_journal::ReadError> {
+    journal.bound_database()?;
+    journal.epoch()?;
+    journal.intents()?;
+    journal.pending_intents()?;
+    let mut since = journal.trimmed_through()?;
+    loop {
+        let page = journal.events_after(since, 1_024)?;
+        let Some(last) = page.last() else {
+            return Ok(());
+        };
+        for event in &page {
+            journal.receipt_digest(event.event_id)?;
+        }
+        since = last.seq;
     }
 }
 

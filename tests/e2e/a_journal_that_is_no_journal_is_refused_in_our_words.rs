@@ -192,3 +192,41 @@ fn a_journal_that_ends_inside_its_header_or_whose_pages_do_not_read_is_damaged()
     }
     std::fs::write(&fx.journal, whole).unwrap();
 }
+
+#[test]
+fn a_journal_page_of_noise_is_met_in_words_never_with_a_panic() {
+    let (fx, _) = pruned();
+    let whole = std::fs::read(&fx.journal).unwrap();
+    let mut noise = 0x2545_f491_4f6c_dd1du64;
+    let mut found = 0;
+    for page in (4096..whole.len()).step_by(4096) {
+        let mut damaged = whole.clone();
+        for byte in &mut damaged[page..(page + 4096).min(whole.len())] {
+            noise ^= noise << 13;
+            noise ^= noise >> 7;
+            noise ^= noise << 17;
+            *byte = noise as u8;
+        }
+        std::fs::write(&fx.journal, &damaged).unwrap();
+        let audit = run(&fx.db, &["audit"]);
+        let vacuum = run(&fx.db, &["vacuum"]);
+        for (name, out) in [("audit", &audit), ("vacuum", &vacuum)] {
+            let words = String::from_utf8_lossy(&out.stderr);
+            assert!(!words.contains("panicked"), "page {page}, {name}: {words}");
+        }
+        assert_eq!(std::fs::read(&fx.journal).unwrap(), damaged, "page {page}");
+        // What the audit finds unreadable, vacuum refuses.
+        let audit_words = String::from_utf8_lossy(&audit.stderr);
+        if audit.status.code() == Some(1) && audit_words.contains("is damaged") {
+            found += 1;
+            assert_eq!(vacuum.status.code(), Some(1), "page {page}: {audit_words}");
+            assert!(
+                String::from_utf8_lossy(&vacuum.stderr).contains("is damaged"),
+                "page {page}: {}",
+                String::from_utf8_lossy(&vacuum.stderr)
+            );
+        }
+    }
+    assert!(found > 0, "no page of noise was met");
+    std::fs::write(&fx.journal, whole).unwrap();
+}

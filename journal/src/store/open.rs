@@ -53,7 +53,7 @@ impl Journal {
         let started = Instant::now();
         loop {
             match guarded(path, || builder().create(path))? {
-                Ok(db) => return Self::checked(db),
+                Ok(db) => return guarded(path, || Self::checked(db))?,
                 Err(DatabaseError::DatabaseAlreadyOpen) => {
                     let waited = started.elapsed();
                     if waited >= retry {
@@ -83,7 +83,7 @@ impl Journal {
             match guarded(path, || builder().open_read_only(path))? {
                 Ok(db) => {
                     let journal = Journal::read_only_from(db);
-                    check_version(stored_format_version_in(&journal)?)?;
+                    guarded(path, || check_version(stored_format_version_in(&journal)?))??;
                     return Ok(journal);
                 }
                 Err(DatabaseError::DatabaseAlreadyOpen) => {
@@ -317,19 +317,24 @@ pub fn panic_is_reported() -> bool {
 /// (a malformed allocator state, say) rather than an error: such a panic is the file's damage,
 /// [`OpenError::Damaged`], and nothing was written to it (redb panics while it reads).
 fn guarded<T>(path: &Path, open: impl FnOnce() -> T) -> Result<T, OpenError> {
-    GUARDED.with(|guarded| guarded.set(true));
-    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open));
-    GUARDED.with(|guarded| guarded.set(false));
-    opened.map_err(|panic| {
-        let what = panic
+    catching(open).map_err(|what| OpenError::Damaged {
+        path: path.to_path_buf(),
+        detail: what,
+    })
+}
+
+/// Runs `body`, turning a panic inside it (redb meeting a damaged page) into `Err` with the
+/// panic's message, not printed by a panic hook that asks [`panic_is_reported`].
+pub(crate) fn catching<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+    let outer = GUARDED.with(|guarded| guarded.replace(true));
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    GUARDED.with(|guarded| guarded.set(outer));
+    ran.map_err(|panic| {
+        panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "its pages do not read".into());
-        OpenError::Damaged {
-            path: path.to_path_buf(),
-            detail: what,
-        }
+            .unwrap_or_else(|| "its pages do not read".into())
     })
 }
 
