@@ -113,7 +113,9 @@ fn escaped_unit(bytes: &[u8], at: usize) -> Option<u16> {
 /// before `ufdd0` counts too, which only refuses more).
 fn has_escaped_marker(text: &str) -> bool {
     let bytes = text.as_bytes();
-    memchr::memchr_iter(b'\\', bytes).any(|at| escaped_unit(bytes, at) == Some(0xFDD0))
+    // `\u` escapes are rare (JSON.stringify writes one only below U+0020 or for a lone
+    // surrogate), where backslashes are not: every line break of a tool output has one.
+    memchr::memmem::find_iter(bytes, b"\\u").any(|at| escaped_unit(bytes, at) == Some(0xFDD0))
 }
 
 #[cfg(test)]

@@ -56,13 +56,7 @@ fn new_epoch(config: &Config, dry_run: bool) -> anyhow::Result<Outcome> {
     // first made and changes nothing.
     let _one_at_a_time = lock_folder_of(&config.journal)?;
     if let Some(held) = journal_held(config) {
-        if config.json {
-            output::json_document(&json!({
-                "status": "blocked", "reason": "maintenance_required", "detail": held,
-            }))?;
-        }
-        eprintln!("blocked: {held}");
-        return Ok(Outcome::Blocked);
+        return blocked(config, &held);
     }
     refuse_another_journal_beside(config)?;
     let store = open_store_for_writing(config)?;
@@ -75,13 +69,53 @@ fn new_epoch(config: &Config, dry_run: bool) -> anyhow::Result<Outcome> {
         }
         plan_journal_epoch(&store).map_err(|error| explain(error, config))?
     } else {
-        let (journal, started) =
-            start_journal_epoch(&store, path).map_err(|error| explain(error, config))?;
-        drop(journal);
-        started
+        match start_journal_epoch(&store, path) {
+            Ok((journal, started)) => {
+                drop(journal);
+                started
+            }
+            // Another writer (OpenCode) holds the database's write lock: the epoch did not move.
+            Err(EngineError::Store(busy)) if is_busy(&busy) => {
+                return blocked(
+                    config,
+                    &format!(
+                        "{} is being written by another process (OpenCode, say): nothing was \
+                         changed; run this again in a moment",
+                        config.db.display()
+                    ),
+                );
+            }
+            Err(error) => return Err(explain(error, config)),
+        }
     };
     report(config, &started, dry_run)?;
     Ok(Outcome::Done)
+}
+
+/// Says the start is blocked (exit 3, nothing written): `detail` on stderr and, with `--json`,
+/// `{status: "blocked", reason: "maintenance_required", detail}`.
+fn blocked(config: &Config, detail: &str) -> anyhow::Result<Outcome> {
+    if config.json {
+        output::json_document(&json!({
+            "status": "blocked", "reason": "maintenance_required", "detail": detail,
+        }))?;
+    }
+    eprintln!("blocked: {detail}");
+    Ok(Outcome::Blocked)
+}
+
+/// Whether a store error, or one of its causes, is SQLite's for a database another connection
+/// holds (`SQLITE_BUSY`: "database is locked"; `SQLITE_LOCKED`: "database table is locked").
+fn is_busy(error: &pruning_engine::StoreError) -> bool {
+    let mut cause: Option<&dyn std::error::Error> = Some(error);
+    while let Some(found) = cause {
+        let words = found.to_string().to_ascii_lowercase();
+        if words.contains("database is locked") || words.contains("database table is locked") {
+            return true;
+        }
+        cause = found.source();
+    }
+    false
 }
 
 /// An exclusive lock (`flock`) on the folder of `journal`, held until the value is dropped,

@@ -396,3 +396,34 @@ fn a_new_epoch_is_refused_while_a_server_runs_with_a_journal_elsewhere() {
     assert!(!fx.journal.exists());
     server.stop();
 }
+
+#[test]
+fn a_new_epoch_while_another_process_writes_the_database_is_blocked_and_changes_nothing() {
+    let (fx, _) = pruned(2, 1);
+    fx.skip_audit();
+    std::fs::remove_file(&fx.journal).unwrap();
+    // Another writer (OpenCode, say) holds the database's write lock.
+    let writer = fx.sql();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let out = run(&fx.db, &["--json", "journal", "new-epoch"]);
+    assert_exit(&out, 3);
+    let answer = json(&out);
+    assert_eq!(answer["status"], "blocked", "{answer}");
+    assert!(
+        answer["detail"]
+            .as_str()
+            .unwrap()
+            .contains("is being written by another process"),
+        "{answer}"
+    );
+    writer.execute_batch("ROLLBACK").unwrap();
+    drop(writer);
+    assert!(!fx.journal.exists());
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM session_prune_meta WHERE key = 'journal_epoch'"),
+        0
+    );
+    // Once it is done, the start goes through.
+    let out = run(&fx.db, &["journal", "new-epoch"]);
+    assert_exit(&out, 0);
+}
