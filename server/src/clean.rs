@@ -1,6 +1,6 @@
 //! `POST /api/workspaces/{id}/session-pruning/clean-plan`: the dry run of a clean of one
 //! session's technical parts, as `clean ID --keep-last-turns N` plans it
-//! (`pruning_opencode::plan_session`). The page applies what it answers with `prune` and
+//! (`pruning_clean::plan_session`). The page applies what it answers with `prune` and
 //! `prune-batch`, so the clean policy is written once, in Rust. Nothing is written.
 //!
 //! Like the browsing routes: a body that breaks the contract is `400`, a session outside the
@@ -11,8 +11,8 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
+use pruning_clean::{plan_session, CleanPlanRequest, SessionPlan};
 use pruning_engine::BlockedReason;
-use pruning_opencode::{plan_session, CleanPlanRequest, SessionPlan};
 use serde::Serialize;
 
 use super::error::ApiError;

@@ -44,6 +44,7 @@ mod routes;
 mod server;
 mod state;
 mod upkeep;
+mod upkeep_clean;
 mod upkeep_routes;
 pub mod workspaces;
 
@@ -56,7 +57,7 @@ pub use routes::openapi;
 pub use server::{router, serve, serve_with, SHUTDOWN_GRACE};
 pub use state::{Admission, AppState, OwnerStamp, ServerOptions};
 pub use upkeep::{
-    RunStatus, UpkeepChange, UpkeepCounts, UpkeepJob, UpkeepOptions, UpkeepRun, UpkeepStatus,
+    RunStatus, UpkeepChange, UpkeepCounts, UpkeepOptions, UpkeepRun, UpkeepStatus,
     UPKEEP_EVENT_TYPE,
 };
 pub use workspaces::{Workspace, Workspaces};

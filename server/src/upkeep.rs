@@ -1,7 +1,7 @@
-//! The server's upkeep (`serve --auto-clean EVERY`): a clean of every session on a schedule,
-//! run by the job the binary gives ([`UpkeepJob`]: `clean --all --apply` with the same policy
-//! flags), its batches taking the server's write turn one at a time so that the prunes requests
-//! ask for go between them. Each run's prunes are receipted and announced like any prune; the
+//! The server's upkeep (`serve --auto-clean EVERY`): a clean of every session on a schedule
+//! (the clean [`UpkeepOptions::clean`] asks for, run by `pruning_clean` as `clean --all --apply`
+//! runs it: `upkeep_clean.rs`), its batches taking the server's write turn one at a time so that
+//! the prunes requests ask for go between them. Each run's prunes are receipted and announced like any prune; the
 //! run itself is announced on every event stream (`rpc.codenomad.session-pruning.upkeep`,
 //! without an `id:`: it is no journal event) and logged. `GET /api/session-pruning/upkeep`
 //! says where the schedule stands; `POST` with `{paused}` pauses or resumes it
@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use pruning_engine::Engine;
-use pruning_opencode::OpenCodeStore;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, Notify};
 use tokio::time::Instant;
@@ -25,38 +23,30 @@ pub const UPKEEP_EVENT_TYPE: &str = "rpc.codenomad.session-pruning.upkeep";
 /// oldest (the newest is always in `GET /api/session-pruning/upkeep`).
 const ANNOUNCED_RUNS: usize = 16;
 
-/// One clean of the whole database, as the binary runs it: `clean --all --apply` with the
-/// policy `serve` was given, then the archive's retention.
-pub trait UpkeepJob: Send + Sync + 'static {
-    /// Runs one clean through `engine`. Every batch of prunes (and every slice of the give
-    /// back, and the archive's purge) runs inside `turn`, which waits for the server's write
-    /// turn: requests' prunes go between them. The run ends early, after the current batch,
-    /// once `stop` is set (the schedule was paused, the server is stopping).
-    ///
-    /// Errors: a failure of the clean as a whole (the database could not be read), in words;
-    /// the prunes committed before it stand.
-    fn run(
-        &self,
-        engine: &Arc<Engine<OpenCodeStore>>,
-        turn: &(dyn Fn(&mut dyn FnMut()) + Sync),
-        stop: &AtomicBool,
-    ) -> Result<UpkeepCounts, String>;
-}
-
-/// The schedule `serve --auto-clean` sets.
+/// The schedule `serve --auto-clean` sets, and what each run does.
 #[derive(Clone)]
 pub struct UpkeepOptions {
     /// Time between the end of a run and the start of the next (the first starts this long
     /// after the server).
     pub every: Duration,
-    /// What a run does.
-    pub job: Arc<dyn UpkeepJob>,
+    /// The clean each run makes of every session, applied through the server's engine
+    /// (`clean --all --apply` with `serve`'s policy flags).
+    pub clean: pruning_clean::Clean,
+    /// After each run that was not interrupted, purge the archive entries older than this
+    /// (`--archive-keep`); `None` keeps them.
+    pub archive_keep: Option<Duration>,
+    /// Words a failure for people (the cause and what to do, as the command line words it);
+    /// given the failure's own words, returns the words a run's `error` and `firstFailure`
+    /// carry.
+    pub explain: Arc<dyn Fn(&str) -> String + Send + Sync>,
 }
 
 impl fmt::Debug for UpkeepOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UpkeepOptions")
             .field("every", &self.every)
+            .field("clean", &self.clean)
+            .field("archive_keep", &self.archive_keep)
             .finish_non_exhaustive()
     }
 }
@@ -326,11 +316,13 @@ async fn run_once(
     stop: &Arc<AtomicBool>,
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<UpkeepCounts, String> {
-    let job = Arc::clone(&options.job);
+    let options = options.clone();
     let engine = state.engine();
     let turn = state.write_turn();
     let flag = Arc::clone(stop);
-    let mut handle = tokio::task::spawn_blocking(move || job.run(&engine, &turn, &flag));
+    let mut handle = tokio::task::spawn_blocking(move || {
+        crate::upkeep_clean::run(&engine, &options, &turn, &flag)
+    });
     let joined = tokio::select! {
         joined = &mut handle => joined,
         () = shutdown.cancelled() => {

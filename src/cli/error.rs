@@ -91,9 +91,6 @@ pub enum ConfigError {
     /// `clean --quiet --json`.
     #[error("--quiet with --json: --json prints one document for a script to read, --quiet prints nothing but a failure; choose one")]
     QuietJson,
-    /// The policy flags of `serve --auto-clean` do not read as `clean`'s (clap's words).
-    #[error("the --auto-clean policy: {0}")]
-    Flags(String),
     /// `--batch-size 0`.
     #[error("--batch-size must be at least 1")]
     BatchSize,

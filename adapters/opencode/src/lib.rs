@@ -48,10 +48,7 @@ mod write;
 pub use archive::retention::{ArchiveStats, PurgeReport};
 pub use browse::{Browser, Exactness, Interrupt, Lease, Overview, SessionsPage, OVERVIEW_TOP_MAX};
 pub use clean::copies::PlannedCopy;
-pub use clean::{
-    plan_session, CleanPlanRequest, CleanPolicy, Freed, Listing, Planned, PlannedMessage,
-    SessionPlan, SkipReason,
-};
+pub use clean::{CleanPolicy, Freed, Listing, Planned, SkipReason};
 pub use lock_times::LockSummary;
 pub use ownership::Owner;
 pub use paths::{Environment, PathError, DEFAULT_CHANNEL};

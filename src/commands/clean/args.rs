@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use pruning_clean::{Clean, BATCH_SIZE, MAX_KEPT_IDS};
 use pruning_engine::PreviewRequest;
 use pruning_opencode::CleanPolicy;
 
@@ -121,7 +122,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "archive")]
     no_archive: bool,
     /// Messages per batch: their intents share one journal write, their commits one WAL sync.
-    #[arg(long, default_value_t = 256, value_name = "N")]
+    #[arg(long, default_value_t = BATCH_SIZE, value_name = "N")]
     batch_size: usize,
     /// Wait this long after each batch (for testing interruption).
     #[arg(long, hide = true, default_value_t = 0, value_name = "MS")]
@@ -130,26 +131,6 @@ pub struct Args {
     /// that reads them again).
     #[arg(long, hide = true, default_value_t = MAX_KEPT_IDS, value_name = "N")]
     listing_budget: u64,
-}
-
-/// The clean `session-prune clean --all --apply FLAGS...` runs, for a caller that takes the
-/// policy flags by name (`serve --auto-clean` passes its `--keep-last-turns`, `--older-than`,
-/// ...): the same flags read the same way, so that the two clean alike.
-///
-/// Errors: as `clean`'s (a flag clap refuses is [`ConfigError::Flags`]).
-pub fn every_session(flags: &[String]) -> Result<CleanConfig, ConfigError> {
-    #[derive(clap::Parser)]
-    struct AsClean {
-        #[command(flatten)]
-        args: Args,
-    }
-    let command_line = ["clean", "--all", "--apply"]
-        .into_iter()
-        .map(str::to_string)
-        .chain(flags.iter().cloned());
-    let parsed = <AsClean as clap::Parser>::try_parse_from(command_line)
-        .map_err(|error| ConfigError::Flags(error.to_string()))?;
-    validate(parsed.args)
 }
 
 /// `text` as a number of bytes, read by `bytesize` (`2GB`, `1.1GiB`, `500 MiB`, `1000000`),
@@ -180,46 +161,19 @@ fn whole_bytes(text: &str) -> Result<u64, String> {
     Ok(size.as_u64())
 }
 
-/// A validated `clean`.
+/// A validated `clean`: the clean it asks for, and what the command line adds around it.
 #[derive(Debug, Clone)]
 pub struct CleanConfig {
-    /// The sessions, or `None` for every session.
-    pub sessions: Option<Vec<String>>,
     /// Write (else: a dry run).
     pub apply: bool,
-    /// What to prune.
-    pub policy: CleanPolicy,
-    /// Remove unreferenced spill files of pruned parts.
-    pub spill_files: bool,
-    /// Compact each session's event log first (`--no-compact` turns it off).
-    pub compact: bool,
-    /// Empty the file bodies of the summary diffs before the kept turns (`--diffs`).
-    pub diffs: bool,
-    /// Remove the 1.x rows of the sessions OpenCode 2 migrated (`--migrated-v1`).
-    pub migrated_v1: bool,
-    /// Only messages older than each session's last completed compaction.
-    pub before_compaction: bool,
-    /// Oldest first across sessions, until the live data is at most this many bytes
-    /// (`--until-live-size`, or `--until-file-size`: on a file that gives its pages back, the
-    /// file comes to its live data).
-    pub until_live_size: Option<u64>,
-    /// The target is the file's size (`--until-file-size`): the file must give pages back.
-    pub until_file: bool,
+    /// The clean: policy, phases, target, batch.
+    pub clean: Clean,
     /// Archive what each prune removes (`--archive`).
     pub archive: bool,
     /// Never archive (`--no-archive`), even where the database has an archive.
     pub no_archive: bool,
     /// Print nothing unless a prune failed (`--quiet`).
     pub quiet: bool,
-    /// Report the write lock's holds (`--timings`).
-    pub timings: bool,
-    /// Messages per batch (1 or more).
-    pub batch_size: usize,
-    /// Wait after each batch (a test seam for interruption).
-    pub pause: Duration,
-    /// Most messages whose listings are kept from the count to the walk ([`MAX_KEPT_IDS`]
-    /// unless a test sets it).
-    pub listing_budget: u64,
 }
 
 pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
@@ -242,11 +196,9 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
     let mut sessions = args.sessions;
     let mut seen = std::collections::HashSet::new();
     sessions.retain(|id| seen.insert(id.clone()));
-    Ok(CleanConfig {
+    let clean = Clean {
         sessions: (!args.all).then_some(sessions),
-        apply: args.apply,
         timings: args.timings,
-        quiet: args.quiet,
         policy: CleanPolicy {
             older_than,
             keep_last_turns: args.keep_last_turns,
@@ -267,23 +219,26 @@ pub(super) fn validate(args: Args) -> Result<CleanConfig, ConfigError> {
             (None, Some(text)) => Some(size_flag("--until-file-size", text)?),
         },
         until_file: args.until_file_size.is_some(),
-        archive: args.archive,
-        no_archive: args.no_archive,
         batch_size: args.batch_size,
         pause: Duration::from_millis(args.pause_ms),
         listing_budget: args.listing_budget,
+    };
+    Ok(CleanConfig {
+        apply: args.apply,
+        clean,
+        archive: args.archive,
+        no_archive: args.no_archive,
+        quiet: args.quiet,
     })
 }
 
 /// A size flag's bytes (see [`whole_bytes`]).
-fn size_flag(flag: &'static str, text: &str) -> Result<u64, ConfigError> {
+///
+/// Errors: [`ConfigError::Size`], naming `flag`.
+pub fn size_flag(flag: &'static str, text: &str) -> Result<u64, ConfigError> {
     whole_bytes(text).map_err(|problem| ConfigError::Size {
         flag,
         value: text.to_string(),
         problem,
     })
 }
-
-/// Most messages whose listings a clean keeps from its count to its walk (about 10 MB of ids);
-/// a larger clean reads each session's listing again as it walks it.
-const MAX_KEPT_IDS: u64 = 100_000;

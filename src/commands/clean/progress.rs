@@ -1,31 +1,42 @@
 //! The progress of a clean on stderr: a bar on a terminal, a line every few seconds otherwise,
-//! nothing with `--json`.
+//! nothing with `--json` or `--quiet` (then the clean is given `pruning_clean::Silent`).
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::report::Report;
 use crate::output;
 
-/// Progress on stderr: a bar on a terminal, a line every 5 s otherwise, nothing for `--json`.
-pub(super) struct Progress {
-    /// What is counted: `messages`, `sessions`, `user messages`.
+/// Progress on stderr, phase by phase: a bar on a terminal, a line every 5 s otherwise.
+pub(super) struct Stderr {
+    /// What the phase counts: `messages`, `sessions`, `user messages`.
     unit: &'static str,
     bar: Option<ProgressBar>,
-    plain: bool,
     total: u64,
-    done: u64,
     started: Instant,
     last_line: Instant,
 }
 
-impl Progress {
-    /// Progress over `total` things called `unit` (nothing shown with `json`).
-    pub(super) fn new(json: bool, total: u64, unit: &'static str) -> Self {
-        let terminal = std::io::stderr().is_terminal();
-        let bar = (!json && terminal).then(|| {
+impl Stderr {
+    pub(super) fn new() -> Self {
+        Self {
+            unit: "messages",
+            bar: None,
+            total: 0,
+            started: Instant::now(),
+            last_line: Instant::now(),
+        }
+    }
+}
+
+impl pruning_clean::Progress for Stderr {
+    fn phase(&mut self, unit: &'static str, total: u64) {
+        self.unit = unit;
+        self.total = total;
+        self.started = Instant::now();
+        self.last_line = Instant::now();
+        self.bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(total);
             let template =
                 format!("{{bar:30}} {{pos}}/{{len}} {unit}  {{msg}}  {{per_sec}}  ETA {{eta}}");
@@ -34,38 +45,27 @@ impl Progress {
             }
             bar
         });
-        Self {
-            unit,
-            bar,
-            plain: !json && !terminal,
-            total,
-            done: 0,
-            started: Instant::now(),
-            last_line: Instant::now(),
-        }
     }
 
-    /// `done` of the total are done; the report says what was freed so far.
-    pub(super) fn update(&mut self, done: u64, report: &Report) {
-        self.done = done.min(self.total);
-        let freed = format!("{} freed", output::bytes(report.freed_bytes()));
+    fn update(&mut self, done: u64, freed: u64) {
+        let done = done.min(self.total);
+        let freed = format!("{} freed", output::bytes(freed));
         if let Some(bar) = &self.bar {
-            bar.set_position(self.done);
+            bar.set_position(done);
             bar.set_message(freed);
-        } else if self.plain && self.last_line.elapsed() >= Duration::from_secs(5) {
+        } else if self.last_line.elapsed() >= Duration::from_secs(5) {
             self.last_line = Instant::now();
-            let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(0.001);
+            let rate = done as f64 / self.started.elapsed().as_secs_f64().max(0.001);
             eprintln!(
-                "{}/{} {unit}, {freed}, {rate:.0} {unit}/s",
-                self.done,
+                "{done}/{} {unit}, {freed}, {rate:.0} {unit}/s",
                 self.total,
                 unit = self.unit
             );
         }
     }
 
-    pub(super) fn finish(&self) {
-        if let Some(bar) = &self.bar {
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
     }

@@ -8,7 +8,7 @@ use pruning_server::{Origin, Password, Workspace, Workspaces};
 
 use crate::cli::duration::{duration_flag, ANY_DURATION};
 use crate::cli::error::ConfigError;
-use crate::commands::clean::{every_session, CleanConfig};
+use crate::commands::clean::size_flag;
 
 /// The environment variable that holds the server's password.
 pub const PASSWORD_VARIABLE: &str = "SESSION_PRUNE_PASSWORD";
@@ -130,8 +130,8 @@ pub const AUTO_CLEAN_BATCH: usize = 16;
 pub struct AutoClean {
     /// Time between runs.
     pub every: Duration,
-    /// The clean each run makes: `clean --all --apply --quiet` with the policy flags.
-    pub clean: CleanConfig,
+    /// The clean each run makes: `clean --all --apply` with the policy flags.
+    pub clean: pruning_clean::Clean,
     /// `--archive-keep`: the age past which archive entries are purged after each run.
     pub archive_keep: Option<Duration>,
 }
@@ -225,54 +225,41 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
     })
 }
 
-/// `--auto-clean` and its policy flags, read as `clean` reads them (`clean::every_session`).
+/// `--auto-clean` and its policy flags, each read as `clean` reads its flag of the same name
+/// (the same parsers, the same defaults: `pruning_clean::Clean::default`).
 fn auto_clean(args: &Args) -> Result<Option<AutoClean>, ConfigError> {
     let Some(every) = &args.auto_clean else {
         return Ok(None);
     };
     let every = duration_flag("--auto-clean", every, AUTO_CLEAN_BOUNDS)?;
-    let mut flags = vec!["--quiet".to_string()];
-    let mut flag = |name: &str, value: Option<String>| {
-        flags.push(name.to_string());
-        flags.extend(value);
-    };
-    if let Some(turns) = args.keep_last_turns {
-        flag("--keep-last-turns", Some(turns.to_string()));
-    }
-    if let Some(age) = &args.older_than {
-        flag("--older-than", Some(age.clone()));
-    }
-    if args.before_compaction {
-        flag("--before-compaction", None);
-    }
-    if let Some(size) = &args.until_live_size {
-        flag("--until-live-size", Some(size.clone()));
-    }
-    if args.diffs {
-        flag("--diffs", None);
-    }
-    if args.migrated_v1 {
-        flag("--migrated-v1", None);
-    }
-    if args.archive {
-        flag("--archive", None);
-    }
-    if args.no_archive {
-        flag("--no-archive", None);
-    }
-    // Small batches: a prune a page asks for waits for the batch in the write turn.
-    let batch = args.auto_clean_batch_size.unwrap_or(AUTO_CLEAN_BATCH);
-    flag("--batch-size", Some(batch.to_string()));
-    if let Some(ms) = args.auto_clean_pause_ms {
-        flag("--pause-ms", Some(ms.to_string()));
-    }
     let archive_keep = match &args.archive_keep {
         None => None,
         Some(age) => Some(duration_flag("--archive-keep", age, ANY_DURATION)?),
     };
+    let mut clean = pruning_clean::Clean {
+        // Small batches: a prune a page asks for waits for the batch in the write turn.
+        batch_size: args.auto_clean_batch_size.unwrap_or(AUTO_CLEAN_BATCH),
+        pause: Duration::from_millis(args.auto_clean_pause_ms.unwrap_or(0)),
+        before_compaction: args.before_compaction,
+        diffs: args.diffs,
+        migrated_v1: args.migrated_v1,
+        ..pruning_clean::Clean::default()
+    };
+    if let Some(turns) = args.keep_last_turns {
+        clean.policy.keep_last_turns = turns;
+    }
+    if let Some(age) = &args.older_than {
+        clean.policy.older_than = Some(duration_flag("--older-than", age, ANY_DURATION)?);
+    }
+    if clean.batch_size == 0 {
+        return Err(ConfigError::BatchSize);
+    }
+    if let Some(size) = &args.until_live_size {
+        clean.until_live_size = Some(size_flag("--until-live-size", size)?);
+    }
     Ok(Some(AutoClean {
         every,
-        clean: every_session(&flags)?,
+        clean,
         archive_keep,
     }))
 }

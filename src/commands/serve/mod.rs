@@ -14,10 +14,8 @@ use pruning_server::{
 };
 use serde_json::json;
 
-mod auto_clean;
 mod config;
 
-use auto_clean::AutoCleanJob;
 pub use config::Args;
 use config::{validate, LogFormat};
 
@@ -67,18 +65,15 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         heartbeat: serve.heartbeat,
         allowed_origins: serve.allowed_origins.clone(),
         // A read-only server would refuse every prune of every run.
-        upkeep: serve
-            .auto_clean
-            .as_ref()
-            .filter(|_| writable)
-            .map(|auto| UpkeepOptions {
+        upkeep: serve.auto_clean.as_ref().filter(|_| writable).map(|auto| {
+            let config = config.clone();
+            UpkeepOptions {
                 every: auto.every,
-                job: Arc::new(AutoCleanJob {
-                    config: config.clone(),
-                    clean: auto.clean.clone(),
-                    archive_keep: auto.archive_keep,
-                }),
-            }),
+                clean: auto.clean.clone(),
+                archive_keep: auto.archive_keep,
+                explain: Arc::new(move |failure: &str| super::diagnose::explain(failure, &config)),
+            }
+        }),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -9,10 +9,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{header, HeaderMap, Method, Request, Response};
 use http_body_util::BodyExt as _;
-use pruning_server::{
-    AppState, Password, ServerOptions, UpkeepCounts, UpkeepJob, UpkeepOptions, Workspace,
-    Workspaces,
-};
+use pruning_server::{AppState, Password, ServerOptions, UpkeepOptions, Workspace, Workspaces};
 use serde_json::Value;
 use tower::ServiceExt as _;
 
@@ -25,20 +22,6 @@ pub struct App {
     /// Declared after the router: dropped last, it waits for the engine calls still running,
     /// which hold the last handles to the engine (and the journal).
     runtime: tokio::runtime::Runtime,
-}
-
-/// The job of [`App::scheduled`]'s schedule, which no test runs.
-struct NeverRun;
-
-impl UpkeepJob for NeverRun {
-    fn run(
-        &self,
-        _: &std::sync::Arc<pruning_engine::Engine<pruning_opencode::OpenCodeStore>>,
-        _: &(dyn Fn(&mut dyn FnMut()) + Sync),
-        _: &std::sync::atomic::AtomicBool,
-    ) -> Result<UpkeepCounts, String> {
-        panic!("the router alone runs no schedule")
-    }
 }
 
 /// A whole answer.
@@ -83,12 +66,14 @@ impl App {
     }
 
     /// [`App::with`] the test workspaces and a schedule of one run an hour (`serve
-    /// --auto-clean 1h`), whose job is never run: the router alone runs no schedule
+    /// --auto-clean 1h`), whose clean is never run: the router alone runs no schedule
     /// (`serve_with` does), so its routes answer from a schedule that stays as it is set.
     pub fn scheduled(fx: &Fixture, password: Option<&str>) -> Self {
         let upkeep = UpkeepOptions {
             every: Duration::from_secs(3600),
-            job: std::sync::Arc::new(NeverRun),
+            clean: pruning_clean::Clean::default(),
+            archive_keep: None,
+            explain: std::sync::Arc::new(|failure: &str| failure.to_string()),
         };
         Self::build(fx, test_workspaces(), password, false, Some(upkeep))
     }

@@ -8,9 +8,6 @@
 //! `role`, V2 row `type`; both generations together, by `time_created`).
 
 pub(crate) mod copies;
-mod session;
-
-pub use session::{plan_session, CleanPlanRequest, PlannedMessage, SessionPlan};
 
 use std::time::Duration;
 

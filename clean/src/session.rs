@@ -1,20 +1,20 @@
 //! The dry run of a clean of one session's technical parts, whole (the compaction of superseded
 //! snapshots a `clean` makes first is not in it: `clean ID --no-compact`): every message the
-//! clean looks at, planned by the clean policy ([`super::plan`]) and checked as its prune would
-//! be, in the order `clean` prunes them. The server's `clean-plan` route answers with it, so
-//! that the page prunes the parts `clean ID` prunes and no rule is written twice
-//! (docs/ARCHITECTURE.md, "Where each rule lives").
+//! clean looks at, planned by the clean policy and predicted by the same dry run a clean's walk
+//! makes ([`crate::walk::predict`]), in the order `clean` prunes them. The server's `clean-plan`
+//! route answers with it, so that the page prunes the parts `clean ID` prunes and no rule is
+//! written twice (docs/ARCHITECTURE.md, "Where each rule lives").
 
 use std::collections::BTreeMap;
 
 use pruning_engine::contract::{check_body_size, check_id};
-use pruning_engine::{
-    BlockedReason, ContractError, DryRun, PruneRequest, Scope, Selection, SessionStore, StoreError,
-};
+use pruning_engine::{BlockedReason, ContractError, PruneRequest, Scope, Selection};
+use pruning_opencode::{CleanPolicy, OpenCodeStore, Planned, SkipReason};
 use serde::{Deserialize, Serialize};
 
-use super::{CleanPolicy, Planned, SkipReason};
-use crate::OpenCodeStore;
+use crate::answer::Answer;
+use crate::error::CleanError;
+use crate::walk::predict;
 
 /// `{sessionID, keepLastTurns?}`: which session's clean to plan, and how many user turns it
 /// keeps (`clean --keep-last-turns`; 2 when left out, as `clean`'s default). The rest of the
@@ -121,7 +121,7 @@ pub struct PlannedMessage {
 /// checks it. The copies a clean also takes (superseded snapshots, diffs) are not in it. Nothing
 /// is written.
 ///
-/// Errors: [`StoreError`] when the database cannot be read.
+/// Errors: [`CleanError`] when the database cannot be read.
 pub fn plan_session(
     store: &OpenCodeStore,
     session_id: &str,
@@ -129,7 +129,7 @@ pub fn plan_session(
     before_compaction: bool,
     scope: &Scope,
     now_ms: i64,
-) -> Result<SessionPlan, StoreError> {
+) -> Result<SessionPlan, CleanError> {
     let listing =
         store.clean_listing_before(session_id, policy.keep_last_turns, before_compaction)?;
     let mut plan = SessionPlan {
@@ -175,20 +175,14 @@ fn check(
     request: PruneRequest,
     every_technical: bool,
     now_ms: i64,
-) -> Result<Option<PlannedMessage>, StoreError> {
-    let (bytes, blocked) = match store.dry_run(&request, now_ms)? {
-        Ok(DryRun::Plan { plan, .. }) => {
-            let freed = store.freed(
-                &request.session_id,
-                &request.message_id,
-                &plan.remove,
-                plan.bytes,
-                false,
-            )?;
-            (freed.total(), None)
-        }
-        Ok(DryRun::AlreadyPruned(_)) => return Ok(None),
-        Err(refusal) => (0, Some(refusal.reason)),
+) -> Result<Option<PlannedMessage>, CleanError> {
+    let (bytes, blocked) = match predict(store, &request, false, now_ms)?.answer {
+        Answer::Removed(removal) => (removal.bytes, None),
+        Answer::Already => return Ok(None),
+        Answer::Refused(refusal) => (0, Some(refusal.reason)),
+        Answer::Blocked(reason) => (0, Some(reason)),
+        // A dry run answers none of these.
+        Answer::Unjournaled(..) | Answer::NotReached | Answer::Failed(_) => (0, None),
     };
     let indexes = match request.selection {
         Selection::Indexes(indexes) => indexes,

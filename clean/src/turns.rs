@@ -1,7 +1,7 @@
 //! How a clean's writes take their turn beside other writers of the same engine: the command
-//! line's clean writes at once; the server's upkeep (`serve --auto-clean`) takes the server's
-//! write turn for each batch and each slice of its give back, so that the prunes requests ask
-//! for go between them (docs/ARCHITECTURE.md, "Upkeep in the server").
+//! line's clean writes at once ([`AtOnce`]); the server's upkeep (`serve --auto-clean`) takes
+//! the server's write turn for each batch and each slice of its give back, so that the prunes
+//! requests ask for go between them (docs/ARCHITECTURE.md, "Upkeep in the server").
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ impl Turns for AtOnce {
 /// left, `stop` is set, or a turn gives back nothing; the turns' figures are added up.
 ///
 /// Errors: the first turn's error (the turns before it stand).
-pub(super) fn give_back(
+pub(crate) fn give_back(
     store: &OpenCodeStore,
     turns: &dyn Turns,
     stop: &AtomicBool,

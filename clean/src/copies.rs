@@ -9,29 +9,30 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pruning_engine::{Compacted, Engine, EngineError, Operation, PruneOutcome, PruneRequest};
+use pruning_engine::{Compacted, Operation, PruneRequest};
 use pruning_opencode::{OpenCodeStore, PlannedCopy};
 
-use super::progress::Progress;
-use super::report::{
+use crate::answer::Answer;
+use crate::error::CleanError;
+use crate::mode::{Batch, Mode};
+use crate::progress::Progress;
+use crate::report::{
     CompactionReport, CopyOutcome, DiffsReport, MigratedReport, Report, ShellReport, UntilLiveSize,
 };
-use super::turns::Turns;
+use crate::turns::Turns;
 
 /// What the phases work with.
-pub(super) struct Copies<'a> {
-    /// The database.
-    pub(super) store: &'a OpenCodeStore,
-    /// The engine, with `--apply`; `None` for a dry run.
-    pub(super) engine: Option<&'a Engine<OpenCodeStore>>,
+pub(crate) struct Copies<'a> {
+    /// A dry run, or an apply through the engine.
+    pub(crate) mode: Mode<'a>,
     /// Where each batch waits for its turn.
-    pub(super) turns: &'a dyn Turns,
-    /// Set by Ctrl-C: stop after the current prune.
-    pub(super) stop: &'a AtomicBool,
+    pub(crate) turns: &'a dyn Turns,
+    /// Set to stop after the current prune.
+    pub(crate) stop: &'a AtomicBool,
     /// Prunes per batch.
-    pub(super) batch_size: usize,
-    /// `--json`: no progress on stderr.
-    pub(super) json: bool,
+    pub(crate) batch_size: usize,
+    /// Where the progress goes.
+    pub(crate) progress: &'a mut dyn Progress,
 }
 
 /// Which prunes of copies a phase counts into.
@@ -42,7 +43,19 @@ enum Phase {
     Shell,
 }
 
-impl Copies<'_> {
+impl<'a> Copies<'a> {
+    fn store(&self) -> &'a OpenCodeStore {
+        self.mode.store()
+    }
+
+    fn batch<T>(&self) -> Batch<'a, T> {
+        Batch::new(self.mode, self.turns, self.stop, self.batch_size)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
     /// Compacts every session of `sessions` (in a dry run: says what compacting would take),
     /// counting into `report` and, with `--until-live-size`, into `until`. A session's
     /// compaction is several requests, one per range of its event log; the report counts
@@ -51,18 +64,29 @@ impl Copies<'_> {
     /// leaves); empty with `--apply`, where the compactions are done before any prune plans.
     ///
     /// Errors: the store's reads.
-    pub(super) fn compact(
-        &self,
+    pub(crate) fn compact(
+        &mut self,
         sessions: &[String],
         report: &mut Report,
         until: &mut Option<UntilLiveSize>,
-    ) -> anyhow::Result<HashSet<String>> {
+    ) -> Result<HashSet<String>, CleanError> {
         let mut compacted = HashSet::new();
-        let mut progress = Progress::new(self.json, sessions.len() as u64, "sessions");
-        let mut batch = Vec::new();
+        self.progress.phase("sessions", sessions.len() as u64);
+        let mut batch = self.batch();
         let mut merged: HashMap<String, Merged> = HashMap::new();
+        // Each answer merged into its session's.
+        let answered = |request: &PruneRequest,
+                        answer: Answer,
+                        report: &mut Report,
+                        merged: &mut HashMap<String, Merged>| {
+            let outcome = CopyOutcome::of(report, answer);
+            merged
+                .entry(request.session_id.clone())
+                .or_default()
+                .answer(outcome);
+        };
         for (done, session_id) in sessions.iter().enumerate() {
-            if self.stop.load(Ordering::SeqCst) {
+            if self.stopped() {
                 count_not_reached(report, Phase::Compaction, sessions.len() - done);
                 break;
             }
@@ -70,62 +94,41 @@ impl Copies<'_> {
             if until.as_ref().is_some_and(UntilLiveSize::reached) {
                 break;
             }
-            match self.store.clean_compaction(session_id)? {
+            match self.store().clean_compaction(session_id)? {
                 PlannedCopy::Prune(requests) => {
-                    let session = merged.entry(session_id.clone()).or_default();
                     for request in requests {
                         if until.as_ref().is_some_and(UntilLiveSize::reached) {
                             break;
                         }
-                        session.asked += 1;
-                        if let Some(outcome) = self.plan(request, &mut batch, until)? {
-                            if let (CopyOutcome::Removed(_, bytes), Some(until)) =
-                                (&outcome, until.as_mut())
-                            {
-                                until.planned(*bytes);
-                            }
-                            session.answer(outcome);
-                        }
+                        merged.entry(session_id.clone()).or_default().asked += 1;
+                        let checked = self.check(&batch, &request, until)?;
+                        batch.offer(request, (), checked, &mut |request, (), answer| {
+                            answered(request, answer, report, &mut merged)
+                        })?;
                     }
+                    let session = merged.entry(session_id.clone()).or_default();
                     session.planned = true;
                     if session.is_whole() && session.removed.is_some() {
                         compacted.insert(session_id.clone());
                     }
                 }
-                PlannedCopy::Nothing => {
-                    count(report, until, Phase::Compaction, CopyOutcome::Nothing)
-                }
+                PlannedCopy::Nothing => count(report, Phase::Compaction, CopyOutcome::Nothing),
                 PlannedCopy::Skipped { reason, .. } => {
                     *compaction(report).skipped.entry(reason).or_default() += 1;
                 }
             }
-            if batch.len() >= self.batch_size {
-                self.apply_compactions(&mut batch, report, &mut merged);
+            if batch.is_full() {
+                batch.apply(&mut |request, (), answer| {
+                    answered(request, answer, report, &mut merged)
+                });
             }
             count_whole(report, &mut merged);
-            progress.update(done as u64 + 1, report);
+            self.progress.update(done as u64 + 1, report.freed_bytes());
         }
-        self.apply_compactions(&mut batch, report, &mut merged);
+        batch.apply(&mut |request, (), answer| answered(request, answer, report, &mut merged));
         count_whole(report, &mut merged);
-        progress.finish();
+        self.progress.finish();
         Ok(compacted)
-    }
-
-    /// Applies a batch of compaction requests ([`Self::apply_batch`]), each answer merged into
-    /// its session's.
-    fn apply_compactions(
-        &self,
-        batch: &mut Vec<PruneRequest>,
-        report: &mut Report,
-        merged: &mut HashMap<String, Merged>,
-    ) {
-        self.apply_batch(batch, &mut |request, result| {
-            let outcome = CopyOutcome::of_answer(report, result);
-            merged
-                .entry(request.session_id.clone())
-                .or_default()
-                .answer(outcome);
-        });
     }
 
     /// Empties the file bodies of the summary diffs of the user messages before the last
@@ -134,18 +137,18 @@ impl Copies<'_> {
     /// what it would take. Counts into `report` and `until`.
     ///
     /// Errors: the store's reads.
-    pub(super) fn empty_diffs(
-        &self,
+    pub(crate) fn empty_diffs(
+        &mut self,
         sessions: &[String],
         policy: &pruning_opencode::CleanPolicy,
         now_ms: i64,
         report: &mut Report,
         until: &mut Option<UntilLiveSize>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), CleanError> {
         let mut candidates: Vec<(String, Vec<String>)> = Vec::with_capacity(sessions.len());
         let mut total = 0u64;
         for session_id in sessions {
-            let ids = self.store.clean_diffs_candidates(
+            let ids = self.store().clean_diffs_candidates(
                 session_id,
                 policy.keep_last_turns,
                 policy.older_than,
@@ -154,16 +157,18 @@ impl Copies<'_> {
             total += ids.len() as u64;
             candidates.push((session_id.clone(), ids));
         }
-        let mut progress = Progress::new(self.json, total, "user messages");
-        let mut batch = Vec::new();
+        self.progress.phase("user messages", total);
+        let mut batch = self.batch();
+        let answered = |_: &PruneRequest, (): (), answer: Answer, report: &mut Report| {
+            let outcome = CopyOutcome::of(report, answer);
+            count(report, Phase::Diffs, outcome);
+        };
         let mut done = 0u64;
-        for (session_id, ids) in &candidates {
+        'sessions: for (session_id, ids) in &candidates {
             for message_id in ids {
-                if self.stop.load(Ordering::SeqCst) {
+                if self.stopped() {
                     count_not_reached(report, Phase::Diffs, (total - done) as usize);
-                    self.apply(&mut batch, report, Phase::Diffs);
-                    progress.finish();
-                    return Ok(());
+                    break 'sessions;
                 }
                 if until.as_ref().is_some_and(UntilLiveSize::reached) {
                     break;
@@ -171,29 +176,28 @@ impl Copies<'_> {
                 done += 1;
                 diffs(report).considered += 1;
                 match self
-                    .store
+                    .store()
                     .clean_diffs(session_id, message_id, policy.include_restored)?
                 {
                     PlannedCopy::Prune(request) => {
-                        if let Some(outcome) = self.plan(request, &mut batch, until)? {
-                            count(report, until, Phase::Diffs, outcome);
-                        }
+                        let checked = self.check(&batch, &request, until)?;
+                        batch.offer(request, (), checked, &mut |request, tag, answer| {
+                            answered(request, tag, answer, report)
+                        })?;
                     }
-                    PlannedCopy::Nothing => {
-                        count(report, until, Phase::Diffs, CopyOutcome::Nothing)
-                    }
+                    PlannedCopy::Nothing => count(report, Phase::Diffs, CopyOutcome::Nothing),
                     PlannedCopy::Skipped { reason, .. } => {
                         *diffs(report).skipped.entry(reason).or_default() += 1;
                     }
                 }
-                if batch.len() >= self.batch_size {
-                    self.apply(&mut batch, report, Phase::Diffs);
+                if batch.is_full() {
+                    batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
                 }
-                progress.update(done, report);
+                self.progress.update(done, report.freed_bytes());
             }
         }
-        self.apply(&mut batch, report, Phase::Diffs);
-        progress.finish();
+        batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
+        self.progress.finish();
         Ok(())
     }
 
@@ -202,16 +206,16 @@ impl Copies<'_> {
     /// `until`.
     ///
     /// Errors: the store's reads.
-    pub(super) fn remove_migrated(
-        &self,
+    pub(crate) fn remove_migrated(
+        &mut self,
         sessions: &[String],
         report: &mut Report,
         until: &mut Option<UntilLiveSize>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), CleanError> {
         let mut planned = Vec::new();
         let mut total = 0u64;
         for session_id in sessions {
-            match self.store.clean_migrated(session_id)? {
+            match self.store().clean_migrated(session_id)? {
                 PlannedCopy::Prune(messages) => {
                     total += messages.len() as u64;
                     planned.push((session_id.clone(), messages));
@@ -222,16 +226,22 @@ impl Copies<'_> {
                 }
             }
         }
-        let mut progress = Progress::new(self.json, total, "1.x messages");
-        let mut batch = Vec::new();
+        self.progress.phase("1.x messages", total);
+        let mut batch = self.batch();
+        let answered = |request: &PruneRequest, (): (), answer: Answer, report: &mut Report| {
+            let outcome = CopyOutcome::of(report, answer);
+            let bytes_by_kind = &mut report.bytes_by_kind;
+            report
+                .migrated_v1
+                .get_or_insert_with(MigratedReport::default)
+                .count(bytes_by_kind, &request.session_id, outcome);
+        };
         let mut done = 0u64;
-        for (session_id, messages) in planned {
+        'sessions: for (_, messages) in planned {
             for message in messages {
-                if self.stop.load(Ordering::SeqCst) {
+                if self.stopped() {
                     migrated(report).not_reached += total - done;
-                    self.apply_migrated(&mut batch, report);
-                    progress.finish();
-                    return Ok(());
+                    break 'sessions;
                 }
                 if until.as_ref().is_some_and(UntilLiveSize::reached) {
                     break;
@@ -239,46 +249,25 @@ impl Copies<'_> {
                 done += 1;
                 match message {
                     PlannedCopy::Prune(request) => {
-                        if let Some(outcome) = self.plan(request, &mut batch, until)? {
-                            if let (CopyOutcome::Removed(_, bytes), Some(until)) =
-                                (&outcome, until.as_mut())
-                            {
-                                until.planned(*bytes);
-                            }
-                            let bytes_by_kind = &mut report.bytes_by_kind;
-                            report
-                                .migrated_v1
-                                .get_or_insert_with(MigratedReport::default)
-                                .count(bytes_by_kind, &session_id, outcome);
-                        }
+                        let checked = self.check(&batch, &request, until)?;
+                        batch.offer(request, (), checked, &mut |request, tag, answer| {
+                            answered(request, tag, answer, report)
+                        })?;
                     }
                     PlannedCopy::Nothing => {}
                     PlannedCopy::Skipped { reason, .. } => {
                         *migrated(report).skipped.entry(reason).or_default() += 1;
                     }
                 }
-                if batch.len() >= self.batch_size {
-                    self.apply_migrated(&mut batch, report);
+                if batch.is_full() {
+                    batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
                 }
-                progress.update(done, report);
+                self.progress.update(done, report.freed_bytes());
             }
         }
-        self.apply_migrated(&mut batch, report);
-        progress.finish();
+        batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
+        self.progress.finish();
         Ok(())
-    }
-
-    /// Applies a batch of removals of migrated rows ([`Self::apply_batch`]), each answer
-    /// counted for its session.
-    fn apply_migrated(&self, batch: &mut Vec<PruneRequest>, report: &mut Report) {
-        self.apply_batch(batch, &mut |request, result| {
-            let outcome = CopyOutcome::of_answer(report, result);
-            let bytes_by_kind = &mut report.bytes_by_kind;
-            report
-                .migrated_v1
-                .get_or_insert_with(MigratedReport::default)
-                .count(bytes_by_kind, &request.session_id, outcome);
-        });
     }
 
     /// Empties the output OpenCode 2's `shell` rows of every session of `sessions` keep (the
@@ -287,19 +276,17 @@ impl Copies<'_> {
     /// what it would take. Counts into `report` and `until`.
     ///
     /// Errors: the store's reads.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn empty_shell_outputs(
-        &self,
+    pub(crate) fn empty_shell_outputs(
+        &mut self,
         sessions: &[String],
-        keep_last_turns: u32,
-        older_than: Option<Duration>,
+        (keep_last_turns, older_than): (u32, Option<Duration>),
         now_ms: i64,
         report: &mut Report,
         until: &mut Option<UntilLiveSize>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), CleanError> {
         let mut planned = Vec::new();
         for session_id in sessions {
-            planned.extend(self.store.clean_shell_outputs(
+            planned.extend(self.store().clean_shell_outputs(
                 session_id,
                 keep_last_turns,
                 older_than,
@@ -307,10 +294,14 @@ impl Copies<'_> {
             )?);
         }
         let total = planned.len() as u64;
-        let mut progress = Progress::new(self.json, total, "shell rows");
-        let mut batch = Vec::new();
+        self.progress.phase("shell rows", total);
+        let mut batch = self.batch();
+        let answered = |_: &PruneRequest, (): (), answer: Answer, report: &mut Report| {
+            let outcome = CopyOutcome::of(report, answer);
+            count(report, Phase::Shell, outcome);
+        };
         for (done, row) in planned.into_iter().enumerate() {
-            if self.stop.load(Ordering::SeqCst) {
+            if self.stopped() {
                 count_not_reached(report, Phase::Shell, (total - done as u64) as usize);
                 break;
             }
@@ -320,83 +311,48 @@ impl Copies<'_> {
             shell(report).considered += 1;
             match row {
                 PlannedCopy::Prune(request) => {
-                    if let Some(outcome) = self.plan(request, &mut batch, until)? {
-                        count(report, until, Phase::Shell, outcome);
-                    }
+                    let checked = self.check(&batch, &request, until)?;
+                    batch.offer(request, (), checked, &mut |request, tag, answer| {
+                        answered(request, tag, answer, report)
+                    })?;
                 }
-                PlannedCopy::Nothing => count(report, until, Phase::Shell, CopyOutcome::Nothing),
+                PlannedCopy::Nothing => count(report, Phase::Shell, CopyOutcome::Nothing),
                 PlannedCopy::Skipped { reason, .. } => {
                     *shell(report).skipped.entry(reason).or_default() += 1;
                 }
             }
-            if batch.len() >= self.batch_size {
-                self.apply(&mut batch, report, Phase::Shell);
+            if batch.is_full() {
+                batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
             }
-            progress.update(done as u64 + 1, report);
+            self.progress.update(done as u64 + 1, report.freed_bytes());
         }
-        self.apply(&mut batch, report, Phase::Shell);
-        progress.finish();
+        batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
+        self.progress.finish();
         Ok(())
     }
 
-    /// One planned prune of a copy: a dry run answers it now with what it would do; with
-    /// `--apply` it joins the batch (answered when the batch is applied), and with
-    /// `--until-live-size` it is checked first as the dry run checks it and counted toward the
-    /// target when it would remove something, so that the dry run stops where the apply does.
+    /// One planned prune of a copy, checked by its dry run where the batch needs it (a dry run's
+    /// answer; with `--until-live-size` the apply's too): what it would remove counts toward the
+    /// target, so that the dry run stops where the apply does.
     ///
-    /// Errors: the store's reads.
-    fn plan(
+    /// Errors: the dry run's reads.
+    fn check<T>(
         &self,
-        request: PruneRequest,
-        batch: &mut Vec<PruneRequest>,
+        batch: &Batch<'_, T>,
+        request: &PruneRequest,
         until: &mut Option<UntilLiveSize>,
-    ) -> anyhow::Result<Option<CopyOutcome>> {
-        if self.engine.is_none() {
-            let found = pruning_engine::dry_run(self.store, &request)?;
-            return Ok(Some(CopyOutcome::of_dry_run(found)));
+    ) -> Result<Option<Answer>, CleanError> {
+        if !batch.checks(until.is_some()) {
+            return Ok(None);
         }
-        if let Some(until) = until.as_mut() {
+        let answer = Answer::of_dry_run(pruning_engine::dry_run(self.store(), request)?);
+        if let (Answer::Removed(removal), Some(until)) = (&answer, until.as_mut()) {
             // Only what would be removed counts toward the target; the apply answers the rest.
-            let found = pruning_engine::dry_run(self.store, &request)?;
-            if let CopyOutcome::Removed(_, bytes) = CopyOutcome::of_dry_run(found) {
-                until.planned(bytes);
+            if removal.operation.is_some() {
+                until.planned(removal.bytes);
             }
         }
-        batch.push(request);
-        Ok(None)
-    }
-
-    /// Applies the batch through the engine's group commit (nothing in a dry run) and counts
-    /// the outcomes (with `--until-live-size` they were counted toward the target when
-    /// planned).
-    fn apply(&self, batch: &mut Vec<PruneRequest>, report: &mut Report, phase: Phase) {
-        self.apply_batch(batch, &mut |_, result| {
-            let outcome = CopyOutcome::of_answer(report, result);
-            count(report, &mut None, phase, outcome);
-        });
-    }
-
-    /// Applies the batch through the engine's group commit, in the clean's turn, handing each
-    /// request's answer to `answered` in order, and empties it; nothing in a dry run.
-    fn apply_batch(
-        &self,
-        batch: &mut Vec<PruneRequest>,
-        answered: &mut dyn FnMut(&PruneRequest, Result<PruneOutcome, EngineError>),
-    ) {
-        let Some(engine) = self.engine else {
-            return;
-        };
-        if batch.is_empty() {
-            return;
-        }
-        let stopped = || self.stop.load(Ordering::SeqCst);
-        let mut results = Vec::new();
-        self.turns
-            .take(&mut || results = engine.prune_many_until(batch, &stopped));
-        for (request, result) in batch.iter().zip(results) {
-            answered(request, result);
-        }
-        batch.clear();
+        Ok(Some(answer))
     }
 }
 
@@ -479,22 +435,15 @@ fn count_whole(report: &mut Report, merged: &mut HashMap<String, Merged>) {
     for id in whole {
         if let Some(session) = merged.remove(&id) {
             for outcome in session.outcomes() {
-                count(report, &mut None, Phase::Compaction, outcome);
+                count(report, Phase::Compaction, outcome);
             }
         }
     }
 }
 
-/// Counts one outcome into its phase's report and, when it removes something, into `until`.
-fn count(
-    report: &mut Report,
-    until: &mut Option<UntilLiveSize>,
-    phase: Phase,
-    outcome: CopyOutcome,
-) {
-    if let (CopyOutcome::Removed(_, bytes), Some(until)) = (&outcome, until.as_mut()) {
-        until.planned(*bytes);
-    }
+/// Counts one outcome into its phase's report (what it counts toward `--until-live-size` was
+/// counted when it was checked).
+fn count(report: &mut Report, phase: Phase, outcome: CopyOutcome) {
     let bytes_by_kind = &mut report.bytes_by_kind;
     match phase {
         Phase::Compaction => report

@@ -1,0 +1,147 @@
+//! The one place a dry run and an apply are told apart: [`Mode`], and the [`Batch`] every phase
+//! hands its planned prunes to. In a dry run the batch answers each prune at once with what its
+//! dry run found; with an apply it queues them and, when the phase says, applies them through
+//! the engine's group commit in the clean's turn. Either way each answer reaches the phase as an
+//! [`Answer`], counted by the same code (docs/ARCHITECTURE.md, "The clean").
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pruning_engine::{Engine, PruneRequest};
+use pruning_opencode::OpenCodeStore;
+
+use crate::answer::Answer;
+use crate::error::CleanError;
+use crate::turns::Turns;
+
+/// How a clean's prunes are answered.
+#[derive(Clone, Copy)]
+pub enum Mode<'a> {
+    /// Only read: each planned prune is checked as it would be made (the fence, the receipt
+    /// lookup, the planner, in a transaction rolled back), and nothing is written.
+    DryRun(&'a OpenCodeStore),
+    /// Applied through the engine's one write path (intent journaled, transaction with its
+    /// receipt, event announced), in batches.
+    Apply(&'a Engine<OpenCodeStore>),
+}
+
+impl<'a> Mode<'a> {
+    /// The database the clean reads.
+    pub fn store(&self) -> &'a OpenCodeStore {
+        match self {
+            Self::DryRun(store) => store,
+            Self::Apply(engine) => engine.store(),
+        }
+    }
+
+    /// Whether the clean writes.
+    pub fn applies(&self) -> bool {
+        matches!(self, Self::Apply(_))
+    }
+}
+
+/// Where a phase hands its planned prunes, each with a tag of the phase's own (what it needs to
+/// count the answer: a session, a share of the bytes); the answers come back with their
+/// request and tag, in the order the prunes were planned.
+pub(crate) struct Batch<'a, T> {
+    mode: Mode<'a>,
+    turns: &'a dyn Turns,
+    stop: &'a AtomicBool,
+    /// Prunes per group commit.
+    size: usize,
+    queued: Vec<PruneRequest>,
+    tags: Vec<T>,
+}
+
+impl<'a, T> Batch<'a, T> {
+    pub(crate) fn new(
+        mode: Mode<'a>,
+        turns: &'a dyn Turns,
+        stop: &'a AtomicBool,
+        size: usize,
+    ) -> Self {
+        Self {
+            mode,
+            turns,
+            stop,
+            size,
+            queued: Vec::new(),
+            tags: Vec::new(),
+        }
+    }
+
+    /// Whether the prunes are applied (else: a dry run).
+    pub(crate) fn applies(&self) -> bool {
+        self.mode.applies()
+    }
+
+    /// Whether a planned prune must be checked by its dry run before it is handed over: always
+    /// in a dry run (the check is its answer), and with an apply when `counting` toward a size
+    /// (only what would commit counts, and the dry run must stop where the apply does).
+    pub(crate) fn checks(&self, counting: bool) -> bool {
+        !self.mode.applies() || counting
+    }
+
+    /// Hands over one planned prune. In a dry run it is answered now, with `checked` (its dry
+    /// run's answer, as the phase counts it) or else its dry run; with an apply it is queued,
+    /// answered when the batch is applied ([`Self::apply`]).
+    ///
+    /// Errors: the dry run's reads.
+    pub(crate) fn offer(
+        &mut self,
+        request: PruneRequest,
+        tag: T,
+        checked: Option<Answer>,
+        answered: &mut dyn FnMut(&PruneRequest, T, Answer),
+    ) -> Result<(), CleanError> {
+        match self.mode {
+            Mode::DryRun(store) => {
+                let answer = match checked {
+                    Some(answer) => answer,
+                    None => Answer::of_dry_run(pruning_engine::dry_run(store, &request)?),
+                };
+                answered(&request, tag, answer);
+            }
+            Mode::Apply(_) => {
+                self.queued.push(request);
+                self.tags.push(tag);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the queue holds a whole batch.
+    pub(crate) fn is_full(&self) -> bool {
+        self.queued.len() >= self.size
+    }
+
+    /// Applies the queued prunes through the engine's group commit, in the clean's turn,
+    /// stopping before the next once the clean is stopped; hands each answer to `answered` in
+    /// order and empties the queue. Nothing in a dry run, whose queue is always empty.
+    pub(crate) fn apply(&mut self, answered: &mut dyn FnMut(&PruneRequest, T, Answer)) {
+        let Mode::Apply(engine) = self.mode else {
+            return;
+        };
+        if self.queued.is_empty() {
+            return;
+        }
+        let stop = self.stop;
+        let stopped = || stop.load(Ordering::SeqCst);
+        let queued = &self.queued;
+        let mut results = Vec::new();
+        self.turns
+            .take(&mut || results = engine.prune_many_until(queued, &stopped));
+        let tags = std::mem::take(&mut self.tags);
+        for ((request, tag), result) in self.queued.iter().zip(tags).zip(results) {
+            answered(request, tag, Answer::of_engine(result));
+        }
+        self.queued.clear();
+    }
+
+    /// Lets go of the queued prunes without applying them (the clean was stopped); how many.
+    pub(crate) fn discard(&mut self) -> usize {
+        let queued = self.queued.len();
+        self.queued.clear();
+        self.tags.clear();
+        queued
+    }
+}
