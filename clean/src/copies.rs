@@ -9,8 +9,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pruning_engine::{Compacted, Operation, PruneRequest};
-use pruning_opencode::{OpenCodeStore, PlannedCopy};
+use pruning_engine::{Compacted, Operation, PruneRequest, StoreError};
+use pruning_opencode::{OpenCodeStore, PlannedCopy, SkipReason};
 
 use crate::answer::Answer;
 use crate::error::CleanError;
@@ -38,9 +38,47 @@ pub(crate) struct Copies<'a> {
 /// Which prunes of copies a phase counts into.
 #[derive(Clone, Copy)]
 enum Phase {
+    /// Each session's superseded snapshots (counted by session).
     Compaction,
+    /// The diffs' file bodies (counted by user message).
     Diffs,
+    /// The migrated 1.x rows (counted by 1.x message).
+    Migrated,
+    /// The output of OpenCode 2's shell (counted by row).
     Shell,
+}
+
+impl Phase {
+    /// What the phase's progress counts.
+    fn unit(self) -> &'static str {
+        match self {
+            Self::Compaction => "sessions",
+            Self::Diffs => "user messages",
+            Self::Migrated => "1.x messages",
+            Self::Shell => "shell rows",
+        }
+    }
+
+    /// Counts one row the phase looked at (the migrated rows count none: their report counts
+    /// what it removed).
+    fn considered(self, report: &mut Report) {
+        match self {
+            Self::Diffs => diffs(report).considered += 1,
+            Self::Shell => shell(report).considered += 1,
+            Self::Compaction | Self::Migrated => {}
+        }
+    }
+
+    /// Counts one row left alone for `reason`.
+    fn skipped(self, report: &mut Report, reason: SkipReason) {
+        let skipped = match self {
+            Self::Compaction => &mut compaction(report).skipped,
+            Self::Diffs => &mut diffs(report).skipped,
+            Self::Migrated => &mut migrated(report).skipped,
+            Self::Shell => &mut shell(report).skipped,
+        };
+        *skipped.entry(reason).or_default() += 1;
+    }
 }
 
 impl<'a> Copies<'a> {
@@ -71,7 +109,8 @@ impl<'a> Copies<'a> {
         until: &mut Option<UntilLiveSize>,
     ) -> Result<HashSet<String>, CleanError> {
         let mut compacted = HashSet::new();
-        self.progress.phase("sessions", sessions.len() as u64);
+        self.progress
+            .phase(Phase::Compaction.unit(), sessions.len() as u64);
         let mut batch = self.batch();
         let mut merged: HashMap<String, Merged> = HashMap::new();
         // Each answer merged into its session's.
@@ -87,7 +126,7 @@ impl<'a> Copies<'a> {
         };
         for (done, session_id) in sessions.iter().enumerate() {
             if self.stopped() {
-                count_not_reached(report, Phase::Compaction, sessions.len() - done);
+                count_not_reached(report, Phase::Compaction, (sessions.len() - done) as u64);
                 break;
             }
             // --until-live-size: the target is reached, nothing more is taken.
@@ -112,9 +151,11 @@ impl<'a> Copies<'a> {
                         compacted.insert(session_id.clone());
                     }
                 }
-                PlannedCopy::Nothing => count(report, Phase::Compaction, CopyOutcome::Nothing),
+                PlannedCopy::Nothing => {
+                    count(report, Phase::Compaction, session_id, CopyOutcome::Nothing)
+                }
                 PlannedCopy::Skipped { reason, .. } => {
-                    *compaction(report).skipped.entry(reason).or_default() += 1;
+                    Phase::Compaction.skipped(report, reason);
                 }
             }
             if batch.is_full() {
@@ -145,8 +186,7 @@ impl<'a> Copies<'a> {
         report: &mut Report,
         until: &mut Option<UntilLiveSize>,
     ) -> Result<(), CleanError> {
-        let mut candidates: Vec<(String, Vec<String>)> = Vec::with_capacity(sessions.len());
-        let mut total = 0u64;
+        let mut candidates = Vec::new();
         for session_id in sessions {
             let ids = self.store().clean_diffs_candidates(
                 session_id,
@@ -154,51 +194,18 @@ impl<'a> Copies<'a> {
                 policy.older_than,
                 now_ms,
             )?;
-            total += ids.len() as u64;
-            candidates.push((session_id.clone(), ids));
+            candidates.extend(ids.into_iter().map(|id| (session_id.clone(), id)));
         }
-        self.progress.phase("user messages", total);
-        let mut batch = self.batch();
-        let answered = |_: &PruneRequest, (): (), answer: Answer, report: &mut Report| {
-            let outcome = CopyOutcome::of(report, answer);
-            count(report, Phase::Diffs, outcome);
-        };
-        let mut done = 0u64;
-        'sessions: for (session_id, ids) in &candidates {
-            for message_id in ids {
-                if self.stopped() {
-                    count_not_reached(report, Phase::Diffs, (total - done) as usize);
-                    break 'sessions;
-                }
-                if until.as_ref().is_some_and(UntilLiveSize::reached) {
-                    break;
-                }
-                done += 1;
-                diffs(report).considered += 1;
-                match self
-                    .store()
-                    .clean_diffs(session_id, message_id, policy.include_restored)?
-                {
-                    PlannedCopy::Prune(request) => {
-                        let checked = self.check(&batch, &request, until)?;
-                        batch.offer(request, (), checked, &mut |request, tag, answer| {
-                            answered(request, tag, answer, report)
-                        })?;
-                    }
-                    PlannedCopy::Nothing => count(report, Phase::Diffs, CopyOutcome::Nothing),
-                    PlannedCopy::Skipped { reason, .. } => {
-                        *diffs(report).skipped.entry(reason).or_default() += 1;
-                    }
-                }
-                if batch.is_full() {
-                    batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
-                }
-                self.progress.update(done, report.freed_bytes());
-            }
-        }
-        batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
-        self.progress.finish();
-        Ok(())
+        let include_restored = policy.include_restored;
+        self.each(
+            Phase::Diffs,
+            candidates,
+            report,
+            until,
+            &mut |store, session_id, message_id| {
+                store.clean_diffs(session_id, &message_id, include_restored)
+            },
+        )
     }
 
     /// Removes the OpenCode 1.x rows of every session of `sessions` that OpenCode 2 migrated,
@@ -213,12 +220,10 @@ impl<'a> Copies<'a> {
         until: &mut Option<UntilLiveSize>,
     ) -> Result<(), CleanError> {
         let mut planned = Vec::new();
-        let mut total = 0u64;
         for session_id in sessions {
             match self.store().clean_migrated(session_id)? {
                 PlannedCopy::Prune(messages) => {
-                    total += messages.len() as u64;
-                    planned.push((session_id.clone(), messages));
+                    planned.extend(messages.into_iter().map(|m| (session_id.clone(), m)));
                 }
                 PlannedCopy::Nothing => {}
                 PlannedCopy::Skipped { reason, .. } => {
@@ -226,48 +231,13 @@ impl<'a> Copies<'a> {
                 }
             }
         }
-        self.progress.phase("1.x messages", total);
-        let mut batch = self.batch();
-        let answered = |request: &PruneRequest, (): (), answer: Answer, report: &mut Report| {
-            let outcome = CopyOutcome::of(report, answer);
-            let bytes_by_kind = &mut report.bytes_by_kind;
-            report
-                .migrated_v1
-                .get_or_insert_with(MigratedReport::default)
-                .count(bytes_by_kind, &request.session_id, outcome);
-        };
-        let mut done = 0u64;
-        'sessions: for (_, messages) in planned {
-            for message in messages {
-                if self.stopped() {
-                    migrated(report).not_reached += total - done;
-                    break 'sessions;
-                }
-                if until.as_ref().is_some_and(UntilLiveSize::reached) {
-                    break;
-                }
-                done += 1;
-                match message {
-                    PlannedCopy::Prune(request) => {
-                        let checked = self.check(&batch, &request, until)?;
-                        batch.offer(request, (), checked, &mut |request, tag, answer| {
-                            answered(request, tag, answer, report)
-                        })?;
-                    }
-                    PlannedCopy::Nothing => {}
-                    PlannedCopy::Skipped { reason, .. } => {
-                        *migrated(report).skipped.entry(reason).or_default() += 1;
-                    }
-                }
-                if batch.is_full() {
-                    batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
-                }
-                self.progress.update(done, report.freed_bytes());
-            }
-        }
-        batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
-        self.progress.finish();
-        Ok(())
+        self.each(
+            Phase::Migrated,
+            planned,
+            report,
+            until,
+            &mut |_, _, message| Ok(message),
+        )
     }
 
     /// Empties the output OpenCode 2's `shell` rows of every session of `sessions` keep (the
@@ -286,47 +256,66 @@ impl<'a> Copies<'a> {
     ) -> Result<(), CleanError> {
         let mut planned = Vec::new();
         for session_id in sessions {
-            planned.extend(self.store().clean_shell_outputs(
+            let rows = self.store().clean_shell_outputs(
                 session_id,
                 keep_last_turns,
                 older_than,
                 now_ms,
-            )?);
+            )?;
+            planned.extend(rows.into_iter().map(|row| (session_id.clone(), row)));
         }
-        let total = planned.len() as u64;
-        self.progress.phase("shell rows", total);
+        self.each(Phase::Shell, planned, report, until, &mut |_, _, row| {
+            Ok(row)
+        })
+    }
+
+    /// The loop of a phase that takes one row at a time (the diffs, the migrated rows, the
+    /// shell output): each of `items` (its session and what `plan` makes of it: a prune, nothing
+    /// to take, or a reason to leave it) in order, until the clean is stopped (the rest counted
+    /// not reached) or the size reached; each prune handed to the batch, each answer counted
+    /// into the phase's report.
+    ///
+    /// Errors: the store's reads.
+    fn each<I>(
+        &mut self,
+        phase: Phase,
+        items: Vec<(String, I)>,
+        report: &mut Report,
+        until: &mut Option<UntilLiveSize>,
+        plan: &mut dyn FnMut(&OpenCodeStore, &str, I) -> Result<PlannedCopy, StoreError>,
+    ) -> Result<(), CleanError> {
+        let total = items.len() as u64;
+        self.progress.phase(phase.unit(), total);
         let mut batch = self.batch();
-        let answered = |_: &PruneRequest, (): (), answer: Answer, report: &mut Report| {
+        let answered = |request: &PruneRequest, answer: Answer, report: &mut Report| {
             let outcome = CopyOutcome::of(report, answer);
-            count(report, Phase::Shell, outcome);
+            count(report, phase, &request.session_id, outcome);
         };
-        for (done, row) in planned.into_iter().enumerate() {
+        for (done, (session_id, item)) in items.into_iter().enumerate() {
             if self.stopped() {
-                count_not_reached(report, Phase::Shell, (total - done as u64) as usize);
+                count_not_reached(report, phase, total - done as u64);
                 break;
             }
             if until.as_ref().is_some_and(UntilLiveSize::reached) {
                 break;
             }
-            shell(report).considered += 1;
-            match row {
+            phase.considered(report);
+            match plan(self.store(), &session_id, item)? {
                 PlannedCopy::Prune(request) => {
                     let checked = self.check(&batch, &request, until)?;
-                    batch.offer(request, (), checked, &mut |request, tag, answer| {
-                        answered(request, tag, answer, report)
+                    batch.offer(request, (), checked, &mut |request, (), answer| {
+                        answered(request, answer, report)
                     })?;
                 }
-                PlannedCopy::Nothing => count(report, Phase::Shell, CopyOutcome::Nothing),
-                PlannedCopy::Skipped { reason, .. } => {
-                    *shell(report).skipped.entry(reason).or_default() += 1;
-                }
+                PlannedCopy::Nothing => count(report, phase, &session_id, CopyOutcome::Nothing),
+                PlannedCopy::Skipped { reason, .. } => phase.skipped(report, reason),
             }
             if batch.is_full() {
-                batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
+                batch.apply(&mut |request, (), answer| answered(request, answer, report));
             }
             self.progress.update(done as u64 + 1, report.freed_bytes());
         }
-        batch.apply(&mut |request, tag, answer| answered(request, tag, answer, report));
+        batch.apply(&mut |request, (), answer| answered(request, answer, report));
         self.progress.finish();
         Ok(())
     }
@@ -435,15 +424,15 @@ fn count_whole(report: &mut Report, merged: &mut HashMap<String, Merged>) {
     for id in whole {
         if let Some(session) = merged.remove(&id) {
             for outcome in session.outcomes() {
-                count(report, Phase::Compaction, outcome);
+                count(report, Phase::Compaction, &id, outcome);
             }
         }
     }
 }
 
-/// Counts one outcome into its phase's report (what it counts toward `--until-live-size` was
-/// counted when it was checked).
-fn count(report: &mut Report, phase: Phase, outcome: CopyOutcome) {
+/// Counts one outcome of session `session_id` into its phase's report (what it counts toward
+/// `--until-live-size` was counted when it was checked).
+fn count(report: &mut Report, phase: Phase, session_id: &str, outcome: CopyOutcome) {
     let bytes_by_kind = &mut report.bytes_by_kind;
     match phase {
         Phase::Compaction => report
@@ -454,6 +443,10 @@ fn count(report: &mut Report, phase: Phase, outcome: CopyOutcome) {
             .diffs
             .get_or_insert_with(DiffsReport::default)
             .count(bytes_by_kind, outcome),
+        Phase::Migrated => report
+            .migrated_v1
+            .get_or_insert_with(MigratedReport::default)
+            .count(bytes_by_kind, session_id, outcome),
         Phase::Shell => report
             .shell_output
             .get_or_insert_with(ShellReport::default)
@@ -462,11 +455,12 @@ fn count(report: &mut Report, phase: Phase, outcome: CopyOutcome) {
 }
 
 /// Counts `n` prunes of the phase as not reached (the clean was interrupted).
-fn count_not_reached(report: &mut Report, phase: Phase, n: usize) {
+fn count_not_reached(report: &mut Report, phase: Phase, n: u64) {
     match phase {
-        Phase::Compaction => compaction(report).not_reached += n as u64,
-        Phase::Diffs => diffs(report).not_reached += n as u64,
-        Phase::Shell => shell(report).not_reached += n as u64,
+        Phase::Compaction => compaction(report).not_reached += n,
+        Phase::Diffs => diffs(report).not_reached += n,
+        Phase::Migrated => migrated(report).not_reached += n,
+        Phase::Shell => shell(report).not_reached += n,
     }
 }
 
