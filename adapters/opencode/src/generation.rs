@@ -14,9 +14,9 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::archive::StoreArchive;
-use super::lock_times::LockTimes;
 use super::migrated::{self, remove::MigratedPlan};
 use super::schema::Schema;
+use super::txn::{WriteTxn, Writer};
 use super::v1::apply::{PlanUse, V1Plan};
 use super::v1::compact::{CompactionPlan, Survey};
 use super::v1::diffs::DiffsPlan;
@@ -111,7 +111,7 @@ pub(crate) fn read(
     }
 }
 
-/// Runs one prune transaction on `conn` (see [`write::in_transaction`] for its refusals and
+/// Runs one prune transaction taken by `writer` (see [`write::in_transaction`] for its refusals and
 /// errors): the generation is decided inside it, then that generation's checks and writes run,
 /// and the receipt is inserted. `limits` are the V1 fence's quiet period and abandoned-run threshold.
 ///
@@ -121,11 +121,9 @@ pub(crate) fn read(
 /// otherwise it is forgotten. With `archive`, the rows the prune removes are archived, durable
 /// before the commit (see `super::archive`). A compaction uses `survey`, the session's
 /// snapshots read before the transaction began (`super::v1::compact`). The write lock's hold
-/// is recorded in `held`.
-#[allow(clippy::too_many_arguments)]
+/// is recorded in the writer's lock times.
 pub(crate) fn apply(
-    conn: &Connection,
-    held: &LockTimes,
+    writer: Writer<'_>,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     command: &PruneCommand<'_>,
@@ -133,10 +131,10 @@ pub(crate) fn apply(
     archive: Option<&mut StoreArchive>,
     survey: Option<&Survey>,
 ) -> Result<Applied, StoreError> {
-    let applied = write::in_transaction(conn, held, || {
-        let schema = schema_of(conn)?;
-        known.refresh(conn)?;
-        prune(conn, &schema, known, command, limits, archive, survey)
+    let applied = write::in_transaction(writer, |txn| {
+        let schema = schema_of(txn.conn())?;
+        known.refresh(txn.conn())?;
+        prune(txn, &schema, known, command, limits, archive, survey)
     });
     if !matches!(applied, Ok(Applied::Pruned { .. })) {
         known.forget();
@@ -144,17 +142,15 @@ pub(crate) fn apply(
     applied
 }
 
-/// Runs the first prunes of `commands` in one group transaction on `conn`
+/// Runs the first prunes of `commands` in one group transaction taken by `writer`
 /// ([`super::group::in_group`]: each under its own savepoint, as many as the write lock's
 /// budget admits), each as [`apply`] runs one alone; one answer per prune taken. A compaction
 /// uses its survey from `surveys` (keyed by intent id), read before the transaction began.
 /// What `known` learnt stays past a prune unless the prune wrote rows and was rolled back to
 /// its savepoint (then it is forgotten before the next prune of the transaction runs), and it is
 /// forgotten after a failed commit or any failure.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply_group(
-    conn: &Connection,
-    held: &LockTimes,
+    writer: Writer<'_>,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     commands: &[PruneCommand<'_>],
@@ -164,13 +160,14 @@ pub(crate) fn apply_group(
 ) -> Vec<Result<Applied, StoreError>> {
     // The prunes whose writes were kept in the transaction: a failed commit undoes them.
     let mut kept: Vec<usize> = Vec::new();
-    let answers = super::group::in_group(conn, held, commands.len(), |index| {
+    let answers = super::group::in_group(writer, commands.len(), |txn, index| {
         let command = &commands[index];
+        let conn = txn.conn();
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
         let changes = conn.total_changes();
         let step = prune(
-            conn,
+            txn,
             &schema,
             known,
             command,
@@ -449,9 +446,10 @@ fn prepare(
     )
 }
 
-/// The work inside the prune transaction: checks, identity, the generation's writes, receipt.
+/// The work inside the prune transaction `txn`: checks, identity, the generation's writes,
+/// receipt.
 fn prune(
-    conn: &Connection,
+    txn: &WriteTxn<'_>,
     schema: &Schema,
     known: &mut Known,
     command: &PruneCommand<'_>,
@@ -459,6 +457,7 @@ fn prune(
     archive: Option<&mut StoreArchive>,
     survey: Option<&Survey>,
 ) -> Result<Step, Failure> {
+    let conn = txn.conn();
     let request = command.request;
     let key = hex::encode(command.request_key);
     let prepared = prepare(
@@ -490,6 +489,7 @@ fn prune(
         Ok(written) => written,
         Err(refusal) => return Ok(Step::Refuse(refusal)),
     };
+    txn.inside_prune();
     // The entry is durable before the receipt is inserted, and so before the commit.
     let archive_hash = match (archive, written.removed_rows.take()) {
         (Some(archive), Some(rows)) => Some(

@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
 use super::audit::receipt_chain::OptionalColumns;
+use super::txn::WriteTxn;
 
 /// Receipt table name.
 pub const RECEIPT_TABLE: &str = "session_prune_receipt";
@@ -281,7 +282,7 @@ pub fn journal_epoch(conn: &Connection) -> rusqlite::Result<u64> {
 /// (`BEGIN IMMEDIATE`: two starts are serialized): `false`, nothing written, when it is on
 /// another epoch by then. The meta table exists: only a database with an identity gets an epoch.
 pub fn set_journal_epoch(conn: &Connection, epoch: u64) -> rusqlite::Result<bool> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let txn = WriteTxn::begin_uncounted(conn)?;
     let moved = journal_epoch(conn).and_then(|now| {
         if now.checked_add(1) != Some(epoch) {
             return Ok(false);
@@ -295,11 +296,11 @@ pub fn set_journal_epoch(conn: &Connection, epoch: u64) -> rusqlite::Result<bool
     });
     match moved {
         Ok(true) => {
-            conn.execute_batch("COMMIT")?;
+            txn.commit().map_err(|failed| failed.error)?;
             Ok(true)
         }
         other => {
-            let _ = conn.execute_batch("ROLLBACK");
+            txn.rollback();
             other
         }
     }
