@@ -217,7 +217,7 @@ pub(crate) fn dry_run(
         request,
         &key,
         limits.at(now_ms),
-        Texts::Skip,
+        Purpose::DryRun,
         survey,
     )?;
     Ok(prepared.map(|planned| {
@@ -245,60 +245,48 @@ pub(crate) fn capture_ahead(
         pruning_engine::request_key(request),
     )?);
     known.refresh(conn)?;
-    let clock = limits.at(now_ms);
-    match request.selection {
-        Selection::SupersededSnapshots(seqs) => {
-            let prepared =
-                v1::compact::prepare(conn, schema, known, request, seqs, &key, clock, survey)?;
-            return match prepared {
-                Prepared::Plan(planned) => {
-                    v1::compact::capture_ahead(conn, &request.session_id, &planned)
-                }
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::Diffs => {
-            return match v1::diffs::prepare(conn, schema, known, request, &key, clock)? {
-                Prepared::Plan(planned) => v1::diffs::capture_ahead(conn, request, &planned),
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::MigratedV1 => {
-            return match migrated::remove::prepare(conn, schema, request, &key)? {
-                Prepared::Plan(_) => migrated::remove::capture_ahead(conn, request).map(Some),
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::ShellOutput => {
-            return match v2::shell::prepare(conn, schema, request, &key, clock)? {
-                Prepared::Plan(_) => v2::apply::capture_row(conn, request).map(Some),
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::Indexes(_) | Selection::AllTechnical => {}
+    let prepared = prepare(
+        conn,
+        schema,
+        known,
+        request,
+        &key,
+        limits.at(now_ms),
+        Purpose::CaptureAhead,
+        survey,
+    )?;
+    match prepared {
+        Prepared::Plan(planned) => planned.capture_ahead(conn, schema, known, request),
+        Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
     }
-    match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
-        Generation::V1 => {
-            match v1::apply::prepare(
-                conn,
-                schema,
-                known,
-                request,
-                &key,
-                clock,
-                Texts::Skip,
-                PlanUse::Peek,
-            )? {
-                Prepared::Plan(planned) => {
-                    v1::apply::capture_ahead(conn, schema, known, request, &planned)
-                }
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            }
+}
+
+/// What the checks before any write ([`prepare`]) run for, which decides how V1 reads a
+/// message's parts and what it does with a prune a clean planned for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// A prune: the part rows' text is kept (its deletes compare it); a planned prune is taken.
+    Prune,
+    /// A dry run: no text kept; a planned prune is taken.
+    DryRun,
+    /// An archive entry written ahead of the prune: no text kept; a planned prune is left for
+    /// the prune.
+    CaptureAhead,
+}
+
+impl Purpose {
+    fn texts(self) -> Texts {
+        match self {
+            Self::Prune => Texts::Keep,
+            Self::DryRun | Self::CaptureAhead => Texts::Skip,
         }
-        Generation::V2 => match v2::apply::prepare(conn, schema, request, &key, clock)? {
-            Prepared::Plan(_) => v2::apply::capture_row(conn, request).map(Some),
-            Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-        },
+    }
+
+    fn plans(self) -> PlanUse {
+        match self {
+            Self::Prune | Self::DryRun => PlanUse::Take,
+            Self::CaptureAhead => PlanUse::Peek,
+        }
     }
 }
 
@@ -369,11 +357,32 @@ impl Planned {
             Self::V2(_) | Self::Shell(_) => v2::apply::STORAGE,
         }
     }
+
+    /// The rows the prune will remove, read inside the caller's read transaction, as its
+    /// archive entry holds them; `None` for a prune a clean planned (left for the prune).
+    fn capture_ahead(
+        &self,
+        conn: &Connection,
+        schema: &Schema,
+        known: &mut Known,
+        request: &PruneRequest,
+    ) -> rusqlite::Result<Option<pruning_archive::ArchivedRows>> {
+        match self {
+            Self::V1(planned) => v1::apply::capture_ahead(conn, schema, known, request, planned),
+            Self::V2(_) | Self::Shell(_) => v2::apply::capture_row(conn, request).map(Some),
+            Self::Diffs(planned) => v1::diffs::capture_ahead(conn, request, planned),
+            Self::Compaction(planned) => {
+                v1::compact::capture_ahead(conn, &request.session_id, planned)
+            }
+            Self::Migrated(_) => migrated::remove::capture_ahead(conn, request).map(Some),
+        }
+    }
 }
 
-/// The checks before any write of the prune's kind and generation (`texts`: whether V1 keeps
-/// the part rows' text; `survey`: what a compaction uses). A diffs prune of a message V2 holds
-/// is `not_deletable`: V2 user messages keep no summary diffs.
+/// The checks before any write of the prune's kind and generation, for `purpose`
+/// ([`Purpose`]; `survey`: what a compaction uses): the one dispatch over the kinds of prune
+/// that a prune, its dry run and its archive entry written ahead share. A diffs prune of a
+/// message V2 holds is `not_deletable`: V2 user messages keep no summary diffs.
 #[allow(clippy::too_many_arguments)]
 fn prepare(
     conn: &Connection,
@@ -382,7 +391,7 @@ fn prepare(
     request: &PruneRequest,
     request_key: &str,
     clock: FenceClock,
-    texts: Texts,
+    purpose: Purpose,
     survey: Option<&Survey>,
 ) -> rusqlite::Result<Prepared<Planned>> {
     match request.selection {
@@ -400,8 +409,11 @@ fn prepare(
             .map(Planned::Compaction));
         }
         Selection::Diffs => {
-            if Generation::of(conn, schema, &request.session_id, &request.message_id)?
-                == Generation::V2
+            // An archive entry written ahead does not look: it always planned the V1 row's
+            // diffs, and the prune's own check refuses it (its entry is then unused).
+            if purpose != Purpose::CaptureAhead
+                && Generation::of(conn, schema, &request.session_id, &request.message_id)?
+                    == Generation::V2
             {
                 return Ok(Prepared::Refuse(Refusal::new(
                     BlockedReason::NotDeletable,
@@ -435,8 +447,8 @@ fn prepare(
                 request,
                 request_key,
                 clock,
-                texts,
-                PlanUse::Take,
+                purpose.texts(),
+                purpose.plans(),
             )?
             .map(Planned::V1),
             Generation::V2 => {
@@ -467,7 +479,7 @@ fn prune(
         request,
         &key,
         limits.at(command.now_ms),
-        Texts::Keep,
+        Purpose::Prune,
         survey,
     )?;
     let planned = match prepared {
