@@ -93,6 +93,11 @@ pub struct OpenCodeStore {
     path: PathBuf,
     options: StoreOptions,
     schema: Mutex<Option<Arc<Schema>>>,
+    /// What the connection learnt of the V1 tables, kept between its transactions: filled by
+    /// the read-only planners (a clean's plan of a message keeps the prune it planned,
+    /// [`Self::remember_planned`]), read by the write path inside its transaction, valid while
+    /// SQLite's `PRAGMA data_version` is unchanged (see [`Known`] for the rule). Reached only
+    /// through [`Self::known`].
     known: Mutex<Known>,
     read_only: bool,
     /// Why this store writes nothing more: the words of the damage a check or a write found
@@ -565,10 +570,13 @@ impl OpenCodeStore {
         self.writable_generation(conn, session_id, message_id).err()
     }
 
-    /// What the connection knows of the V1 tables (`v1::known`), locked for the caller, with
-    /// the snapshots filed under another session's aggregate caught up with the `event` table
-    /// when called outside any transaction (the first call reads the whole table, later ones
-    /// only the rows appended since; none where the schema has no event log).
+    /// What the connection knows of the V1 tables ([`Known`]: valid while SQLite's
+    /// `PRAGMA data_version` is unchanged; filled by the read-only planners, read by the write
+    /// path), locked for the caller, with the snapshots filed under another session's aggregate
+    /// caught up with the `event` table when called outside any transaction (the first call
+    /// reads the whole table, later ones only the rows appended since; none where the schema
+    /// has no event log). A caller inside a transaction calls [`Known::refresh`] before it uses
+    /// what is known.
     ///
     /// Errors: [`StoreError::Storage`].
     pub(crate) fn known(
@@ -581,6 +589,26 @@ impl OpenCodeStore {
             known.foreign.catch_up(conn).map_err(storage)?;
         }
         Ok(known)
+    }
+
+    /// Keeps the prune a clean planned for `message_id` inside the read transaction on `conn`
+    /// (this store's connection, held by the caller) that read the message, for the write path:
+    /// the message's prune at the same `PRAGMA data_version` deletes the planned rows without
+    /// reading and hashing the message again ([`Known::remember_planned`]). Nothing is kept
+    /// when [`Self::known`] fails.
+    ///
+    /// Errors: SQLite's.
+    pub(crate) fn remember_planned(
+        &self,
+        conn: &Connection,
+        schema: &Schema,
+        message_id: &str,
+        planned: super::v1::known::PlannedPrune,
+    ) -> rusqlite::Result<()> {
+        let Ok(mut known) = self.known(conn, schema) else {
+            return Ok(());
+        };
+        known.remember_planned(conn, message_id, planned)
     }
 
     /// The lock of what the connection knows of the V1 tables. A lock a panic poisoned is taken

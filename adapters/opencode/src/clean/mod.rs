@@ -728,11 +728,9 @@ fn remember(
     let Some(part_ids) = part_ids else {
         return Ok(());
     };
-    let Ok(mut known) = store.known(conn, schema) else {
-        return Ok(());
-    };
-    known.remember_planned(
+    store.remember_planned(
         conn,
+        schema,
         &request.message_id,
         PlannedPrune {
             session_id: request.session_id.clone(),
