@@ -358,8 +358,9 @@ impl Planned {
         }
     }
 
-    /// The rows the prune will remove, read inside the caller's read transaction, as its
-    /// archive entry holds them; `None` for a prune a clean planned (left for the prune).
+    /// The rows the prune will remove, read (not removed) inside the caller's read transaction,
+    /// as its archive entry holds them; `None` where a kind's capture finds the rows planned
+    /// not there as planned (the prune will then be a conflict).
     fn capture_ahead(
         &self,
         conn: &Connection,

@@ -25,11 +25,10 @@ pub(crate) const LOCK_BUDGET: Duration = Duration::from_millis(50);
 pub(crate) const COMMIT_RESERVE: Duration = Duration::from_millis(15);
 
 /// Runs `work(txn, i)` for `i` in `0..count`, in order, in one write transaction `txn` taken by
-/// `writer`, each under
-/// its own savepoint, until [`LOCK_BUDGET`] says no more fit, then commits. Returns one answer
-/// per prune taken (at least one when `count > 0`), as [`write::in_transaction`] would give it
-/// alone. A prune whose work does not end in [`Step::Commit`] is rolled back to its savepoint
-/// before the next one runs.
+/// `writer`, each under its own savepoint, until [`LOCK_BUDGET`] says no more fit, then commits.
+/// Returns one answer per prune taken (at least one when `count > 0`), as
+/// [`write::in_transaction`] would give it alone. A prune whose work does not end in
+/// [`Step::Commit`] is rolled back to its savepoint before the next one runs.
 ///
 /// A failure of a prune's work (not a refusal) ends the transaction after that prune: it is
 /// rolled back alone and the prunes before it commit; when SQLite rolled back the whole
@@ -81,7 +80,8 @@ pub(crate) fn in_group(
                 }
             }
             Lost(error) => {
-                // The transaction is rolled back whole after the loop. Worded as any SQL failure of a prune is (`super::sql_errors::classify`).
+                // The transaction is rolled back whole after the loop. Worded as any SQL failure
+                // of a prune is (`super::sql_errors::classify`).
                 let answer = write::answer(Err(Failure::Sql(error)));
                 whole_rolled_back = Some(rolled_back_with(&answer));
                 answers.push(answer);

@@ -1,8 +1,8 @@
-//! The receipt hash chain, owned by the receipts: every receipt row carries its place in the chain (`chain_seq`, 1, 2,
-//! ...) and a hash over its own stored columns and the previous receipt's hash (`chain_hash`),
-//! and the meta table keeps the chain's head. A receipt row deleted or edited after the fact no
+//! The receipt hash chain, owned by the receipts: every receipt row carries its place in the
+//! chain (`chain_seq`, 1, 2, ...) and a hash over its own stored columns and the previous
+//! receipt's hash (`chain_hash`), and the meta table keeps the chain's head. [`extend`] chains
+//! each receipt as `super::insert` inserts it. A receipt row deleted or edited after the fact no
 //! longer fits the chain, which `crate::audit` checks, reading it with this module's functions.
-//! [`extend`] chains each receipt as `super::insert` inserts it.
 //!
 //! `chain_hash` of receipt n is the lowercase hex SHA-256 of the bytes of `chain_hash` of receipt
 //! n - 1 (64 hex characters; nothing for receipt 1) followed by [`link_payload`] of receipt n.
