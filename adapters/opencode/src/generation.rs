@@ -14,9 +14,9 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use super::archive::StoreArchive;
-use super::lock_times::LockTimes;
 use super::migrated::{self, remove::MigratedPlan};
 use super::schema::Schema;
+use super::txn::{WriteTxn, Writer};
 use super::v1::apply::{PlanUse, V1Plan};
 use super::v1::compact::{CompactionPlan, Survey};
 use super::v1::diffs::DiffsPlan;
@@ -111,7 +111,7 @@ pub(crate) fn read(
     }
 }
 
-/// Runs one prune transaction on `conn` (see [`write::in_transaction`] for its refusals and
+/// Runs one prune transaction taken by `writer` (see [`write::in_transaction`] for its refusals and
 /// errors): the generation is decided inside it, then that generation's checks and writes run,
 /// and the receipt is inserted. `limits` are the V1 fence's quiet period and abandoned-run threshold.
 ///
@@ -121,11 +121,9 @@ pub(crate) fn read(
 /// otherwise it is forgotten. With `archive`, the rows the prune removes are archived, durable
 /// before the commit (see `super::archive`). A compaction uses `survey`, the session's
 /// snapshots read before the transaction began (`super::v1::compact`). The write lock's hold
-/// is recorded in `held`.
-#[allow(clippy::too_many_arguments)]
+/// is recorded in the writer's lock times.
 pub(crate) fn apply(
-    conn: &Connection,
-    held: &LockTimes,
+    writer: Writer<'_>,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     command: &PruneCommand<'_>,
@@ -133,10 +131,10 @@ pub(crate) fn apply(
     archive: Option<&mut StoreArchive>,
     survey: Option<&Survey>,
 ) -> Result<Applied, StoreError> {
-    let applied = write::in_transaction(conn, held, || {
-        let schema = schema_of(conn)?;
-        known.refresh(conn)?;
-        prune(conn, &schema, known, command, limits, archive, survey)
+    let applied = write::in_transaction(writer, |txn| {
+        let schema = schema_of(txn.conn())?;
+        known.refresh(txn.conn())?;
+        prune(txn, &schema, known, command, limits, archive, survey)
     });
     if !matches!(applied, Ok(Applied::Pruned { .. })) {
         known.forget();
@@ -144,17 +142,15 @@ pub(crate) fn apply(
     applied
 }
 
-/// Runs the first prunes of `commands` in one group transaction on `conn`
+/// Runs the first prunes of `commands` in one group transaction taken by `writer`
 /// ([`super::group::in_group`]: each under its own savepoint, as many as the write lock's
 /// budget admits), each as [`apply`] runs one alone; one answer per prune taken. A compaction
 /// uses its survey from `surveys` (keyed by intent id), read before the transaction began.
 /// What `known` learnt stays past a prune unless the prune wrote rows and was rolled back to
 /// its savepoint (then it is forgotten before the next prune of the transaction runs), and it is
 /// forgotten after a failed commit or any failure.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply_group(
-    conn: &Connection,
-    held: &LockTimes,
+    writer: Writer<'_>,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<Arc<Schema>>,
     known: &mut Known,
     commands: &[PruneCommand<'_>],
@@ -164,13 +160,14 @@ pub(crate) fn apply_group(
 ) -> Vec<Result<Applied, StoreError>> {
     // The prunes whose writes were kept in the transaction: a failed commit undoes them.
     let mut kept: Vec<usize> = Vec::new();
-    let answers = super::group::in_group(conn, held, commands.len(), |index| {
+    let answers = super::group::in_group(writer, commands.len(), |txn, index| {
         let command = &commands[index];
+        let conn = txn.conn();
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
         let changes = conn.total_changes();
         let step = prune(
-            conn,
+            txn,
             &schema,
             known,
             command,
@@ -220,7 +217,7 @@ pub(crate) fn dry_run(
         request,
         &key,
         limits.at(now_ms),
-        Texts::Skip,
+        Purpose::DryRun,
         survey,
     )?;
     Ok(prepared.map(|planned| {
@@ -248,60 +245,48 @@ pub(crate) fn capture_ahead(
         pruning_engine::request_key(request),
     )?);
     known.refresh(conn)?;
-    let clock = limits.at(now_ms);
-    match request.selection {
-        Selection::SupersededSnapshots(seqs) => {
-            let prepared =
-                v1::compact::prepare(conn, schema, known, request, seqs, &key, clock, survey)?;
-            return match prepared {
-                Prepared::Plan(planned) => {
-                    v1::compact::capture_ahead(conn, &request.session_id, &planned)
-                }
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::Diffs => {
-            return match v1::diffs::prepare(conn, schema, known, request, &key, clock)? {
-                Prepared::Plan(planned) => v1::diffs::capture_ahead(conn, request, &planned),
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::MigratedV1 => {
-            return match migrated::remove::prepare(conn, schema, request, &key)? {
-                Prepared::Plan(_) => migrated::remove::capture_ahead(conn, request).map(Some),
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::ShellOutput => {
-            return match v2::shell::prepare(conn, schema, request, &key, clock)? {
-                Prepared::Plan(_) => v2::apply::capture_row(conn, request).map(Some),
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            };
-        }
-        Selection::Indexes(_) | Selection::AllTechnical => {}
+    let prepared = prepare(
+        conn,
+        schema,
+        known,
+        request,
+        &key,
+        limits.at(now_ms),
+        Purpose::CaptureAhead,
+        survey,
+    )?;
+    match prepared {
+        Prepared::Plan(planned) => planned.capture_ahead(conn, schema, known, request),
+        Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
     }
-    match Generation::of(conn, schema, &request.session_id, &request.message_id)? {
-        Generation::V1 => {
-            match v1::apply::prepare(
-                conn,
-                schema,
-                known,
-                request,
-                &key,
-                clock,
-                Texts::Skip,
-                PlanUse::Peek,
-            )? {
-                Prepared::Plan(planned) => {
-                    v1::apply::capture_ahead(conn, schema, known, request, &planned)
-                }
-                Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-            }
+}
+
+/// What the checks before any write ([`prepare`]) run for, which decides how V1 reads a
+/// message's parts and what it does with a prune a clean planned for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// A prune: the part rows' text is kept (its deletes compare it); a planned prune is taken.
+    Prune,
+    /// A dry run: no text kept; a planned prune is taken.
+    DryRun,
+    /// An archive entry written ahead of the prune: no text kept; a planned prune is left for
+    /// the prune.
+    CaptureAhead,
+}
+
+impl Purpose {
+    fn texts(self) -> Texts {
+        match self {
+            Self::Prune => Texts::Keep,
+            Self::DryRun | Self::CaptureAhead => Texts::Skip,
         }
-        Generation::V2 => match v2::apply::prepare(conn, schema, request, &key, clock)? {
-            Prepared::Plan(_) => v2::apply::capture_row(conn, request).map(Some),
-            Prepared::Refuse(_) | Prepared::Replayed(_) => Ok(None),
-        },
+    }
+
+    fn plans(self) -> PlanUse {
+        match self {
+            Self::Prune | Self::DryRun => PlanUse::Take,
+            Self::CaptureAhead => PlanUse::Peek,
+        }
     }
 }
 
@@ -372,11 +357,33 @@ impl Planned {
             Self::V2(_) | Self::Shell(_) => v2::apply::STORAGE,
         }
     }
+
+    /// The rows the prune will remove, read (not removed) inside the caller's read transaction,
+    /// as its archive entry holds them; `None` where a kind's capture finds the rows planned
+    /// not there as planned (the prune will then be a conflict).
+    fn capture_ahead(
+        &self,
+        conn: &Connection,
+        schema: &Schema,
+        known: &mut Known,
+        request: &PruneRequest,
+    ) -> rusqlite::Result<Option<pruning_archive::ArchivedRows>> {
+        match self {
+            Self::V1(planned) => v1::apply::capture_ahead(conn, schema, known, request, planned),
+            Self::V2(_) | Self::Shell(_) => v2::apply::capture_row(conn, request).map(Some),
+            Self::Diffs(planned) => v1::diffs::capture_ahead(conn, request, planned),
+            Self::Compaction(planned) => {
+                v1::compact::capture_ahead(conn, &request.session_id, planned)
+            }
+            Self::Migrated(_) => migrated::remove::capture_ahead(conn, request).map(Some),
+        }
+    }
 }
 
-/// The checks before any write of the prune's kind and generation (`texts`: whether V1 keeps
-/// the part rows' text; `survey`: what a compaction uses). A diffs prune of a message V2 holds
-/// is `not_deletable`: V2 user messages keep no summary diffs.
+/// The checks before any write of the prune's kind and generation, for `purpose`
+/// ([`Purpose`]; `survey`: what a compaction uses): the one dispatch over the kinds of prune
+/// that a prune, its dry run and its archive entry written ahead share. A diffs prune of a
+/// message V2 holds is `not_deletable`: V2 user messages keep no summary diffs.
 #[allow(clippy::too_many_arguments)]
 fn prepare(
     conn: &Connection,
@@ -385,7 +392,7 @@ fn prepare(
     request: &PruneRequest,
     request_key: &str,
     clock: FenceClock,
-    texts: Texts,
+    purpose: Purpose,
     survey: Option<&Survey>,
 ) -> rusqlite::Result<Prepared<Planned>> {
     match request.selection {
@@ -403,8 +410,11 @@ fn prepare(
             .map(Planned::Compaction));
         }
         Selection::Diffs => {
-            if Generation::of(conn, schema, &request.session_id, &request.message_id)?
-                == Generation::V2
+            // An archive entry written ahead does not look: it always planned the V1 row's
+            // diffs, and the prune's own check refuses it (its entry is then unused).
+            if purpose != Purpose::CaptureAhead
+                && Generation::of(conn, schema, &request.session_id, &request.message_id)?
+                    == Generation::V2
             {
                 return Ok(Prepared::Refuse(Refusal::new(
                     BlockedReason::NotDeletable,
@@ -438,8 +448,8 @@ fn prepare(
                 request,
                 request_key,
                 clock,
-                texts,
-                PlanUse::Take,
+                purpose.texts(),
+                purpose.plans(),
             )?
             .map(Planned::V1),
             Generation::V2 => {
@@ -449,9 +459,10 @@ fn prepare(
     )
 }
 
-/// The work inside the prune transaction: checks, identity, the generation's writes, receipt.
+/// The work inside the prune transaction `txn`: checks, identity, the generation's writes,
+/// receipt.
 fn prune(
-    conn: &Connection,
+    txn: &WriteTxn<'_>,
     schema: &Schema,
     known: &mut Known,
     command: &PruneCommand<'_>,
@@ -459,6 +470,7 @@ fn prune(
     archive: Option<&mut StoreArchive>,
     survey: Option<&Survey>,
 ) -> Result<Step, Failure> {
+    let conn = txn.conn();
     let request = command.request;
     let key = hex::encode(command.request_key);
     let prepared = prepare(
@@ -468,7 +480,7 @@ fn prune(
         request,
         &key,
         limits.at(command.now_ms),
-        Texts::Keep,
+        Purpose::Prune,
         survey,
     )?;
     let planned = match prepared {
@@ -490,6 +502,7 @@ fn prune(
         Ok(written) => written,
         Err(refusal) => return Ok(Step::Refuse(refusal)),
     };
+    txn.inside_prune();
     // The entry is durable before the receipt is inserted, and so before the commit.
     let archive_hash = match (archive, written.removed_rows.take()) {
         (Some(archive), Some(rows)) => Some(

@@ -12,10 +12,8 @@
 use std::time::{Duration, Instant};
 
 use pruning_engine::{Applied, StoreError};
-use rusqlite::Connection;
 
-use super::cached;
-use super::lock_times::LockTimes;
+use super::txn::{WriteTxn, Writer};
 use super::write::{self, Failure, Step};
 
 /// The longest a group transaction holds SQLite's write lock: 1 % of OpenCode's
@@ -26,30 +24,31 @@ pub(crate) const LOCK_BUDGET: Duration = Duration::from_millis(50);
 /// WAL).
 pub(crate) const COMMIT_RESERVE: Duration = Duration::from_millis(15);
 
-/// Runs `work(i)` for `i` in `0..count`, in order, in one write transaction on `conn`, each under
-/// its own savepoint, until [`LOCK_BUDGET`] says no more fit, then commits. Returns one answer
-/// per prune taken (at least one when `count > 0`), as [`write::in_transaction`] would give it
-/// alone. A prune whose work does not end in [`Step::Commit`] is rolled back to its savepoint
-/// before the next one runs.
+/// Runs `work(txn, i)` for `i` in `0..count`, in order, in one write transaction `txn` taken by
+/// `writer`, each under its own savepoint, until [`LOCK_BUDGET`] says no more fit, then commits.
+/// Returns one answer per prune taken (at least one when `count > 0`), as
+/// [`write::in_transaction`] would give it alone. A prune whose work does not end in
+/// [`Step::Commit`] is rolled back to its savepoint before the next one runs.
 ///
 /// A failure of a prune's work (not a refusal) ends the transaction after that prune: it is
 /// rolled back alone and the prunes before it commit; when SQLite rolled back the whole
 /// transaction (a full disk, an I/O error), every prune of it that wrote answers the failure
 /// too, nothing of it written. A failed `COMMIT` is every writing prune's
-/// ([`write::CommitFailed`]). How long the lock was held is recorded in `held`.
+/// ([`write::CommitFailed`]). A panic unwinding out of `work` rolls the whole transaction back
+/// (its guard is dropped). How long the lock was held is recorded in the writer's lock times.
 pub(crate) fn in_group(
-    conn: &Connection,
-    held: &LockTimes,
+    writer: Writer<'_>,
     count: usize,
-    mut work: impl FnMut(usize) -> Result<Step, Failure>,
+    mut work: impl FnMut(&WriteTxn<'_>, usize) -> Result<Step, Failure>,
 ) -> Vec<Result<Applied, StoreError>> {
     if count == 0 {
         return Vec::new();
     }
-    let lock = match write::begin(conn, held) {
-        Ok(lock) => lock,
+    let txn = match write::begin(writer) {
+        Ok(txn) => txn,
         Err(refused) => return vec![refused],
     };
+    let conn = txn.conn();
     let began = Instant::now();
     let mut answers: Vec<Result<Applied, StoreError>> = Vec::with_capacity(count);
     // Which answers are of prunes whose writes stand in the transaction.
@@ -61,7 +60,7 @@ pub(crate) fn in_group(
             break;
         }
         let started = Instant::now();
-        let outcome = savepoint(conn, &mut work, index);
+        let outcome = savepoint(&txn, &mut work, index);
         slowest = slowest.max(started.elapsed());
         match outcome {
             Kept(step) => {
@@ -81,10 +80,8 @@ pub(crate) fn in_group(
                 }
             }
             Lost(error) => {
-                if !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-                // Worded as any SQL failure of a prune is (`super::sql_errors::classify`).
+                // The transaction is rolled back whole after the loop. Worded as any SQL failure
+                // of a prune is (`super::sql_errors::classify`).
                 let answer = write::answer(Err(Failure::Sql(error)));
                 whole_rolled_back = Some(rolled_back_with(&answer));
                 answers.push(answer);
@@ -95,6 +92,7 @@ pub(crate) fn in_group(
     }
     let writes = wrote.iter().any(|&w| w);
     if let Some(detail) = whole_rolled_back {
+        txn.rollback();
         for (answer, _) in answers.iter_mut().zip(&wrote).filter(|(_, &w)| w) {
             *answer = Err(StoreError::Storage(
                 format!("rolled back with the prune after it in the same transaction: {detail}")
@@ -102,15 +100,14 @@ pub(crate) fn in_group(
             ));
         }
     } else if writes {
-        if let Err(failed) = write::commit(conn) {
+        if let Err(failed) = write::commit(txn) {
             for (answer, _) in answers.iter_mut().zip(&wrote).filter(|(_, &w)| w) {
                 *answer = failed.answer();
             }
         }
-    } else if !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
+    } else {
+        txn.rollback();
     }
-    held.record(lock);
     answers
 }
 
@@ -126,31 +123,29 @@ enum Savepoint {
 }
 use Savepoint::{Kept, Lost, Undone};
 
-/// Runs `work(index)` under a savepoint and releases or rolls it back.
+/// Runs `work(txn, index)` under a savepoint and releases or rolls it back.
 fn savepoint(
-    conn: &Connection,
-    work: &mut impl FnMut(usize) -> Result<Step, Failure>,
+    txn: &WriteTxn<'_>,
+    work: &mut impl FnMut(&WriteTxn<'_>, usize) -> Result<Step, Failure>,
     index: usize,
 ) -> Savepoint {
-    if let Err(error) = cached::execute(conn, "SAVEPOINT prune", []) {
+    if let Err(error) = txn.savepoint() {
         return Lost(error);
     }
-    let outcome = match work(index) {
+    let outcome = match work(txn, index) {
         Ok(Step::Commit(receipt)) => {
-            return match cached::execute(conn, "RELEASE prune", []) {
+            return match txn.release_savepoint() {
                 Ok(_) => Kept(Step::Commit(receipt)),
                 Err(error) => Lost(error),
             };
         }
         other => other,
     };
-    if conn.is_autocommit() {
+    if !txn.is_open() {
         // SQLite rolled back the whole transaction (and with it the savepoint).
         return Undone(outcome);
     }
-    match cached::execute(conn, "ROLLBACK TO prune", [])
-        .and_then(|_| cached::execute(conn, "RELEASE prune", []))
-    {
+    match txn.undo_savepoint() {
         Ok(_) => Undone(outcome),
         Err(error) => Lost(error),
     }
@@ -169,7 +164,10 @@ fn rolled_back_with(answer: &Result<Applied, StoreError>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock_times::LockTimes;
+    use crate::txn::behind;
     use pruning_engine::{BlockedReason, Receipt, Refusal};
+    use rusqlite::Connection;
     use uuid::Uuid;
 
     /// A database file on disk, in WAL mode as OpenCode keeps it, with one table of rows.
@@ -236,7 +234,9 @@ mod tests {
     fn a_refusal_after_writing_rolls_back_that_prune_alone() {
         let (_dir, conn) = database();
         let held = LockTimes::default();
-        let answers = in_group(&conn, &held, 5, |n| write_row(&conn, n, n == 2));
+        let answers = in_group(Writer::new(&conn, &held), 5, |_, n| {
+            write_row(&conn, n, n == 2)
+        });
         assert_eq!(answers.len(), 5);
         assert!(answers
             .iter()
@@ -254,7 +254,7 @@ mod tests {
     fn a_failure_ends_the_group_after_the_prunes_before_it_commit() {
         let (_dir, conn) = database();
         let held = LockTimes::default();
-        let answers = in_group(&conn, &held, 5, |n| {
+        let answers = in_group(Writer::new(&conn, &held), 5, |_, n| {
             if n == 3 {
                 conn.execute("INSERT INTO row (n) VALUES (3)", [])?;
                 conn.execute("INSERT INTO no_such_table VALUES (1)", [])?;
@@ -278,9 +278,9 @@ mod tests {
         let (_dir, conn) = database();
         let held = LockTimes::default();
         // As SQLite does on a full disk or an I/O error: the whole transaction rolled back.
-        let answers = in_group(&conn, &held, 4, |n| {
+        let answers = in_group(Writer::new(&conn, &held), 4, |_, n| {
             if n == 2 {
-                conn.execute_batch("ROLLBACK")?;
+                behind::roll_back(&conn)?;
                 return Err(Failure::Store(StoreError::Storage("disk full".into())));
             }
             write_row(&conn, n, false)
@@ -296,10 +296,10 @@ mod tests {
     fn a_savepoint_that_cannot_be_released_undoes_the_whole_transaction_in_words() {
         let (_dir, conn) = database();
         let held = LockTimes::default();
-        let answers = in_group(&conn, &held, 4, |n| {
+        let answers = in_group(Writer::new(&conn, &held), 4, |_, n| {
             if n == 1 {
                 // The savepoint gone under the group: its RELEASE fails.
-                conn.execute_batch("RELEASE prune")?;
+                behind::release_savepoint(&conn)?;
             }
             write_row(&conn, n, false)
         });
@@ -328,7 +328,7 @@ mod tests {
         let (_dir, conn) = database();
         let held = LockTimes::default();
         let slow = LOCK_BUDGET / 4;
-        let answers = in_group(&conn, &held, 100, |n| {
+        let answers = in_group(Writer::new(&conn, &held), 100, |_, n| {
             std::thread::sleep(slow);
             write_row(&conn, n, false)
         });
@@ -339,7 +339,7 @@ mod tests {
         assert!(answers.iter().all(pruned));
         assert_eq!(rows(&conn).len(), answers.len());
         // The first prune always joins, however slow.
-        let answers = in_group(&conn, &held, 3, |n| {
+        let answers = in_group(Writer::new(&conn, &held), 3, |_, n| {
             std::thread::sleep(LOCK_BUDGET);
             write_row(&conn, 10 + n, false)
         });
@@ -352,14 +352,20 @@ mod tests {
         let held = LockTimes::default();
         // Another connection holding the write lock: BEGIN IMMEDIATE is refused at once.
         let other = Connection::open(dir.path().join("group.db")).unwrap();
-        other.execute_batch("BEGIN IMMEDIATE").unwrap();
-        let answers = in_group(&conn, &held, 3, |n| write_row(&conn, n, false));
+        let other_held = LockTimes::default();
+        let other_lock = WriteTxn::begin(&other, &other_held).unwrap();
+        let answers = in_group(Writer::new(&conn, &held), 3, |_, n| {
+            write_row(&conn, n, false)
+        });
         assert_eq!(answers.len(), 1);
         assert!(
             matches!(&answers[0], Ok(Applied::Refused(r)) if r.reason == BlockedReason::MaintenanceRequired)
         );
-        other.execute_batch("ROLLBACK").unwrap();
+        other_lock.rollback();
         assert!(rows(&conn).is_empty());
-        assert!(in_group(&conn, &held, 0, |n| write_row(&conn, n, false)).is_empty());
+        assert!(in_group(Writer::new(&conn, &held), 0, |_, n| write_row(
+            &conn, n, false
+        ))
+        .is_empty());
     }
 }

@@ -38,6 +38,7 @@ mod sql_functions;
 mod standing;
 mod stats;
 mod store;
+mod txn;
 mod v1;
 mod v2;
 mod vacuum;

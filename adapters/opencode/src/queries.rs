@@ -11,6 +11,7 @@ use super::clean::copies::PlannedCopy;
 use super::clean::{self, copies};
 use super::clean::{CleanPolicy, Freed, Listing, Planned};
 use super::sessions::{MessageSummary, SessionSummary};
+use super::txn::ReadTxn;
 use super::vacuum::{Needs, VacuumError};
 use super::{sessions, spill, vacuum, OpenCodeStore};
 
@@ -108,9 +109,9 @@ impl OpenCodeStore {
             conn.execute_batch("PRAGMA mmap_size = 0")
                 .map_err(storage)?;
         }
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         let result = overview::read(&conn, self.path(), top, exactness, &|_| true);
-        let _ = conn.execute_batch("ROLLBACK");
+        txn.rollback();
         if exactness == Exactness::Estimated && mapped > 0 {
             conn.execute_batch(&format!("PRAGMA mmap_size = {mapped}"))
                 .map_err(storage)?;

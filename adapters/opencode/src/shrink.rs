@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::group::LOCK_BUDGET;
 use super::lock_times::{Held, LockTimes};
+use super::txn::WriteTxn;
 
 /// A file's `auto_vacuum` mode (`PRAGMA auto_vacuum`: 0, 1 or 2).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -175,13 +176,11 @@ enum Step {
 
 /// One write transaction giving back up to `pages` pages.
 fn step(conn: &Connection, held: &LockTimes, pages: u64) -> rusqlite::Result<Step> {
-    held.rest_if_due();
-    match conn.execute_batch("BEGIN IMMEDIATE") {
-        Ok(()) => {}
+    let txn = match WriteTxn::begin(conn, held) {
+        Ok(txn) => txn,
         Err(error) if is_busy(&error) => return Ok(Step::Busy),
         Err(error) => return Err(error),
-    }
-    let lock = Held::began();
+    };
     // SQLite moves one page per step of the statement: it is stepped to its end.
     let moved = conn
         .prepare(&format!("PRAGMA incremental_vacuum({pages})"))
@@ -190,17 +189,16 @@ fn step(conn: &Connection, held: &LockTimes, pages: u64) -> rusqlite::Result<Ste
             while rows.next()?.is_some() {}
             Ok(())
         });
-    let ended = match moved {
-        Ok(()) => conn.execute_batch("COMMIT"),
-        Err(error) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(error)
-        }
-    };
     // The hold ends when the commit released the lock (the store's WAL hook marks it): the
     // checkpoint the hook may run after it holds no lock, and is neither counted nor paced.
-    let took = held.record(lock);
-    ended.map(|()| Step::Took(took))
+    let took = match moved {
+        Ok(()) => txn.commit().map_err(|failed| failed.error)?,
+        Err(error) => {
+            txn.rollback();
+            return Err(error);
+        }
+    };
+    Ok(Step::Took(took))
 }
 
 /// The pages of the next step, from the last one's `pages` and hold: as many as fit in

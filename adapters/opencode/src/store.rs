@@ -33,6 +33,7 @@ use super::schema::soundness;
 use super::schema::{self, Schema};
 use super::shrink::{give_back, AutoVacuum, GivenBack};
 use super::sql_errors::{classify, sql_refusal};
+use super::txn::{ReadTxn, WriteTxn, Writer};
 use super::v1::compact::Survey;
 use super::v1::fence::FenceLimits;
 use super::v1::known::Known;
@@ -92,6 +93,11 @@ pub struct OpenCodeStore {
     path: PathBuf,
     options: StoreOptions,
     schema: Mutex<Option<Arc<Schema>>>,
+    /// What the connection learnt of the V1 tables, kept between its transactions: filled by
+    /// the read-only planners (a clean's plan of a message keeps the prune it planned,
+    /// [`Self::remember_planned`]), read by the write path inside its transaction, valid while
+    /// SQLite's `PRAGMA data_version` is unchanged (see [`Known`] for the rule). Reached only
+    /// through [`Self::known`].
     known: Mutex<Known>,
     read_only: bool,
     /// Why this store writes nothing more: the words of the damage a check or a write found
@@ -111,6 +117,10 @@ pub struct OpenCodeStore {
     /// Group transactions (`super::group`): how many prunes the last one took, and the
     /// surveys of compactions read ahead of one that it did not reach, by intent id.
     groups: Mutex<GroupsAhead>,
+    /// Test seam, in the crate's own tests only: called by each prune inside its write
+    /// transaction after its row writes ([`super::txn::WriteTxn::inside_prune`]).
+    #[cfg(test)]
+    inside_prune: Mutex<Option<fn()>>,
 }
 
 /// What a store's group transactions keep between them ([`SessionStore::apply_group`]).
@@ -461,6 +471,8 @@ impl OpenCodeStore {
             archive: Mutex::new(None),
             lock_times,
             groups: Mutex::new(GroupsAhead::default()),
+            #[cfg(test)]
+            inside_prune: Mutex::new(None),
         })
     }
 
@@ -558,10 +570,13 @@ impl OpenCodeStore {
         self.writable_generation(conn, session_id, message_id).err()
     }
 
-    /// What the connection knows of the V1 tables (`v1::known`), locked for the caller, with
-    /// the snapshots filed under another session's aggregate caught up with the `event` table
-    /// when called outside any transaction (the first call reads the whole table, later ones
-    /// only the rows appended since; none where the schema has no event log).
+    /// What the connection knows of the V1 tables ([`Known`]: valid while SQLite's
+    /// `PRAGMA data_version` is unchanged; filled by the read-only planners, read by the write
+    /// path), locked for the caller, with the snapshots filed under another session's aggregate
+    /// caught up with the `event` table when called outside any transaction (the first call
+    /// reads the whole table, later ones only the rows appended since; none where the schema
+    /// has no event log). A caller inside a transaction calls [`Known::refresh`] before it uses
+    /// what is known.
     ///
     /// Errors: [`StoreError::Storage`].
     pub(crate) fn known(
@@ -569,14 +584,44 @@ impl OpenCodeStore {
         conn: &Connection,
         schema: &Schema,
     ) -> Result<MutexGuard<'_, Known>, StoreError> {
-        let mut known = self
-            .known
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut known = self.known_slot();
         if schema.has_events() && conn.is_autocommit() {
             known.foreign.catch_up(conn).map_err(storage)?;
         }
         Ok(known)
+    }
+
+    /// Keeps the prune a clean planned for `message_id` inside the read transaction on `conn`
+    /// (this store's connection, held by the caller) that read the message, for the write path:
+    /// the message's prune at the same `PRAGMA data_version` deletes the planned rows without
+    /// reading and hashing the message again ([`Known::remember_planned`]). Nothing is kept
+    /// when [`Self::known`] fails.
+    ///
+    /// Errors: SQLite's.
+    pub(crate) fn remember_planned(
+        &self,
+        conn: &Connection,
+        schema: &Schema,
+        message_id: &str,
+        planned: super::v1::known::PlannedPrune,
+    ) -> rusqlite::Result<()> {
+        let Ok(mut known) = self.known(conn, schema) else {
+            return Ok(());
+        };
+        known.remember_planned(conn, message_id, planned)
+    }
+
+    /// The lock of what the connection knows of the V1 tables. A lock a panic poisoned is taken
+    /// over with all it learnt forgotten ([`Known::forget`], as after any transaction that
+    /// wrote and rolled back: the panic's transaction was rolled back by its guard,
+    /// `super::txn`).
+    fn known_slot(&self) -> MutexGuard<'_, Known> {
+        self.known.lock().unwrap_or_else(|poisoned| {
+            let mut known = poisoned.into_inner();
+            known.forget();
+            self.known.clear_poison();
+            known
+        })
     }
 
     /// OpenCode's projects and workspaces with their directories, ordered by id (see
@@ -676,7 +721,7 @@ impl OpenCodeStore {
         let conn = self.connection();
         let mut held = self.archive_slot();
         // The receipts and the archive as of one snapshot.
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         let purged = super::archive::retention::purge(
             &conn,
             &self.path,
@@ -685,7 +730,7 @@ impl OpenCodeStore {
             now_ms,
             dry_run,
         );
-        let _ = conn.execute_batch("COMMIT");
+        txn.end();
         purged
     }
 
@@ -733,8 +778,7 @@ impl OpenCodeStore {
             limits: self.fence_limits(),
         };
         restore::in_transaction(
-            conn,
-            &self.lock_times,
+            self.writer(conn),
             |conn| self.schema_of(conn),
             &mut known,
             &source,
@@ -800,6 +844,31 @@ impl OpenCodeStore {
         self.conn
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The write path's handle on `conn` (this store's connection, held by the caller): it
+    /// begins the write transactions and records their holds in this store's lock times.
+    fn writer<'c>(&'c self, conn: &'c Connection) -> Writer<'c> {
+        let writer = Writer::new(conn, &self.lock_times);
+        #[cfg(test)]
+        let writer = writer.with_inside_prune(
+            *self
+                .inside_prune
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        writer
+    }
+
+    /// Test seam, in the crate's own tests only: `hook` is called by each prune of this store
+    /// inside its write transaction after its row writes, before its receipt; `None` removes
+    /// it.
+    #[cfg(test)]
+    pub(crate) fn set_inside_prune(&self, hook: Option<fn()>) {
+        *self
+            .inside_prune
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = hook;
     }
 
     /// The options the store was opened with (its fence's quiet period, ...).
@@ -924,9 +993,9 @@ fn survey_for(
     if !matches!(request.selection, Selection::SupersededSnapshots(_)) || !schema.has_events() {
         return Ok(None);
     }
-    conn.execute_batch("BEGIN")?;
+    let txn = ReadTxn::begin(conn)?;
     let survey = known.survey(conn, &request.session_id);
-    let _ = conn.execute_batch("COMMIT");
+    txn.end();
     survey.map(Some)
 }
 
@@ -945,8 +1014,7 @@ impl OpenCodeStore {
         };
         let mut archive = self.archive_slot();
         generation::apply(
-            &conn,
-            &self.lock_times,
+            self.writer(&conn),
             |conn| self.schema_of(conn),
             &mut known,
             command,
@@ -1010,8 +1078,7 @@ impl OpenCodeStore {
             return vec![Err(storage(error))];
         }
         let answers = generation::apply_group(
-            &conn,
-            &self.lock_times,
+            self.writer(&conn),
             |conn| self.schema_of(conn),
             &mut known,
             &commands[..take],
@@ -1034,10 +1101,7 @@ impl OpenCodeStore {
         now_ms: i64,
     ) -> Result<Result<DryRun, Refusal>, StoreError> {
         let conn = self.connection();
-        let mut known = self
-            .known
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut known = self.known_slot();
         // A compaction reads the session's snapshots before it takes the write lock.
         let survey = match self
             .schema_of(&conn)
@@ -1050,28 +1114,26 @@ impl OpenCodeStore {
         // report it; rolled back, nothing is written. Where a read-only store can take no lock
         // (read-only media: SQLite cannot create its -shm or -journal file), a read transaction
         // gives every check the same snapshot.
-        self.lock_times.rest_if_due();
-        let took_lock = conn.execute_batch("BEGIN IMMEDIATE");
-        let lock = super::lock_times::Held::began();
-        let locked = took_lock.is_ok();
-        if let Err(error) = took_lock {
-            let held = matches!(
-                error.sqlite_error_code(),
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            );
-            if !self.read_only || held {
-                return classify(&error).map(Err);
+        // Both guards roll back when dropped, the write lock's hold recorded.
+        let (locked, read) = match WriteTxn::begin(&conn, &self.lock_times) {
+            Ok(txn) => (Some(txn), None),
+            Err(error) => {
+                let held = matches!(
+                    error.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                );
+                if !self.read_only || held {
+                    return classify(&error).map(Err);
+                }
+                match ReadTxn::begin(&conn) {
+                    Ok(txn) => (None, Some(txn)),
+                    Err(error) => return classify(&error).map(Err),
+                }
             }
-            if let Err(error) = conn.execute_batch("BEGIN") {
-                return classify(&error).map(Err);
-            }
-        }
+        };
         let schema = match self.schema_of(&conn) {
             Ok(schema) => schema,
-            Err(error) => {
-                let _ = conn.execute_batch("ROLLBACK");
-                return classify(&error).map(Err);
-            }
+            Err(error) => return classify(&error).map(Err),
         };
         let prepared = generation::dry_run(
             &conn,
@@ -1082,9 +1144,11 @@ impl OpenCodeStore {
             self.fence_limits(),
             survey.as_deref(),
         );
-        let _ = conn.execute_batch("ROLLBACK");
-        if locked {
-            self.lock_times.record(lock);
+        if let Some(txn) = locked {
+            txn.rollback();
+        }
+        if let Some(txn) = read {
+            txn.rollback();
         }
         Ok(match prepared {
             Ok(Prepared::Refuse(refusal)) => Err(refusal),
@@ -1127,9 +1191,9 @@ impl SessionStore for OpenCodeStore {
     ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
         let conn = self.connection();
         // One read transaction, so the message and its parts are one snapshot.
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         let read = self.read_message_on(&conn, request);
-        let _ = conn.execute_batch("COMMIT");
+        txn.end();
         read
     }
 
@@ -1226,9 +1290,9 @@ impl SessionStore for OpenCodeStore {
             let Ok(survey) = survey_for(&conn, &schema, &mut known, command.request) else {
                 continue;
             };
-            if conn.execute_batch("BEGIN").is_err() {
+            let Ok(txn) = ReadTxn::begin(&conn) else {
                 return;
-            }
+            };
             let rows = generation::capture_ahead(
                 &conn,
                 &schema,
@@ -1238,7 +1302,7 @@ impl SessionStore for OpenCodeStore {
                 limits,
                 survey.as_deref(),
             );
-            let _ = conn.execute_batch("COMMIT");
+            txn.end();
             if let Ok(Some(rows)) = rows {
                 if archive.write_ahead(command, &rows).is_err() {
                     break;
@@ -1356,9 +1420,9 @@ impl SessionStore for OpenCodeStore {
         // One read transaction: the chain, the rows and the messages are one snapshot. The
         // archive is opened after it began: an entry is durable before its receipt commits, so
         // every receipt in the snapshot finds its entry.
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         if let Err(error) = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(())) {
-            let _ = conn.execute_batch("COMMIT");
+            txn.end();
             return Err(storage(error));
         }
         let archive = if self.path.as_os_str().is_empty() {
@@ -1371,7 +1435,7 @@ impl SessionStore for OpenCodeStore {
         let found = self
             .schema_of(&conn)
             .and_then(|schema| audit::audit(&conn, &schema, scope, archive.as_ref()));
-        let _ = conn.execute_batch("COMMIT");
+        txn.end();
         let findings = findings.map_err(storage)?;
         if findings.is_empty() {
             let mut found = found.map_err(storage)?;

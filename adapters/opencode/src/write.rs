@@ -1,5 +1,6 @@
 //! What a prune does the same way in both storage generations: the write transaction around it
-//! (`BEGIN IMMEDIATE`, then `COMMIT`, or `ROLLBACK` on any refusal or error), the storage checks
+//! (`BEGIN IMMEDIATE`, then `COMMIT`, or `ROLLBACK` on any refusal, error or panic; the guard
+//! that runs them is [`super::txn::WriteTxn`]), the storage checks
 //! that open both fences, the receipt lookup of an identical request, the database identity
 //! claim, and the receipt. Each generation's own fence, read and row writes are in `v1::apply`
 //! and `v2::apply`; `super::generation` picks one per request.
@@ -12,10 +13,10 @@ use pruning_engine::{
 };
 use rusqlite::Connection;
 
-use super::lock_times::{Held, LockTimes};
 use super::receipts;
 use super::schema::Schema;
 use super::sql_errors::classify;
+use super::txn::{CommitError, WriteTxn, Writer};
 
 /// What the checks before any write decided, with `P` a generation's planned prune.
 pub(crate) enum Prepared<P> {
@@ -76,63 +77,48 @@ impl From<rusqlite::Error> for Failure {
     }
 }
 
-/// Runs `work` inside one write transaction on `conn` and commits when it returns
-/// [`Step::Commit`]; anything else rolls back. How long the write lock was held is recorded in
-/// `held`.
+/// Runs `work` inside one write transaction taken by `writer` and commits when it returns
+/// [`Step::Commit`]; anything else rolls back, and so does a panic unwinding out of `work` (the
+/// transaction's guard, [`WriteTxn`], is dropped). How long the write lock was held is recorded
+/// in the writer's lock times.
 ///
 /// Refusals: the connection is already in a transaction or the database is locked
 /// (`maintenance_required`); the refusals of `work`; any SQL failure inside the transaction
 /// (see [`classify`]). Errors: the store errors of `work`; [`StoreError::OutcomeUnknown`] when
 /// `COMMIT` fails in a way that may or may not have made the transaction durable.
 pub(crate) fn in_transaction(
-    conn: &Connection,
-    held: &LockTimes,
-    work: impl FnOnce() -> Result<Step, Failure>,
+    writer: Writer<'_>,
+    work: impl FnOnce(&WriteTxn<'_>) -> Result<Step, Failure>,
 ) -> Result<Applied, StoreError> {
-    let lock = match begin(conn, held) {
-        Ok(lock) => lock,
+    let txn = match begin(writer) {
+        Ok(txn) => txn,
         Err(refused) => return refused,
     };
-    let outcome = run_and_end(conn, work);
-    held.record(lock);
-    outcome
+    let outcome = work(&txn);
+    if matches!(outcome, Ok(Step::Commit(_))) {
+        if let Err(failed) = commit(txn) {
+            return failed.answer();
+        }
+    } else {
+        txn.rollback();
+    }
+    answer(outcome)
 }
 
-/// Takes the write lock (`BEGIN IMMEDIATE`) and the time it was taken; the answer of a prune
-/// that could not take it (`maintenance_required` for a connection already inside a
-/// transaction or a locked database, else as [`classify`] maps the failure).
-pub(crate) fn begin(
-    conn: &Connection,
-    held: &LockTimes,
-) -> Result<Held, Result<Applied, StoreError>> {
-    if !conn.is_autocommit() {
+/// Takes the write lock (`BEGIN IMMEDIATE`, after the rest the lock's pace asks for) and
+/// answers its guard; or the answer of a prune that could not take it (`maintenance_required`
+/// for a connection already inside a transaction or a locked database, else as [`classify`]
+/// maps the failure).
+pub(crate) fn begin(writer: Writer<'_>) -> Result<WriteTxn<'_>, Result<Applied, StoreError>> {
+    if !writer.conn().is_autocommit() {
         return Err(Ok(Applied::Refused(Refusal::new(
             BlockedReason::MaintenanceRequired,
             "the connection is already inside a transaction",
         ))));
     }
-    held.rest_if_due();
-    match super::cached::execute(conn, "BEGIN IMMEDIATE", []) {
-        Ok(_) => Ok(Held::began()),
-        Err(error) => Err(classify(&error).map(Applied::Refused)),
-    }
-}
-
-/// The rest of [`in_transaction`], from `work` to the end of its `COMMIT` or `ROLLBACK`: the
-/// span the write lock is held.
-fn run_and_end(
-    conn: &Connection,
-    work: impl FnOnce() -> Result<Step, Failure>,
-) -> Result<Applied, StoreError> {
-    let outcome = work();
-    if matches!(outcome, Ok(Step::Commit(_))) {
-        if let Err(failed) = commit(conn) {
-            return failed.answer();
-        }
-    } else if !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    answer(outcome)
+    writer
+        .begin()
+        .map_err(|error| classify(&error).map(Applied::Refused))
 }
 
 /// A `COMMIT` that failed, as every prune of its transaction that wrote answers it.
@@ -156,22 +142,17 @@ impl CommitFailed {
     }
 }
 
-/// Commits the transaction open on `conn`; on failure it is rolled back where SQLite left it
-/// open.
-pub(crate) fn commit(conn: &Connection) -> Result<(), CommitFailed> {
-    let Err(error) = super::cached::execute(conn, "COMMIT", []) else {
-        return Ok(());
-    };
-    let still_open = !conn.is_autocommit();
-    if still_open {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    Err(match classify(&error) {
-        Ok(refusal) if refusal.reason == BlockedReason::MaintenanceRequired && still_open => {
-            CommitFailed::RolledBack(refusal)
-        }
-        _ => CommitFailed::Unknown(error.to_string()),
-    })
+/// Commits `txn`; on failure it is rolled back where SQLite left it open
+/// ([`WriteTxn::commit`]), and the failure is worded as [`CommitFailed`].
+pub(crate) fn commit(txn: WriteTxn<'_>) -> Result<(), CommitFailed> {
+    txn.commit()
+        .map(|_| ())
+        .map_err(|CommitError { error, was_open }| match classify(&error) {
+            Ok(refusal) if refusal.reason == BlockedReason::MaintenanceRequired && was_open => {
+                CommitFailed::RolledBack(refusal)
+            }
+            _ => CommitFailed::Unknown(error.to_string()),
+        })
 }
 
 /// The answer of a prune whose work ended in `outcome` and whose commit, if it had one,

@@ -16,11 +16,11 @@ use uuid::Uuid;
 
 use crate::archive::{archive_error, entry_key, StoreArchive};
 use crate::generation::Generation;
-use crate::lock_times::LockTimes;
 use crate::receipts;
 use crate::row_budget;
 use crate::schema::Schema;
 use crate::standing::{revision_of, Kind};
+use crate::txn::Writer;
 use crate::v1::events::PART_REMOVED;
 use crate::v1::fence::{self, FenceInput, FenceLimits};
 use crate::v1::known::Known;
@@ -283,11 +283,10 @@ pub(crate) fn restore(
     }))
 }
 
-/// Runs [`restore`] as one write transaction on `conn` and commits it (a dry run rolls back),
-/// recording the write lock's hold in `held`.
+/// Runs [`restore`] as one write transaction taken by `writer` and commits it (a dry run rolls
+/// back), recording the write lock's hold in the writer's lock times.
 pub(crate) fn in_transaction(
-    conn: &Connection,
-    held: &LockTimes,
+    writer: Writer<'_>,
     schema_of: impl Fn(&Connection) -> rusqlite::Result<std::sync::Arc<Schema>>,
     known: &mut Known,
     archive: &ArchiveSource<'_>,
@@ -295,7 +294,8 @@ pub(crate) fn in_transaction(
 ) -> Result<Result<Done, Refusal>, StoreError> {
     let mut done = None;
     let dry_run = input.command.is_none();
-    let applied = write::in_transaction(conn, held, || {
+    let applied = write::in_transaction(writer, |txn| {
+        let conn = txn.conn();
         let schema = schema_of(conn)?;
         known.refresh(conn)?;
         match restore(conn, &schema, known, archive, input)? {

@@ -1,12 +1,10 @@
 //! The store's side of the audit, read-only: the receipt chain walked and every link hashed
-//! again (see `receipt_chain`), then each receipt checked against the database: no part
+//! again (the chain is the receipts': `crate::receipts::chain`), then each receipt checked against the database: no part
 //! it removed is back (in `part`, in a `message.part.updated.1` snapshot, in a V2 message's
 //! content), and each pruned message still has its newest receipt's revision, or is reported as
 //! changed since (written, deleted, unreadable).
 //!
 //! Source: docs/ARCHITECTURE.md, "Audit".
-
-pub(crate) mod receipt_chain;
 
 use std::collections::{HashMap, HashSet};
 
@@ -28,7 +26,7 @@ use super::v1::compact::{self as v1_compact, SnapshotKind};
 use super::v1::events::PART_UPDATED;
 use super::v1::read::{self as v1_read, Texts};
 use super::{v1, v2};
-use receipt_chain::Recorded;
+use crate::receipts::chain::{self as receipt_chain, Recorded};
 
 /// One receipt row as the audit reads it: its place in the chain, the receipt (or why it cannot
 /// be read as one), and its chain link's payload.

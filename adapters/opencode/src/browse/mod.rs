@@ -31,6 +31,7 @@ pub use overview::{Exactness, Overview, OVERVIEW_TOP_MAX};
 pub use sessions_page::SessionsPage;
 
 use super::store::{storage, OpenCodeStore, StoreOptions};
+use super::txn::{idle_after_rollback, ReadTxn};
 
 /// Idle connections a [`Browser`] keeps for the next requests.
 const IDLE_CONNECTIONS: usize = 4;
@@ -201,9 +202,9 @@ impl Lease {
         admit: &dyn Fn(&super::Owner) -> bool,
     ) -> Result<SessionsPage, StoreError> {
         let conn = self.store().connection();
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         let result = sessions_page::read(&conn, cursor, admit);
-        let _ = conn.execute_batch("ROLLBACK");
+        txn.rollback();
         result.map_err(storage)
     }
 
@@ -221,9 +222,9 @@ impl Lease {
     ) -> Result<Overview, StoreError> {
         let store = self.store();
         let conn = store.connection();
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         let result = overview::read(&conn, store.path(), top, exactness, admit);
-        let _ = conn.execute_batch("ROLLBACK");
+        txn.rollback();
         result.map_err(storage)
     }
 
@@ -243,11 +244,11 @@ impl Lease {
         refuse: impl FnOnce(BrowseReason) -> T,
     ) -> Result<T, StoreError> {
         let conn = self.store().connection();
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         let result = read(&conn);
         // A rollback that fails (an interrupted one) leaves the transaction open: the lease's
         // drop then closes the connection rather than lend it again.
-        let _ = conn.execute_batch("ROLLBACK");
+        txn.rollback();
         match result {
             Ok(value) => Ok(value),
             Err(error) if damaged_row(&error) => Ok(refuse(BrowseReason::UnsupportedStorage)),
@@ -278,10 +279,7 @@ impl Drop for Lease {
         };
         // A read cut short (a panic, an interrupted rollback) may have left its transaction
         // open: such a connection is closed, never lent again.
-        let idle_ok = {
-            let conn = store.connection();
-            conn.is_autocommit() || (conn.execute_batch("ROLLBACK").is_ok() && conn.is_autocommit())
-        };
+        let idle_ok = idle_after_rollback(&store.connection());
         if !idle_ok {
             return;
         }

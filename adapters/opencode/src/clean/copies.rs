@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use crate::clean::{kept_boundary, SkipReason};
 use crate::row_budget;
 use crate::schema::Schema;
+use crate::txn::ReadTxn;
 use crate::v1::diffs::{self, NotEmptied};
 use crate::v1::events::{MESSAGE_UPDATED, PART_UPDATED, SESSION_UPDATED};
 use crate::v1::known::Known;
@@ -60,9 +61,9 @@ pub fn compaction(
         return Ok(PlannedCopy::Nothing);
     }
     let mut known = store.known(&conn, &schema)?;
-    conn.execute_batch("BEGIN").map_err(storage)?;
+    let txn = ReadTxn::begin(&conn).map_err(storage)?;
     let planned = compaction_in(&conn, &schema, &mut known, session_id);
-    let _ = conn.execute_batch("COMMIT");
+    txn.end();
     let planned = planned.map_err(storage)?;
     if let (PlannedCopy::Prune(_), Some(cause)) = (&planned, store.media_read_only()) {
         return Ok(PlannedCopy::Skipped {
@@ -192,7 +193,7 @@ pub fn plan_diffs(
     include_restored: bool,
 ) -> Result<PlannedCopy, StoreError> {
     let conn = store.connection();
-    conn.execute_batch("BEGIN").map_err(storage)?;
+    let txn = ReadTxn::begin(&conn).map_err(storage)?;
     let found = diffs::row_bodies(&conn, session_id, message_id).and_then(|found| {
         let put_back = !include_restored
             && found
@@ -206,7 +207,7 @@ pub fn plan_diffs(
             )?;
         Ok((found, put_back))
     });
-    let _ = conn.execute_batch("COMMIT");
+    txn.end();
     let (found, put_back) = found.map_err(storage)?;
     if put_back {
         return Ok(PlannedCopy::Skipped {
@@ -267,9 +268,9 @@ pub fn plan_migrated(
     if !crate::migrated::possible(&schema) {
         return Ok(PlannedCopy::Nothing);
     }
-    conn.execute_batch("BEGIN").map_err(storage)?;
+    let txn = ReadTxn::begin(&conn).map_err(storage)?;
     let planned = plan_migrated_in(&conn, &schema, session_id);
-    let _ = conn.execute_batch("COMMIT");
+    txn.end();
     let planned = planned.map_err(storage)?;
     if let (PlannedCopy::Prune(_), Some(cause)) = (&planned, store.media_read_only()) {
         return Ok(PlannedCopy::Skipped {
@@ -360,7 +361,7 @@ pub fn plan_shell_outputs(
     if !schema.has_v2() {
         return Ok(Vec::new());
     }
-    conn.execute_batch("BEGIN").map_err(storage)?;
+    let txn = ReadTxn::begin(&conn).map_err(storage)?;
     let planned = (|| -> rusqlite::Result<Vec<PlannedCopy>> {
         let Some(before) = kept_boundary(
             &conn,
@@ -424,7 +425,7 @@ pub fn plan_shell_outputs(
         }
         Ok(planned)
     })();
-    let _ = conn.execute_batch("COMMIT");
+    txn.end();
     let planned = planned.map_err(storage)?;
     if let Some(cause) = store.media_read_only() {
         return Ok(planned

@@ -23,6 +23,7 @@ use super::generation::Generation;
 use super::receipts::Restorable;
 use super::row_budget;
 use super::schema::Schema;
+use super::txn::ReadTxn;
 use super::v1::known::PlannedPrune;
 use super::values::lenient_text;
 use super::OpenCodeStore;
@@ -520,7 +521,7 @@ pub fn freed(
     let snapshots = if schema.has_events() {
         let mut known = store.known(&conn, &schema)?;
         // One read transaction: the snapshot index is learnt at one data version.
-        conn.execute_batch("BEGIN").map_err(storage)?;
+        let txn = ReadTxn::begin(&conn).map_err(storage)?;
         let found = known.refresh(&conn).and_then(|()| {
             let found = super::v1::events::find_snapshots(&conn, &mut known, session_id, &ids)?;
             let compacted = if after_compaction {
@@ -533,7 +534,7 @@ pub fn freed(
                 .filter(|(id, _)| !compacted.contains(id))
                 .collect::<Vec<_>>())
         });
-        let _ = conn.execute_batch("COMMIT");
+        txn.end();
         found.map_err(storage)?
     } else {
         Vec::new()
@@ -634,10 +635,9 @@ pub fn plan(
         ));
     };
     let conn = store.connection();
-    conn.execute_batch("BEGIN")
-        .map_err(|e| StoreError::Storage(Box::new(e)))?;
+    let txn = ReadTxn::begin(&conn).map_err(|e| StoreError::Storage(Box::new(e)))?;
     let planned = plan_in(store, &conn, &request, policy, now_ms);
-    let _ = conn.execute_batch("COMMIT");
+    txn.end();
     planned
 }
 
@@ -725,11 +725,9 @@ fn remember(
     let Some(part_ids) = part_ids else {
         return Ok(());
     };
-    let Ok(mut known) = store.known(conn, schema) else {
-        return Ok(());
-    };
-    known.remember_planned(
+    store.remember_planned(
         conn,
+        schema,
         &request.message_id,
         PlannedPrune {
             session_id: request.session_id.clone(),

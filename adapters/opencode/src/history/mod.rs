@@ -33,9 +33,9 @@ pub fn scan(
     scan: &HistoryScan<'_>,
     visit: &mut dyn FnMut(ScannedMessage) -> ControlFlow<()>,
 ) -> rusqlite::Result<Result<ScanEnd, Refusal>> {
-    conn.execute_batch("BEGIN")?;
+    let txn = crate::txn::ReadTxn::begin(conn)?;
     let result = run(conn, scan, visit);
-    let _ = conn.execute_batch("COMMIT");
+    txn.end();
     result
 }
 

@@ -36,7 +36,30 @@ use super::foreign::ForeignSnapshots;
 use super::runs::Abandoned;
 use crate::row_budget;
 
-/// What the store's connection knows of the V1 tables (see the module docs).
+/// What the store's connection knows of the V1 tables: a cache, one per store
+/// (`OpenCodeStore`'s `known`, reached through `OpenCodeStore::known`), kept between the
+/// connection's transactions.
+///
+/// The rule: what it holds (the fence passes, the snapshot indexes, the prunes a clean
+/// planned) is true while SQLite's `PRAGMA data_version` is the one it was learnt at. That
+/// number moves when another connection (OpenCode) commits, never for this connection's own
+/// commits, whose writes are told to it as they are made ([`Self::snapshots_deleted`],
+/// [`Self::events_deleted`], [`Self::take_planned`]).
+///
+/// Who fills it: the read-only planners, each inside a read transaction of the store's
+/// connection (a clean's plan of a message, `crate::clean::plan`, keeps the prune it planned:
+/// [`Self::remember_planned`]; the clean's estimate of the bytes a prune frees and its plans of
+/// compactions read and fill the snapshot index and the survey), and the write path itself (a
+/// fence that passed). Who reads it: the write
+/// path inside its write transaction (`crate::v1::apply::prepare` takes the planned prune and
+/// deletes its rows without reading and hashing the message again; the fence skips the checks
+/// that passed), after [`Self::refresh`].
+///
+/// When the version moved: [`Self::refresh`], the first thing every transaction that uses it
+/// does, forgets all of it but the foreign snapshots and the compaction survey (held on their
+/// own terms, see the module docs), and everything is read again. A transaction of this
+/// connection that wrote and rolled back (or a panic inside one) forgets all of it
+/// ([`Self::forget`]).
 #[derive(Debug, Default)]
 pub struct Known {
     /// `PRAGMA data_version` when the fence passes and the snapshot index were learnt; `None`

@@ -1,7 +1,8 @@
-//! The receipt hash chain: every receipt row carries its place in the chain (`chain_seq`, 1, 2,
-//! ...) and a hash over its own stored columns and the previous receipt's hash (`chain_hash`),
-//! and the meta table keeps the chain's head. A receipt row deleted or edited after the fact no
-//! longer fits the chain, which `crate::audit` checks.
+//! The receipt hash chain, owned by the receipts: every receipt row carries its place in the
+//! chain (`chain_seq`, 1, 2, ...) and a hash over its own stored columns and the previous
+//! receipt's hash (`chain_hash`), and the meta table keeps the chain's head. [`extend`] chains
+//! each receipt as `super::insert` inserts it. A receipt row deleted or edited after the fact no
+//! longer fits the chain, which `crate::audit` checks, reading it with this module's functions.
 //!
 //! `chain_hash` of receipt n is the lowercase hex SHA-256 of the bytes of `chain_hash` of receipt
 //! n - 1 (64 hex characters; nothing for receipt 1) followed by [`link_payload`] of receipt n.
@@ -13,30 +14,12 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
 
-/// The receipt columns a chain link covers, in the order [`link_payload`] writes them.
-/// `abandoned_run` is NULL in tables made before it. The columns after it (`archive_hash`,
-/// `restores`, `operation`) are left out of the payload from the end while NULL, so that links
-/// made before they existed keep their hashes.
-pub(crate) const LINKED_COLUMNS: [&str; 18] = [
-    "id",
-    "request_key",
-    "intent_id",
-    "session_id",
-    "message_id",
-    "storage",
-    "revision_before",
-    "revision_after",
-    "indexes",
-    "part_ids",
-    "removed_count",
-    "bytes_removed",
-    "time_committed",
-    "engine_version",
-    "abandoned_run",
-    "archive_hash",
-    "restores",
-    "operation",
-];
+// The receipt columns a chain link covers, in the order `link_payload` writes them: every column
+// but the link's own (`super::RECEIPT_COLUMNS`, the one list of them). `abandoned_run` is NULL in
+// tables made before it. The columns after it (`archive_hash`, `restores`, `operation`) are left
+// out of the payload from the end while NULL, so that links made before they existed keep their
+// hashes.
+use super::RECEIPT_COLUMNS as LINKED_COLUMNS;
 
 /// How many of [`LINKED_COLUMNS`] every link payload holds, NULL or not.
 const ALWAYS_LINKED: usize = 15;

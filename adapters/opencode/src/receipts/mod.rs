@@ -1,5 +1,6 @@
-//! The engine's own tables inside the OpenCode database: the receipt of every committed prune and
-//! the database identity the journal is bound to.
+//! The engine's own tables inside the OpenCode database: the receipt of every committed prune,
+//! their hash chain ([`chain`]: each receipt is chained as it is inserted), and the database
+//! identity the journal is bound to.
 //!
 //! Both are created by the first prune, inside its transaction, so a refused prune leaves the
 //! database without them. OpenCode's migrations ignore tables they do not know. A receipt holds
@@ -9,7 +10,10 @@ use pruning_engine::{BlockedReason, Receipt, Refusal};
 use rusqlite::{Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
-use super::audit::receipt_chain::OptionalColumns;
+use super::txn::WriteTxn;
+use chain::OptionalColumns;
+
+pub(crate) mod chain;
 
 /// Receipt table name.
 pub const RECEIPT_TABLE: &str = "session_prune_receipt";
@@ -51,18 +55,18 @@ CREATE INDEX IF NOT EXISTS session_prune_receipt_session_idx
 const RESTORES_INDEX: &str = "CREATE INDEX IF NOT EXISTS session_prune_receipt_restores_idx \
      ON session_prune_receipt (restores) WHERE restores IS NOT NULL";
 
-const COLUMNS: &str = "id, request_key, intent_id, session_id, message_id, revision_before, \
-     revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, engine_version";
-
-/// The names of the columns [`select_list`] selects, in its order ([`COLUMNS`], then
-/// [`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`], [`RESTORES_COLUMN`] and [`OPERATION_COLUMN`]): what
-/// a column index of a row read with it names.
-pub(crate) const SELECTED_COLUMNS: [&str; 17] = [
+/// Every column of a receipt row but its place in the chain (`chain_seq`, `chain_hash`), in the
+/// order a chain link covers them ([`chain::link_payload`]): the one list of them. The first 14
+/// are in every receipt table; the last four ([`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`],
+/// [`RESTORES_COLUMN`], [`OPERATION_COLUMN`]) were added later, and a table made before them
+/// lacks them until a receipt needs them.
+pub(crate) const RECEIPT_COLUMNS: [&str; 18] = [
     "id",
     "request_key",
     "intent_id",
     "session_id",
     "message_id",
+    STORAGE_COLUMN,
     "revision_before",
     "revision_after",
     "indexes",
@@ -76,6 +80,28 @@ pub(crate) const SELECTED_COLUMNS: [&str; 17] = [
     RESTORES_COLUMN,
     OPERATION_COLUMN,
 ];
+
+/// The receipt column naming the storage generation a prune wrote (`v1`, `v2`): in
+/// [`RECEIPT_COLUMNS`], not in [`SELECTED_COLUMNS`] (a receipt read back does not carry it).
+const STORAGE_COLUMN: &str = "storage";
+
+/// Where [`STORAGE_COLUMN`] is in [`RECEIPT_COLUMNS`].
+const STORAGE_AT: usize = 5;
+
+/// How many of [`SELECTED_COLUMNS`] every receipt table has (the rest are the optional ones).
+const ALWAYS_SELECTED: usize = 13;
+
+/// The names of the columns [`select_list`] selects, in its order: [`RECEIPT_COLUMNS`] without
+/// [`STORAGE_COLUMN`], the optional ones last. What a column index of a row read with it names.
+pub(crate) const SELECTED_COLUMNS: [&str; 17] = {
+    let mut selected = [""; 17];
+    let mut i = 0;
+    while i < selected.len() {
+        selected[i] = RECEIPT_COLUMNS[if i < STORAGE_AT { i } else { i + 1 }];
+        i += 1;
+    }
+    selected
+};
 
 /// The receipt column that records an abandoned run the fence admitted a prune beside (JSON
 /// `{"messageID", "idleMs"}`, NULL otherwise). Receipt tables made before it lack it; the first
@@ -197,13 +223,15 @@ pub(crate) fn optional_columns(conn: &Connection) -> rusqlite::Result<OptionalCo
     Ok(found)
 }
 
-/// The SELECT list of a receipt: [`COLUMNS`], [`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`],
-/// [`RESTORES_COLUMN`] and [`OPERATION_COLUMN`] (NULL where the table lacks one).
+/// The SELECT list of a receipt: [`SELECTED_COLUMNS`], with NULL in place of each optional
+/// column ([`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`], [`RESTORES_COLUMN`],
+/// [`OPERATION_COLUMN`]) the table lacks.
 pub(crate) fn select_list(conn: &Connection) -> rusqlite::Result<String> {
     let or_null = |present: bool, name: &'static str| if present { name } else { "NULL" };
     let has = optional_columns(conn)?;
     Ok(format!(
-        "{COLUMNS}, {}, {}, {}, {}",
+        "{}, {}, {}, {}, {}",
+        SELECTED_COLUMNS[..ALWAYS_SELECTED].join(", "),
         or_null(has.abandoned, ABANDONED_COLUMN),
         or_null(has.archive, ARCHIVE_COLUMN),
         or_null(has.restores, RESTORES_COLUMN),
@@ -281,7 +309,7 @@ pub fn journal_epoch(conn: &Connection) -> rusqlite::Result<u64> {
 /// (`BEGIN IMMEDIATE`: two starts are serialized): `false`, nothing written, when it is on
 /// another epoch by then. The meta table exists: only a database with an identity gets an epoch.
 pub fn set_journal_epoch(conn: &Connection, epoch: u64) -> rusqlite::Result<bool> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let txn = WriteTxn::begin_uncounted(conn)?;
     let moved = journal_epoch(conn).and_then(|now| {
         if now.checked_add(1) != Some(epoch) {
             return Ok(false);
@@ -295,11 +323,11 @@ pub fn set_journal_epoch(conn: &Connection, epoch: u64) -> rusqlite::Result<bool
     });
     match moved {
         Ok(true) => {
-            conn.execute_batch("COMMIT")?;
+            txn.commit().map_err(|failed| failed.error)?;
             Ok(true)
         }
         other => {
-            let _ = conn.execute_batch("ROLLBACK");
+            txn.rollback();
             other
         }
     }
@@ -329,7 +357,7 @@ pub fn high_water(conn: &Connection) -> rusqlite::Result<(u64, u64)> {
     Ok((count, count.max(highest.max(0) as u64)))
 }
 
-/// Inserts a receipt and chains it (see `super::audit::receipt_chain`). Call inside the write
+/// Inserts a receipt and chains it (see [`chain`]). Call inside the write
 /// transaction, after [`ensure_tables`]. A receipt with an abandoned run adds
 /// [`ABANDONED_COLUMN`] to a table made without it, an archived one [`ARCHIVE_COLUMN`].
 pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::Result<()> {
@@ -422,7 +450,7 @@ pub fn insert(conn: &Connection, receipt: &Receipt, storage: &str) -> rusqlite::
     conn.prepare_cached(&sql)?
         .execute(rusqlite::params_from_iter(values))?;
     let rowid = conn.last_insert_rowid();
-    super::audit::receipt_chain::extend(conn, has, rowid)
+    chain::extend(conn, has, rowid)
 }
 
 /// The receipt stored under a request key (lowercase hex), if any.
@@ -534,7 +562,7 @@ pub fn list(conn: &Connection, session_id: Option<&str>) -> rusqlite::Result<Vec
     // The order they committed in: the chain's, which no clock can disturb (a wall clock that
     // stepped back gives a later receipt an earlier time); rows without a place (made before
     // the chain, or behind the engine's back) by insertion order, before the chained ones.
-    let order = if super::audit::receipt_chain::has_chain_columns(conn)? {
+    let order = if chain::has_chain_columns(conn)? {
         "chain_seq IS NOT NULL, chain_seq, rowid"
     } else {
         "rowid"
@@ -626,7 +654,13 @@ mod tests {
 
     #[test]
     fn the_selected_column_names_follow_the_select_list() {
-        assert_eq!(SELECTED_COLUMNS[..13].join(", "), COLUMNS);
+        assert_eq!(
+            SELECTED_COLUMNS[..ALWAYS_SELECTED].join(", "),
+            "id, request_key, intent_id, session_id, message_id, revision_before, \
+             revision_after, indexes, part_ids, removed_count, bytes_removed, time_committed, \
+             engine_version"
+        );
+        assert_eq!(RECEIPT_COLUMNS[STORAGE_AT], STORAGE_COLUMN);
         assert_eq!(SELECTED_COLUMNS[13], ABANDONED_COLUMN);
         assert_eq!(SELECTED_COLUMNS[14], ARCHIVE_COLUMN);
         assert_eq!(SELECTED_COLUMNS[15], RESTORES_COLUMN);
