@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, Notify};
 use tokio::time::Instant;
 
+pub use crate::upkeep_clean::UpkeepCounts;
+
 /// The SSE event type of a finished upkeep run (data: [`UpkeepRun`]).
 pub const UPKEEP_EVENT_TYPE: &str = "rpc.codenomad.session-pruning.upkeep";
 
@@ -49,43 +51,6 @@ impl fmt::Debug for UpkeepOptions {
             .field("archive_keep", &self.archive_keep)
             .finish_non_exhaustive()
     }
-}
-
-/// What one run did, counted as `clean --json` counts it (counts of messages unless named
-/// otherwise; bytes of row data).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UpkeepCounts {
-    /// Sessions looked at.
-    pub sessions: u64,
-    /// Messages pruned (their tool and reasoning parts).
-    pub pruned: u64,
-    /// User messages whose summary diffs' file bodies were emptied (`--diffs`).
-    pub diffs: u64,
-    /// Messages refused by the fence or the store (`maintenance_required`, ...): the next run
-    /// tries them again when the refusal passes.
-    pub blocked: u64,
-    /// Of `blocked`, those refused by a condition that passes (OpenCode was using the session).
-    pub retry_later: u64,
-    /// Messages whose prune failed.
-    pub failed: u64,
-    /// Snapshots the compactions deleted.
-    pub snapshots: u64,
-    /// Bytes of row data removed: the parts, their snapshots, the superseded snapshots, the
-    /// diffs' file bodies.
-    pub bytes: u64,
-    /// Bytes of free pages given back to the file system (0 on a file not switched by `vacuum
-    /// --online-shrink`).
-    pub bytes_given_back: u64,
-    /// The database file's size after the run, bytes (its WAL not counted).
-    pub file_bytes: u64,
-    /// Archive entries purged by the retention (`--archive-keep`).
-    pub archive_purged: u64,
-    /// Whether the run stopped early (paused, or the server stopping).
-    pub interrupted: bool,
-    /// The first failure, in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_failure: Option<String>,
 }
 
 /// A finished run: `{run, startedAt, tookMs, status, counts, error?}`, the data of an
@@ -321,7 +286,9 @@ async fn run_once(
     let turn = state.write_turn();
     let flag = Arc::clone(stop);
     let mut handle = tokio::task::spawn_blocking(move || {
-        crate::upkeep_clean::run(&engine, &options, &turn, &flag)
+        let explain = &*options.explain;
+        let clean = (&options.clean, options.archive_keep);
+        crate::upkeep_clean::run(&engine, clean, explain, &turn, &flag)
     });
     let joined = tokio::select! {
         joined = &mut handle => joined,

@@ -7,39 +7,34 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pruning_clean::{Mode, Report, Silent, Status, Turns};
+use pruning_clean::{Clean, Mode, Report, Silent, Status, Turns};
 use pruning_engine::Engine;
 use pruning_opencode::OpenCodeStore;
 
-use crate::upkeep::{UpkeepCounts, UpkeepOptions};
+use serde::Serialize;
 
 /// How long one turn of a run's give back may hold the server's write turn: as long as the
 /// prune-batch route's own give back.
 const GIVE_BACK_SLICE: Duration = Duration::from_millis(250);
 
-/// Runs the clean of `options` through `engine`, its batches in `turn` (the server's write
-/// turn), then purges the archive entries older than `options.archive_keep`, and counts what it
-/// did. Stops after the current batch once `stop` is set. Nothing is printed.
+/// Runs `clean` through `engine`, its batches in `turn` (the server's write turn), then purges
+/// the archive entries older than `archive_keep` (`None`: none), and counts what it did. Stops
+/// after the current batch once `stop` is set. Nothing is printed.
 ///
-/// Errors: a clean that could not run (the database unreadable), in the words of
-/// `options.explain`; a failed purge is counted (`failed`, `firstFailure`), the prunes stand.
+/// Errors: a clean that could not run (the database unreadable), in the words of `explain`
+/// (`UpkeepOptions::explain`); a failed purge is counted (`failed`, `firstFailure`), the prunes
+/// stand.
 pub(crate) fn run(
     engine: &Engine<OpenCodeStore>,
-    options: &UpkeepOptions,
+    (clean, archive_keep): (&Clean, Option<Duration>),
+    explain: &dyn Fn(&str) -> String,
     turn: &(dyn Fn(&mut dyn FnMut()) + Sync),
     stop: &AtomicBool,
 ) -> Result<UpkeepCounts, String> {
-    let explain = &options.explain;
     let turns = ServerTurns(turn);
-    let mut report = pruning_clean::run(
-        Mode::Apply(engine),
-        &options.clean,
-        stop,
-        &turns,
-        &mut Silent,
-    )
-    // In the words the command line would use: no raw SQLite message reaches the event.
-    .map_err(|error| explain(&with_causes(&error)))?;
+    let mut report = pruning_clean::run(Mode::Apply(engine), clean, stop, &turns, &mut Silent)
+        // In the words the command line would use: no raw SQLite message reaches the event.
+        .map_err(|error| explain(&with_causes(&error)))?;
     if let Some(failure) = report.first_failure.take() {
         report.first_failure = Some(explain(&failure));
     }
@@ -47,7 +42,7 @@ pub(crate) fn run(
     // Stopped during the give back (which leaves the pages for the next run): interrupted too.
     counts.interrupted |= stop.load(Ordering::SeqCst);
     counts.file_bytes = std::fs::metadata(engine.store().path()).map_or(0, |meta| meta.len());
-    if let (Some(keep), false) = (options.archive_keep, counts.interrupted) {
+    if let (Some(keep), false) = (archive_keep, counts.interrupted) {
         let now = pruning_engine::now_ms();
         let cutoff = now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX));
         let mut purged = None;
@@ -89,6 +84,43 @@ impl Turns for ServerTurns<'_> {
     fn give_back_slice(&self) -> Option<Duration> {
         Some(GIVE_BACK_SLICE)
     }
+}
+
+/// What one run did, counted as `clean --json` counts it (counts of messages unless named
+/// otherwise; bytes of row data).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UpkeepCounts {
+    /// Sessions looked at.
+    pub sessions: u64,
+    /// Messages pruned (their tool and reasoning parts).
+    pub pruned: u64,
+    /// User messages whose summary diffs' file bodies were emptied (`--diffs`).
+    pub diffs: u64,
+    /// Messages refused by the fence or the store (`maintenance_required`, ...): the next run
+    /// tries them again when the refusal passes.
+    pub blocked: u64,
+    /// Of `blocked`, those refused by a condition that passes (OpenCode was using the session).
+    pub retry_later: u64,
+    /// Messages whose prune failed.
+    pub failed: u64,
+    /// Snapshots the compactions deleted.
+    pub snapshots: u64,
+    /// Bytes of row data removed: the parts, their snapshots, the superseded snapshots, the
+    /// diffs' file bodies.
+    pub bytes: u64,
+    /// Bytes of free pages given back to the file system (0 on a file not switched by `vacuum
+    /// --online-shrink`).
+    pub bytes_given_back: u64,
+    /// The database file's size after the run, bytes (its WAL not counted).
+    pub file_bytes: u64,
+    /// Archive entries purged by the retention (`--archive-keep`).
+    pub archive_purged: u64,
+    /// Whether the run stopped early (paused, or the server stopping).
+    pub interrupted: bool,
+    /// The first failure, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
 }
 
 /// A clean's report as an upkeep run counts it.
