@@ -6,7 +6,7 @@
 //!   snapshots, migrated 1.x rows, shell output, diffs), then the messages' technical parts,
 //!   then the spill files and the give back;
 //! - the walk over the messages, and over one session ([`plan_session`]);
-//! - [`Mode`], where a dry run and an apply are told apart, once: every phase hands its planned
+//! - [`Mode`], a dry run or an apply, decided once by the caller: every phase hands its planned
 //!   prunes to a batch that answers them by their dry run or applies them through the engine,
 //!   and one tally counts both ([`Answer`]);
 //! - the report's figures ([`Report`]), and the turns a clean's writes take beside other

@@ -1,8 +1,10 @@
-//! The one place a dry run and an apply are told apart: [`Mode`], and the [`Batch`] every phase
-//! hands its planned prunes to. In a dry run the batch answers each prune at once with what its
-//! dry run found; with an apply it queues them and, when the phase says, applies them through
-//! the engine's group commit in the clean's turn. Either way each answer reaches the phase as an
-//! [`Answer`], counted by the same code (docs/ARCHITECTURE.md, "The clean").
+//! [`Mode`], a dry run or an apply, which the caller decides once, and the [`Batch`] every phase
+//! hands its planned prunes to: where the two modes answer. In a dry run the batch answers each
+//! prune at once with what its dry run found; with an apply it queues them and, when the phase
+//! says, applies them through the engine's group commit in the clean's turn. Either way each
+//! answer reaches the phase as an [`Answer`], counted by the same code. Besides the batch, only
+//! what an apply alone does or measures reads the mode (the snapshot share of a prune's bytes in
+//! `walk.rs`, the end's figures in `run.rs`): docs/ARCHITECTURE.md, "The clean".
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
