@@ -22,6 +22,10 @@ while [ $# -gt 0 ]; do
     *) usage ;;
   esac
 done
+if [ -n "$binary" ] && [ ! -x "$binary" ]; then
+  echo "npm-pack: $binary is not an executable" >&2
+  exit 2
+fi
 if [ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]; then
   echo "npm-pack: only the linux-x64-gnu package is built, on Linux x86-64" >&2
   exit 2

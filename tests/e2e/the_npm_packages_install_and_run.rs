@@ -221,3 +221,44 @@ fn without_the_binarys_package_the_launcher_says_what_to_install() {
          build it with `cargo install --locked --path .`\n"
     );
 }
+
+#[test]
+fn npm_pack_refuses_bad_arguments_and_packs_nothing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().expect("out");
+    let pack = |args: &[&str]| {
+        Command::new("bash")
+            .arg(root.join("scripts/npm-pack.sh"))
+            .args(args)
+            .output()
+            .expect("npm-pack.sh")
+    };
+    let folder = out.path().join("packages");
+    let folder = folder.to_str().expect("utf-8 path");
+    for (args, words) in [
+        (
+            vec![],
+            "usage: scripts/npm-pack.sh OUTDIR [--binary PATH]\n".to_string(),
+        ),
+        (
+            vec![folder, "--binary"],
+            "usage: scripts/npm-pack.sh OUTDIR [--binary PATH]\n".to_string(),
+        ),
+        (
+            vec![folder, "--release"],
+            "usage: scripts/npm-pack.sh OUTDIR [--binary PATH]\n".to_string(),
+        ),
+        (
+            vec![folder, "--binary", "/nonexistent/session-prune"],
+            "npm-pack: /nonexistent/session-prune is not an executable\n".to_string(),
+        ),
+    ] {
+        let refused = pack(&args);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&refused.stderr), words, "{args:?}");
+    }
+    assert!(
+        !Path::new(folder).exists(),
+        "nothing is made for a refused pack"
+    );
+}
