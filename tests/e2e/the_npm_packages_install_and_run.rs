@@ -262,3 +262,46 @@ fn npm_pack_refuses_bad_arguments_and_packs_nothing() {
         "nothing is made for a refused pack"
     );
 }
+
+#[test]
+fn the_readmes_npm_line_installs_a_working_command() {
+    let Some(packed) = pack() else { return };
+    // The README's line, in a folder holding `out/` as the packing leaves it, installed for
+    // this test only (`--prefix`, as the README says for a user) and offline.
+    let home = tempfile::tempdir().expect("home");
+    let out = home.path().join("out");
+    std::fs::create_dir(&out).expect("out");
+    for tarball in [&packed.launcher, &packed.binary] {
+        std::fs::copy(tarball, out.join(tarball.file_name().expect("name"))).expect("copy");
+    }
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let line = "scripts/npm-pack.sh out && npm install -g ./out/session-prune-*.tgz";
+    assert!(
+        readme.contains(line),
+        "the README's npm line changed: {line}"
+    );
+    let prefix = home.path().join("local");
+    let installed = Command::new("bash")
+        .current_dir(home.path())
+        .arg("-c")
+        .arg("npm install -g --offline --no-audit --no-fund --prefix \"$1\" ./out/session-prune-*.tgz")
+        .arg("bash")
+        .arg(&prefix)
+        .output()
+        .expect("npm install -g");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let version = Command::new(prefix.join("bin/session-prune"))
+        .arg("--version")
+        .output()
+        .expect("session-prune");
+    assert_exit(&version, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!("session-prune {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
