@@ -34,6 +34,11 @@ pub struct CleanPlanRequest {
         schema(default = 2, minimum = 0, maximum = 4_294_967_295_u64)
     )]
     pub keep_last_turns: u32,
+    /// Only the messages older than the session's last completed compaction, which OpenCode no
+    /// longer sends the model (`clean --before-compaction`); a session without one has none.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(default = false))]
+    pub before_compaction: bool,
 }
 
 fn default_keep_last_turns() -> u32 {
@@ -73,9 +78,13 @@ pub struct SessionPlan {
     pub session_id: String,
     /// The user turns kept (`--keep-last-turns`).
     pub keep_last_turns: u32,
+    /// Whether only the messages before the last compaction were looked at
+    /// (`beforeCompaction`).
+    pub before_compaction: bool,
     /// Assistant messages looked at: those before the kept turns.
     pub looked_at: u64,
-    /// Assistant messages in the kept turns, left alone.
+    /// Assistant messages in the kept turns (and, with `beforeCompaction`, those after the last
+    /// compaction), left alone.
     pub kept_in_turns: u64,
     /// Messages looked at with no part the policy takes (text only, or only `skill` output).
     pub nothing_to_prune: u64,
@@ -135,6 +144,7 @@ pub fn plan_session(
     let mut plan = SessionPlan {
         session_id: session_id.to_string(),
         keep_last_turns: policy.keep_last_turns,
+        before_compaction,
         looked_at: listing.ids.len() as u64,
         kept_in_turns: listing.kept + listing.after_compaction,
         nothing_to_prune: 0,

@@ -34,8 +34,8 @@ pub enum CleanPlanResult {
     },
 }
 
-/// `clean-plan {sessionID, keepLastTurns?}` -> `{status:"plan", sessionID, keepLastTurns,
-/// lookedAt, keptInTurns, nothingToPrune, alreadyPruned, skipped, prunes, parts, bytes}`.
+/// `clean-plan {sessionID, keepLastTurns?, beforeCompaction?}` -> `{status:"plan", sessionID,
+/// keepLastTurns, beforeCompaction, lookedAt, keptInTurns, nothingToPrune, alreadyPruned, skipped, prunes, parts, bytes}`.
 #[utoipa::path(
     post,
     path = "/api/workspaces/{id}/session-pruning/clean-plan",
@@ -78,7 +78,7 @@ pub async fn clean_plan(
                 engine.store(),
                 &request.session_id,
                 &policy,
-                false,
+                request.before_compaction,
                 &scope,
                 now,
             )

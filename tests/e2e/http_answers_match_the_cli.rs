@@ -247,3 +247,54 @@ fn clean_plan_refuses_kept_turns_that_are_not_a_whole_number() {
     app.stop();
     assert!(common::receipts(&fx).is_empty());
 }
+
+/// The pinned fixture's session with a completed compaction (`fixture: compacted`).
+const COMPACTED: &str = "ses_dd9927d77ffeCzugJZ3vDGPMn9";
+
+#[test]
+fn clean_plan_before_compaction_plans_what_clean_before_compaction_prunes() {
+    let fx = Fixture::new();
+    let app = App::start(&fx);
+    let dry = run(
+        &fx.db,
+        &[
+            "--json",
+            "clean",
+            COMPACTED,
+            "--keep-last-turns",
+            "0",
+            "--before-compaction",
+            "--no-compact",
+        ],
+    );
+    assert_exit(&dry, 0);
+    let dry: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    let plan_of = |before_compaction: bool| {
+        let body = json!({
+            "sessionID": COMPACTED, "keepLastTurns": 0, "beforeCompaction": before_compaction,
+        })
+        .to_string();
+        let (status, plan) = app.post(&app.route("clean-plan"), &body);
+        assert_eq!(status, 200, "{plan}");
+        parse(&plan)
+    };
+    let old = plan_of(true);
+    assert_eq!(old["status"], "plan", "{old}");
+    assert_eq!(old["beforeCompaction"], true, "{old}");
+    let prunes = old["prunes"].as_array().unwrap().len() as u64;
+    assert!(prunes > 0, "the compaction has history before it: {old}");
+    assert_eq!(Some(prunes), dry["pruned"].as_u64(), "{dry}");
+    assert_eq!(old["lookedAt"], dry["considered"], "{dry}");
+    assert_eq!(old["parts"], dry["parts"], "{dry}");
+    assert_eq!(old["bytes"], dry["bytes"], "{dry}");
+
+    // Without it, the plan also takes what OpenCode still sends the model.
+    let all = plan_of(false);
+    assert_eq!(all["beforeCompaction"], false, "{all}");
+    assert!(
+        all["prunes"].as_array().unwrap().len() as u64 > prunes,
+        "{all}"
+    );
+    app.stop();
+    assert!(common::receipts(&fx).is_empty(), "a plan writes nothing");
+}

@@ -147,6 +147,7 @@ mod rows_over_the_budget_are_never_half_pruned;
 mod scope_paths_follow_the_platform_of_the_path;
 mod serve_keeps_its_locks_on_the_database_after_every_read;
 mod serve_logs_one_line_per_request_refused_or_failed;
+mod serve_stops_with_its_standard_input;
 mod sessions_of_both_generations_are_listed_once;
 mod sse_lagging_subscriber_is_caught_up;
 mod sse_resumes_across_server_restarts;

@@ -4,89 +4,16 @@
 //! codes, and signals passed on; and without the binary's package, words that say what to
 //! install (exit 1). Everything is installed from the local tarballs, offline.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common;
-use crate::skip;
 
 use common::cli::{assert_exit, json, run};
+use common::npm::{install, pack};
 use common::*;
 use serde_json::Value;
-
-/// The two tarballs, packed from this build's binary, in a folder of their own.
-struct Packed {
-    _dir: tempfile::TempDir,
-    launcher: PathBuf,
-    binary: PathBuf,
-}
-
-/// Packs the packages; `None` (said, or under CI a failure) where npm is missing.
-fn pack() -> Option<Packed> {
-    let npm = Command::new("npm").arg("--version").output();
-    if !npm.is_ok_and(|out| out.status.success()) {
-        skip::cannot_run("npm is missing", "install Node.js 18 or later with npm");
-        return None;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("bash")
-        .arg(root.join("scripts/npm-pack.sh"))
-        .arg(dir.path())
-        .arg("--binary")
-        .arg(common::cli::BINARY)
-        .output()
-        .expect("npm-pack.sh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let version = env!("CARGO_PKG_VERSION");
-    let launcher = dir.path().join(format!("session-prune-{version}.tgz"));
-    let binary = dir
-        .path()
-        .join(format!("session-prune-linux-x64-gnu-{version}.tgz"));
-    let mut packed: Vec<String> = std::fs::read_dir(dir.path())
-        .expect("read")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    packed.sort();
-    assert_eq!(
-        packed,
-        [
-            format!("session-prune-{version}.tgz"),
-            format!("session-prune-linux-x64-gnu-{version}.tgz")
-        ]
-    );
-    Some(Packed {
-        _dir: dir,
-        launcher,
-        binary,
-    })
-}
-
-/// `npm install --offline` of `tarballs` into the empty folder `prefix`.
-fn install(prefix: &Path, tarballs: &[&Path]) {
-    let out = Command::new("npm")
-        .current_dir(prefix)
-        .args(["install", "--offline", "--no-audit", "--no-fund"])
-        .args(tarballs)
-        .output()
-        .expect("npm install");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// `npx --no -- session-prune ARGS` in `prefix` (the installed command, nothing downloaded).
 fn npx(prefix: &Path, args: &[&str]) -> Output {

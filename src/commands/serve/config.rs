@@ -115,6 +115,11 @@ pub struct Args {
     /// testing the turns).
     #[arg(long, hide = true, value_name = "MS", requires = "auto_clean")]
     pub auto_clean_pause_ms: Option<u64>,
+    /// Stop, as on SIGTERM, when standard input reaches its end: for a program that starts the
+    /// server with a pipe as its input (the OpenCode plugin), so that the server stops with that
+    /// program however it ends, killed included.
+    #[arg(long)]
+    pub stop_with_stdin: bool,
 }
 
 /// The intervals `--auto-clean` accepts: from 1 second to 365 days, both included.
@@ -166,6 +171,8 @@ pub struct ServeConfig {
     pub log_format: LogFormat,
     /// The clean on a schedule (`--auto-clean`), if any.
     pub auto_clean: Option<AutoClean>,
+    /// `--stop-with-stdin`: stop when standard input reaches its end.
+    pub stop_with_stdin: bool,
 }
 
 /// Validates `serve`'s flags, reading the password from `SESSION_PRUNE_PASSWORD` when
@@ -222,6 +229,7 @@ pub fn validate(args: Args) -> Result<ServeConfig, ConfigError> {
             .map(|text| Origin::parse(text).ok_or_else(|| ConfigError::Origin(text.clone())))
             .collect::<Result<_, _>>()?,
         log_format: args.log_format,
+        stop_with_stdin: args.stop_with_stdin,
     })
 }
 

@@ -106,7 +106,7 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         let address = listener.local_addr()?;
         // Installed before the address is announced: a signal sent as soon as a script reads
         // it must stop the server gracefully, not kill it.
-        let stop = stop_signal().context("installing the signal handlers")?;
+        let stop = stop_signal(serve.stop_with_stdin).context("installing the signal handlers")?;
         announce(
             config.json,
             address,
@@ -282,12 +282,15 @@ fn announce(
     Ok(())
 }
 
-/// A future that completes on Ctrl-C (SIGINT) or SIGTERM; the handlers are installed when
-/// this returns. Must be called within the runtime.
+/// A future that completes on Ctrl-C (SIGINT) or SIGTERM, or, with `with_stdin`, when standard
+/// input reaches its end (or cannot be read); the handlers are installed when this returns.
+/// Must be called within the runtime.
 ///
 /// Errors: the I/O error of installing a handler.
 #[cfg(unix)]
-fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+fn stop_signal(
+    with_stdin: bool,
+) -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
@@ -295,16 +298,38 @@ fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send
         tokio::select! {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
+            () = stdin_closed(with_stdin) => {}
         }
     })
 }
 
-/// A future that completes on Ctrl-C.
+/// A future that completes on Ctrl-C, or, with `with_stdin`, when standard input reaches its end.
 ///
 /// Errors: none here (the handler is installed when the future is first polled).
 #[cfg(not(unix))]
-fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
-    Ok(async {
-        let _ = tokio::signal::ctrl_c().await;
+fn stop_signal(
+    with_stdin: bool,
+) -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    Ok(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = stdin_closed(with_stdin) => {}
+        }
     })
+}
+
+/// Completes when standard input reaches its end or fails to be read (`--stop-with-stdin`);
+/// never when `watch` is false. What is read is discarded.
+async fn stdin_closed(watch: bool) {
+    use tokio::io::AsyncReadExt;
+    if !watch {
+        return std::future::pending().await;
+    }
+    let mut stdin = tokio::io::stdin();
+    let mut buffer = [0_u8; 256];
+    while let Ok(read) = stdin.read(&mut buffer).await {
+        if read == 0 {
+            return;
+        }
+    }
 }

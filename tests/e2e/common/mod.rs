@@ -359,6 +359,7 @@ pub mod faults;
 pub mod generate;
 pub mod home;
 pub mod http;
+pub mod npm;
 pub mod openapi;
 pub mod peak_memory;
 pub mod power_loss;
