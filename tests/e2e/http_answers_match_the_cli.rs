@@ -298,3 +298,24 @@ fn clean_plan_before_compaction_plans_what_clean_before_compaction_prunes() {
     app.stop();
     assert!(common::receipts(&fx).is_empty(), "a plan writes nothing");
 }
+
+#[test]
+fn clean_plan_refuses_a_before_compaction_that_is_not_a_boolean() {
+    let fx = Fixture::new();
+    let app = App::start(&fx);
+    let (database, journal) = (fx.file_digest(), fx.journal_digest());
+    for given in [json!("yes"), json!(1), json!(null)] {
+        let body = json!({ "sessionID": COMPACTED, "beforeCompaction": given }).to_string();
+        let (status, answer) = app.post(&app.route("clean-plan"), &body);
+        assert_eq!(status, 400, "{given}: {answer}");
+        assert_eq!(
+            parse(&answer)["field"],
+            "beforeCompaction",
+            "{given}: {answer}"
+        );
+    }
+    assert_eq!(fx.file_digest(), database);
+    assert_eq!(fx.journal_digest(), journal);
+    app.stop();
+    assert!(common::receipts(&fx).is_empty());
+}
