@@ -9,7 +9,7 @@ const platforms = require("./session-prune/platforms.json");
 
 const common = {
   license: "MIT",
-  keywords: ["opencode", "sqlite", "prune", "session"],
+  keywords: ["opencode", "opencode-plugin", "sqlite", "prune", "session"],
 };
 
 function main(version) {
@@ -20,8 +20,9 @@ function main(version) {
     version,
     description: "Prunes tool output and reasoning from OpenCode's session database, while OpenCode runs",
     ...common,
+    main: "index.js",
     bin: { "session-prune": "bin/session-prune.js" },
-    files: ["bin/", "platform.js", "platforms.json", "README.md"],
+    files: ["bin/", "plugin/", "index.js", "platform.js", "platforms.json", "README.md"],
     engines: { node: ">=18" },
     optionalDependencies,
   };

@@ -169,6 +169,11 @@ impl<'a> Service<'a> {
         &self.url
     }
 
+    /// The service's password (HTTP basic authentication as `opencode`).
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
     /// The service's pid.
     pub fn pid(&self) -> i32 {
         self.pid

@@ -1,0 +1,124 @@
+// The plugin inside OpenCode 2 (`export default {id, setup(api)}`; docs/plugin.md): `/prune`
+// registered with `api.command.transform`, answered as a synthetic message of the session;
+// CodeNomad's RPC registered with `api.rpc.register`; every prune, restore and compaction the
+// server announces (its own, the command line's, another client's) emitted into OpenCode's
+// event stream through that RPC; and, when asked for, a clean of each session that goes idle.
+// OpenCode 2 sets a plugin up once per location (the project folder, the home): the server, the
+// relay and the idle watch are made once per process, the command and the RPC once per
+// location.
+
+import { client, follow } from "./api.mjs";
+import { runCommand, USAGE } from "./commands.mjs";
+import { DEFINITION, handlers } from "./contract.mjs";
+import { logBeside, warn } from "./log.mjs";
+import { readOptions } from "./options.mjs";
+import { databasePath, server } from "./server.mjs";
+
+/** The RPC registrations, one per location: `{directory, events}`. */
+const registrations = [];
+let relaying = false;
+let watchingIdle = false;
+
+/** `setup(api)` of OpenCode 2's plugin API. */
+export async function setup(api) {
+  const { options, problems } = readOptions(api.options);
+  logBeside(databasePath(options));
+  for (const problem of problems) warn(`${problem}; using the default`);
+  const connect = async () => client(await server(options));
+  // Started now, waited for by the first request: OpenCode's start does not wait for it.
+  server(options).catch((error) => warn(`${error.message}`));
+
+  api.command.transform((draft) => {
+    draft.add({
+      name: "prune",
+      description: "Prune tool output and reasoning from this session (session-prune; /prune help)",
+      execute: async (input) => {
+        await answerCommand(api, connect, input, options);
+        return undefined;
+      },
+    });
+  });
+
+  const registration = await api.rpc.register(DEFINITION, handlers(connect));
+  registrations.push({ directory: api.location?.directory || "", events: registration.events });
+  if (!relaying) {
+    relaying = true;
+    relay(options);
+  }
+  if (options.idleClean && !watchingIdle) {
+    watchingIdle = true;
+    watchIdle(api, connect, options);
+  }
+}
+
+/** Runs `/prune` and writes its answer (and the one that follows a wait) into the session. */
+async function answerCommand(api, connect, input, options) {
+  const say = (text) =>
+    api.session
+      .synthetic({ sessionID: input.sessionID, text, description: "session-prune", resume: false })
+      .catch((error) => warn(`could not write the answer: ${error.message}`));
+  let answer;
+  try {
+    answer = await runCommand(await connect(), { sessionID: input.sessionID, text: input.prompt?.text }, options);
+  } catch (error) {
+    warn(`/prune ${input.prompt?.text || ""} failed: ${error.message}`);
+    await say(`session-prune: ${error.message}\n${USAGE}`);
+    return;
+  }
+  await say(answer.text);
+  if (answer.later) answer.later.then(say, (error) => say(`session-prune: ${error.message}`));
+}
+
+/** Emits each event of the server's stream, from now on, through the registration of the
+ * event's directory (or its nearest enclosing location; every registration when none
+ * encloses it), so that a client of OpenCode's event stream for that folder receives it. */
+function relay(options) {
+  const controller = new AbortController();
+  follow({
+    connect: () => server(options),
+    cursor: null,
+    signal: controller.signal,
+    onEvent: async (event) => {
+      const name = event.type.replace(/^rpc\.codenomad\.session-pruning\./, "");
+      if (!(name in DEFINITION.events)) return;
+      for (const registration of receivers(event.directory)) {
+        await Promise.resolve(registration.events.emit(name, event.data)).catch((error) =>
+          warn(`could not emit ${event.type}: ${error.message}`),
+        );
+      }
+    },
+  });
+}
+
+function receivers(directory) {
+  if (!directory) return registrations;
+  const enclosing = registrations
+    .filter((registration) => registration.directory && (directory === registration.directory || directory.startsWith(`${registration.directory}/`)))
+    .sort((a, b) => b.directory.length - a.directory.length);
+  return enclosing.length ? enclosing.slice(0, 1) : registrations;
+}
+
+/** Cleans each session that goes idle (`options.idleClean`: "old" takes only what is older
+ * than the last compaction; "apply" what `/prune apply` takes), through the fence like any
+ * prune. OpenCode 2 says a run ended with an `idle` message; its event names the session. */
+async function watchIdle(api, connect, options) {
+  const verb = options.idleClean === "apply" ? "apply" : "old";
+  const stream = api.event.subscribe();
+  for await (const event of stream) {
+    const sessionID = idleSession(event);
+    if (!sessionID) continue;
+    try {
+      await runCommand(await connect(), { sessionID, text: verb }, options);
+    } catch (error) {
+      warn(`the idle clean of ${sessionID} failed: ${error.message}`);
+    }
+  }
+}
+
+/** The session of an event that says a run ended, or null. */
+export function idleSession(event) {
+  const type = event?.type || "";
+  const data = event?.data || event?.properties || {};
+  if (!/idle/i.test(type)) return null;
+  return data.sessionID || data.id || null;
+}
