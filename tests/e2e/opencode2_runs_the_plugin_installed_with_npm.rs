@@ -31,46 +31,93 @@ fn add_plugin(config: &Path, plugin: &Path, options: &Value) {
     std::fs::write(config, document.to_string()).expect("write config");
 }
 
-/// The session's answers from the plugin: the texts of its `synthetic` rows, oldest first.
-fn answers(db: &Path, session: &str) -> Vec<String> {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
-    let mut statement = conn
-        .prepare(
-            "SELECT data FROM session_message WHERE session_id = ?1 AND type = 'synthetic' \
-             ORDER BY seq",
-        )
-        .expect("prepare");
-    let rows = statement
-        .query_map([session], |row| row.get::<_, String>(0))
-        .expect("query");
-    rows.map(|data| {
-        let data: Value = serde_json::from_str(&data.expect("row")).expect("synthetic JSON");
-        data["text"].as_str().unwrap_or_default().to_string()
-    })
-    .collect()
+/// The session's answers the plugin keeps (`POST /api/rpc/session-prune/answers`), oldest
+/// first: `(command, text, final)`.
+fn answers(service: &Service<'_>, session: &str) -> Vec<(String, String, bool)> {
+    let answer = service.api(
+        "POST",
+        "/api/rpc/session-prune/answers",
+        Some(&json!({"input": {"sessionID": session}})),
+    );
+    assert_eq!(answer.status, 200, "answers: {}", answer.body);
+    answer.json()["output"]["answers"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|entry| {
+            (
+                entry["command"].as_str().expect("command").to_string(),
+                entry["text"].as_str().expect("text").to_string(),
+                entry["final"].as_bool().expect("final"),
+            )
+        })
+        .collect()
 }
 
-/// Runs `/prune TEXT` through OpenCode's command route and waits for its answer.
-fn command(service: &Service<'_>, db: &Path, session: &str, text: &str) -> String {
-    let before = answers(db, session).len();
+/// Runs `/prune TEXT` through OpenCode's command route; the number of the session's answers
+/// before it (the index of its first answer).
+fn send_command(service: &Service<'_>, session: &str, text: &str) -> usize {
+    let before = answers(service, session).len();
     let answer = service.api(
         "POST",
         &format!("/api/session/{session}/command"),
         Some(&json!({"name": "prune", "text": text})),
     );
     assert_eq!(answer.status, 204, "/prune {text}: {}", answer.body);
-    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    before
+}
+
+/// Waits for the session's answer number `index`: `(command, text, final)`.
+fn answer_number(
+    service: &Service<'_>,
+    db: &Path,
+    session: &str,
+    index: usize,
+    timeout: Duration,
+) -> (String, String, bool) {
+    let deadline = Instant::now() + timeout;
     loop {
-        let now = answers(db, session);
-        if now.len() > before {
-            return now[before].clone();
+        if let Some(answer) = answers(service, session).get(index) {
+            return answer.clone();
         }
         assert!(
             Instant::now() < deadline,
-            "/prune {text} did not answer; the plugin's log: {}",
+            "answer {index} did not come; the plugin's log: {}",
             std::fs::read_to_string(plugin_log(db)).unwrap_or_default()
         );
         thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Runs `/prune TEXT` on an idle session and waits for its one answer.
+fn command(service: &Service<'_>, db: &Path, session: &str, text: &str) -> String {
+    let index = send_command(service, session, text);
+    let (command, answer, final_answer) =
+        answer_number(service, db, session, index, ANSWER_TIMEOUT);
+    assert_eq!(command, format!("/prune {text}").trim_end());
+    assert!(final_answer, "no prune of an idle session waits: {answer}");
+    answer
+}
+
+/// Sends a prompt whose run holds the session for a few seconds and waits until OpenCode marks
+/// it in use (`session_v2.time_suspended`); the newest idle row before it, for `wait_idle`.
+fn hold(service: &Service<'_>, db: &Path, session: &str) -> Option<String> {
+    let before = service.send_prompt(session, "Hold the session. [[slow:6]]");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+        let claim: Option<i64> = conn
+            .query_row(
+                "SELECT time_suspended FROM session_v2 WHERE id = ?1",
+                [session],
+                |row| row.get(0),
+            )
+            .expect("claim");
+        if claim.is_some() {
+            return before;
+        }
+        assert!(Instant::now() < deadline, "the run set no time_suspended");
+        thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -121,17 +168,25 @@ fn subscribe(service: &Service<'_>) -> Arc<Mutex<Vec<String>>> {
     lines
 }
 
-fn pruned_events(lines: &Mutex<Vec<String>>, message: &str) -> usize {
+/// How many events of `kind` about `message` (its `data.messageID`) or `session` (its
+/// `data.sessionID`) a client received.
+fn events_about(lines: &Mutex<Vec<String>>, kind: &str, key: &str, id: &str) -> usize {
     lines
         .lock()
         .expect("lock")
         .iter()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| {
-            event["type"] == "rpc.codenomad.session-pruning.pruned"
-                && event["data"]["messageID"] == message
-        })
+        .filter(|event| event["type"] == kind && event["data"][key] == id)
         .count()
+}
+
+fn pruned_events(lines: &Mutex<Vec<String>>, message: &str) -> usize {
+    events_about(
+        lines,
+        "rpc.codenomad.session-pruning.pruned",
+        "messageID",
+        message,
+    )
 }
 
 fn the_plugin_prunes_from_inside(version: &str) {
@@ -151,6 +206,8 @@ fn the_plugin_prunes_from_inside(version: &str) {
     let mut service = Service::start(&home);
     let session = service.session_with_turns("pruned from inside", 3, TURN_TIMEOUT);
     let requests = mock.requests().len();
+    let watcher = subscribe(&service);
+    thread::sleep(Duration::from_millis(500));
 
     let preview = command(&service, &db, &session, "");
     assert!(
@@ -196,6 +253,11 @@ fn the_plugin_prunes_from_inside(version: &str) {
         requests,
         "no /prune command called the model"
     );
+    assert_eq!(
+        events_about(&watcher, "rpc.session-prune.answer", "sessionID", &session),
+        4,
+        "each answer reached a client of OpenCode's event stream"
+    );
 
     // CodeNomad's client path: preview then prune through OpenCode's RPC route, the event to
     // two clients of OpenCode's own event stream.
@@ -237,6 +299,18 @@ fn the_plugin_prunes_from_inside(version: &str) {
         "sessionID": session, "messageID": message,
         "revision": preview["revision"], "indexes": indexes,
     });
+    // Refused while a run holds the session, nothing announced; admitted once it settles.
+    let held = hold(&service, &db, &session);
+    assert_eq!(
+        rpc("prune", request.clone()),
+        json!({"status": "blocked", "reason": "maintenance_required"})
+    );
+    service.wait_idle(&session, held.as_deref(), TURN_TIMEOUT);
+    assert_eq!(
+        pruned_events(&first, &message),
+        0,
+        "a refusal is not announced"
+    );
     let pruned = rpc("prune", request.clone());
     assert_eq!(pruned["status"], "pruned", "{pruned}");
     assert_eq!(
@@ -244,16 +318,33 @@ fn the_plugin_prunes_from_inside(version: &str) {
         pruned,
         "an identical retry answers the same"
     );
-    let invalid = service.api(
-        "POST",
-        "/api/rpc/codenomad.session-pruning/preview",
-        Some(&json!({"input": {"sessionID": session, "messageID": message, "content": []}})),
-    );
-    assert_ne!(
-        invalid.status, 200,
-        "a key the contract does not have is refused: {}",
-        invalid.body
-    );
+    // OpenCode checks each input against the method's schema before the plugin sees it.
+    for (method, input) in [
+        ("preview", json!({"sessionID": session, "messageID": 5})),
+        (
+            "prune",
+            json!({"sessionID": session, "messageID": message, "revision": "0".repeat(63),
+                   "indexes": [0]}),
+        ),
+        (
+            "prune",
+            json!({"sessionID": session, "messageID": message,
+                   "revision": preview["revision"], "indexes": []}),
+        ),
+    ] {
+        let refused = service.api(
+            "POST",
+            &format!("/api/rpc/codenomad.session-pruning/{method}"),
+            Some(&json!({ "input": input })),
+        );
+        assert_eq!(refused.status, 400, "{method} {input}: {}", refused.body);
+        assert_eq!(
+            refused.json()["type"],
+            "rpc.invalid_input",
+            "{}",
+            refused.body
+        );
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     while (pruned_events(&first, &message) == 0 || pruned_events(&second, &message) == 0)
         && Instant::now() < deadline
@@ -284,10 +375,35 @@ fn the_plugin_prunes_from_inside(version: &str) {
     for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
         assert!(!next.body.contains(pruned), "{pruned} was sent");
     }
-    eprintln!(
-        "the plugin's answers are sent to the model: {}",
-        next.body.contains("session-prune: pruned ")
+    assert!(
+        !next.body.contains("session-prune: "),
+        "no answer of the plugin is sent to the model"
     );
+
+    // `/prune apply` while a run holds the session: the answer says it waits, and the prune
+    // follows when the session settles (the held turn is the last one, and is kept).
+    let held = hold(&service, &db, &session);
+    let index = send_command(&service, &session, "apply");
+    let (_, waiting, final_answer) = answer_number(&service, &db, &session, index, ANSWER_TIMEOUT);
+    assert!(!final_answer, "{waiting}");
+    assert!(
+        waiting.contains("wait: OpenCode is using this session"),
+        "{waiting}"
+    );
+    assert_eq!(
+        rows_holding(&db, &session, "TOOL_CANARY_3"),
+        1,
+        "nothing is pruned while held"
+    );
+    service.wait_idle(&session, held.as_deref(), TURN_TIMEOUT);
+    let (_, settled, final_answer) =
+        answer_number(&service, &db, &session, index + 1, TURN_TIMEOUT);
+    assert!(final_answer, "{settled}");
+    assert!(
+        settled.starts_with("session-prune (after the session settled): pruned "),
+        "{settled}"
+    );
+    assert_eq!(rows_holding(&db, &session, "TOOL_CANARY_3"), 0, "{settled}");
 
     // The plugin's server stops with OpenCode: the journal is free, and the audit holds.
     service.stop();

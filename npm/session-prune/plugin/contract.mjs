@@ -6,7 +6,9 @@
 export const RPC_ID = "codenomad.session-pruning";
 
 const id = { type: "string", minLength: 1, maxLength: 256 };
-const revision = { type: "string", pattern: "^[0-9a-f]{64}$" };
+// OpenCode 2 refuses a schema with `pattern` ("Patterns may block validation"): the length is
+// checked here, the lowercase hex by the server.
+const revision = { type: "string", minLength: 64, maxLength: 64 };
 const closed = (properties, required) => ({ type: "object", properties, required, additionalProperties: false });
 const output = { type: "object" };
 

@@ -1,5 +1,5 @@
 // The plugin inside OpenCode 2 (`export default {id, setup(api)}`; docs/plugin.md): `/prune`
-// registered with `api.command.transform`, answered as a synthetic message of the session;
+// registered with `api.command.transform`, answered on OpenCode's event stream (answers.mjs);
 // CodeNomad's RPC registered with `api.rpc.register`; every prune, restore and compaction the
 // server announces (its own, the command line's, another client's) emitted into OpenCode's
 // event stream through that RPC; and, when asked for, a clean of each session that goes idle.
@@ -7,6 +7,7 @@
 // relay and the idle watch are made once per process, the command and the RPC once per
 // location.
 
+import { ANSWERS_DEFINITION, answersHandlers, keep } from "./answers.mjs";
 import { client, follow } from "./api.mjs";
 import { runCommand, USAGE } from "./commands.mjs";
 import { DEFINITION, handlers } from "./contract.mjs";
@@ -28,12 +29,14 @@ export async function setup(api) {
   // Started now, waited for by the first request: OpenCode's start does not wait for it.
   server(options).catch((error) => warn(`${error.message}`));
 
+  // Registered before the command, so that the command's first answer has somewhere to go.
+  const answers = await api.rpc.register(ANSWERS_DEFINITION, answersHandlers);
   api.command.transform((draft) => {
     draft.add({
       name: "prune",
       description: "Prune tool output and reasoning from this session (session-prune; /prune help)",
       execute: async (input) => {
-        await answerCommand(api, connect, input, options);
+        await answerCommand(answers.events, connect, input, options);
         return undefined;
       },
     });
@@ -51,22 +54,29 @@ export async function setup(api) {
   }
 }
 
-/** Runs `/prune` and writes its answer (and the one that follows a wait) into the session. */
-async function answerCommand(api, connect, input, options) {
-  const say = (text) =>
-    api.session
-      .synthetic({ sessionID: input.sessionID, text, description: "session-prune", resume: false })
-      .catch((error) => warn(`could not write the answer: ${error.message}`));
+/** Runs `/prune` and emits its answer (and the one that follows a wait) as the `answer` event
+ * of the location whose command ran. */
+async function answerCommand(events, connect, input, options) {
+  const command = `/prune ${input.prompt?.text || ""}`.trim();
+  const say = (text, final) =>
+    Promise.resolve(events.emit("answer", keep(input.sessionID, command, text, final))).catch((error) =>
+      warn(`could not emit the answer to ${command}: ${error.message}`),
+    );
   let answer;
   try {
     answer = await runCommand(await connect(), { sessionID: input.sessionID, text: input.prompt?.text }, options);
   } catch (error) {
-    warn(`/prune ${input.prompt?.text || ""} failed: ${error.message}`);
-    await say(`session-prune: ${error.message}\n${USAGE}`);
+    warn(`${command} failed: ${error.message}`);
+    await say(`session-prune: ${error.message}\n${USAGE}`, true);
     return;
   }
-  await say(answer.text);
-  if (answer.later) answer.later.then(say, (error) => say(`session-prune: ${error.message}`));
+  await say(answer.text, !answer.later);
+  if (answer.later) {
+    answer.later.then(
+      (text) => say(text, true),
+      (error) => say(`session-prune: ${error.message}`, true),
+    );
+  }
 }
 
 /** Emits each event of the server's stream, from now on, through the registration of the
