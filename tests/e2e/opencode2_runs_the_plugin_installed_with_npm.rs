@@ -7,7 +7,7 @@
 //! without the pruned output; and the plugin's server stops with OpenCode (docs/plugin.md).
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -433,4 +433,143 @@ fn opencode_2_1_2_runs_prune_from_its_command_route_and_serves_codenomads_rpc() 
 #[test]
 fn opencode_2_0_15_runs_prune_from_its_command_route_and_serves_codenomads_rpc() {
     the_plugin_prunes_from_inside("2.0.15");
+}
+
+/// The plugin's own server, as its registration beside the database names it: `(url, password)`.
+fn plugin_server(db: &Path) -> (String, String) {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".session-prune-serve.json");
+    let registration: Value =
+        serde_json::from_str(&std::fs::read_to_string(PathBuf::from(name)).expect("registration"))
+            .expect("registration JSON");
+    (
+        registration["url"].as_str().expect("url").to_string(),
+        registration["password"]
+            .as_str()
+            .expect("password")
+            .to_string(),
+    )
+}
+
+/// When each run of `session` began and ended (ms since epoch), from the `created` of OpenCode's
+/// `session.execution.*` events a client of its stream received.
+fn runs(lines: &Mutex<Vec<String>>, session: &str) -> Vec<(i64, i64)> {
+    let mut runs = Vec::new();
+    let mut started = None;
+    for event in lines
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["data"]["sessionID"] == session)
+    {
+        let created = event["created"].as_i64().expect("created");
+        match event["type"].as_str().unwrap_or_default() {
+            "session.execution.started" => started = Some(created),
+            "session.execution.succeeded" | "session.execution.failed" => {
+                runs.push((started.take().expect("a run that started"), created));
+            }
+            _ => {}
+        }
+    }
+    runs
+}
+
+#[test]
+fn opencode_2_1_2_cleans_each_session_that_goes_idle_and_never_during_a_run() {
+    let Some(packed) = pack() else { return };
+    let Some((mock, home)) = opencode2_home("2.1.2") else {
+        return;
+    };
+    let prefix = tempfile::tempdir().expect("tempdir");
+    install(prefix.path(), &[&packed.launcher, &packed.binary]);
+    add_plugin(
+        &home.root().join("config/opencode/opencode.json"),
+        &prefix.path().join("node_modules/session-prune"),
+        &json!({"idleClean": "apply", "keepLastTurns": 1, "quietPeriod": "0"}),
+    );
+    let db = home.database();
+    let mut service = Service::start(&home);
+    let watcher = subscribe(&service);
+    thread::sleep(Duration::from_millis(500));
+    // Each turn's prompt is sent as soon as the previous run ends, while its idle clean runs.
+    let session = service.session_with_turns("cleaned when idle", 3, TURN_TIMEOUT);
+
+    // After turn 3 ends, turns 1 and 2 are pruned and turn 3, the last, is kept.
+    let deadline = Instant::now() + TURN_TIMEOUT;
+    while rows_holding(&db, &session, "TOOL_CANARY_2") > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(200));
+    }
+    for pruned in [
+        "TOOL_CANARY_1",
+        "TOOL_CANARY_2",
+        "REASONING_CANARY_1",
+        "REASONING_CANARY_2",
+    ] {
+        assert_eq!(rows_holding(&db, &session, pruned), 0, "{pruned} is pruned");
+    }
+    assert_eq!(
+        rows_holding(&db, &session, "TOOL_CANARY_3"),
+        1,
+        "the last turn is kept"
+    );
+    let idle: Vec<(String, String, bool)> = answers(&service, &session)
+        .into_iter()
+        .filter(|(command, _, _)| command == "idle /prune apply")
+        .collect();
+    assert!(idle.len() >= 2, "an answer per idle clean: {idle:?}");
+
+    // The next request carries none of it.
+    let before = mock.requests().len();
+    service.turn(
+        &session,
+        "Turn 4: go on. [[say:text_canary_4]]",
+        TURN_TIMEOUT,
+    );
+    let next = mock.requests()[before..]
+        .iter()
+        .find(|r| r.kind == RequestKind::Chat && r.session_id() == Some(session.as_str()))
+        .cloned()
+        .expect("turn 4's model request");
+    for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
+        assert!(!next.body.contains(pruned), "{pruned} was sent");
+    }
+    assert!(next.body.contains("TOOL_CANARY_3"), "the kept turn is sent");
+    let deadline = Instant::now() + TURN_TIMEOUT;
+    while rows_holding(&db, &session, "TOOL_CANARY_3") > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        rows_holding(&db, &session, "TOOL_CANARY_3"),
+        0,
+        "turn 4's idle clean took turn 3"
+    );
+
+    // No prune of the session committed while one of its runs was going on.
+    let (url, password) = plugin_server(&db);
+    let receipts: Value = reqwest::blocking::Client::new()
+        .get(format!(
+            "{url}/api/workspaces/opencode/session-pruning/receipts?sessionID={session}"
+        ))
+        .bearer_auth(password)
+        .send()
+        .expect("receipts")
+        .json()
+        .expect("receipts JSON");
+    let committed: Vec<i64> = receipts
+        .as_array()
+        .expect("receipts")
+        .iter()
+        .map(|receipt| receipt["committedAtMs"].as_i64().expect("committedAtMs"))
+        .collect();
+    let runs = runs(&watcher, &session);
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    assert!(committed.len() >= 3, "{receipts}");
+    for at in &committed {
+        assert!(
+            !runs.iter().any(|(start, end)| start < at && at < end),
+            "a prune committed at {at} during a run: {runs:?}"
+        );
+    }
+    service.stop();
 }

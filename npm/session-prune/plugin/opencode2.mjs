@@ -43,14 +43,14 @@ export async function setup(api) {
   });
 
   const registration = await api.rpc.register(DEFINITION, handlers(connect));
-  registrations.push({ directory: api.location?.directory || "", events: registration.events });
+  registrations.push({ directory: api.location?.directory || "", events: registration.events, answers: answers.events });
   if (!relaying) {
     relaying = true;
     relay(options);
   }
   if (options.idleClean && !watchingIdle) {
     watchingIdle = true;
-    watchIdle(api, connect, options);
+    watchIdle(api, connect, options).catch((error) => warn(`the idle clean stopped: ${error.message}`));
   }
 }
 
@@ -108,27 +108,49 @@ function receivers(directory) {
   return enclosing.length ? enclosing.slice(0, 1) : registrations;
 }
 
+/** The events of OpenCode 2 that end a run of a session (`data.sessionID`): the session is
+ * idle after each, whatever the run's outcome. */
+const RUN_ENDED = new Set(["session.execution.succeeded", "session.execution.failed", "session.execution.interrupted"]);
+
 /** Cleans each session that goes idle (`options.idleClean`: "old" takes only what is older
  * than the last compaction; "apply" what `/prune apply` takes), through the fence like any
- * prune. OpenCode 2 says a run ended with an `idle` message; its event names the session. */
+ * prune: a prune the fence refuses because OpenCode still holds the session waits for it to
+ * settle. One clean per session at a time; a run that ends during one is cleaned after it. The
+ * answer is emitted like a command's, as `idle /prune VERB`. */
 async function watchIdle(api, connect, options) {
   const verb = options.idleClean === "apply" ? "apply" : "old";
-  const stream = api.event.subscribe();
-  for await (const event of stream) {
-    const sessionID = idleSession(event);
-    if (!sessionID) continue;
+  const command = `idle /prune ${verb}`;
+  const running = new Map();
+  const clean = async (sessionID, directory) => {
+    const say = (text) => {
+      for (const registration of receivers(directory)) {
+        Promise.resolve(registration.answers.emit("answer", keep(sessionID, command, text, true))).catch((error) =>
+          warn(`could not emit the answer to ${command}: ${error.message}`),
+        );
+      }
+    };
     try {
-      await runCommand(await connect(), { sessionID, text: verb }, options);
+      const answer = await runCommand(await connect(), { sessionID, text: verb }, options);
+      say(answer.later ? await answer.later : answer.text);
     } catch (error) {
       warn(`the idle clean of ${sessionID} failed: ${error.message}`);
     }
+  };
+  for await (const event of api.event.subscribe()) {
+    const sessionID = idleSession(event);
+    if (!sessionID) continue;
+    const directory = event.location?.directory || "";
+    const previous = running.get(sessionID) || Promise.resolve();
+    const next = previous.then(() => clean(sessionID, directory));
+    running.set(sessionID, next);
+    next.then(() => {
+      if (running.get(sessionID) === next) running.delete(sessionID);
+    });
   }
 }
 
-/** The session of an event that says a run ended, or null. */
+/** The session of an event that ends a run (`RUN_ENDED`), or null. */
 export function idleSession(event) {
-  const type = event?.type || "";
-  const data = event?.data || event?.properties || {};
-  if (!/idle/i.test(type)) return null;
-  return data.sessionID || data.id || null;
+  if (!RUN_ENDED.has(event?.type)) return null;
+  return event.data?.sessionID || null;
 }
