@@ -5,7 +5,10 @@
 //! Sources: OpenCode's own prune (`session/compaction.ts`): the last two user turns are never
 //! touched, and `skill` tool output is kept. A message is looked at only when it is an
 //! assistant message created before the session's last `keep_last_turns` user messages (V1
-//! `role`, V2 row `type`; both generations together, by `time_created`).
+//! `role`, V2 row `type`; both generations together, by `time_created`). A V1 user message
+//! whose every part is an `ignored` text part is no turn: OpenCode never sends it to the model
+//! (`MessageV2.toModelMessages` drops a user message left without parts), and it is how a
+//! plugin answers in a session (docs/plugin.md).
 
 pub(crate) mod copies;
 
@@ -146,6 +149,19 @@ pub enum Planned {
 fn v1_role() -> String {
     let data = row_budget::data("", "message");
     format!("CASE WHEN json_valid({data}) THEN json_extract({data}, '$.role') END")
+}
+
+/// The condition (after `AND`) that leaves out the V1 user `message` rows aliased `m` that
+/// OpenCode never sends the model: rows with parts, every one an `ignored` text part. A part
+/// that is not JSON counts as sent, so that damage can only keep more turns.
+fn sent_to_the_model() -> String {
+    let data = row_budget::data("p", "part");
+    format!(
+        "AND NOT (EXISTS (SELECT 1 FROM part p WHERE p.message_id = m.id) \
+         AND NOT EXISTS (SELECT 1 FROM part p WHERE p.message_id = m.id AND NOT \
+         CASE WHEN json_valid({data}) THEN json_extract({data}, '$.type') = 'text' \
+         AND json_extract({data}, '$.ignored') IS 1 ELSE 0 END))"
+    )
 }
 
 /// The condition (after `AND`, empty where nothing is to be left out) that leaves out the V1
@@ -368,8 +384,9 @@ pub(crate) fn kept_boundary(
     let mut users = Vec::new();
     if v1 {
         let live = live_v1(schema);
+        let sent = sent_to_the_model();
         users.push(format!(
-            "SELECT time_created AS t FROM message m WHERE session_id = ?1 AND {v1_role} = 'user' {live}"
+            "SELECT time_created AS t FROM message m WHERE session_id = ?1 AND {v1_role} = 'user' {live} {sent}"
         ));
     }
     if v2 {

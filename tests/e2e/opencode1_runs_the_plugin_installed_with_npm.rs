@@ -1,0 +1,330 @@
+//! The real OpenCode 1.19.5 loads the plugin from the npm packages `scripts/npm-pack.sh`
+//! packs, installed offline into a folder and named in `opencode.json`: `/prune`,
+//! `/prune apply` and `/prune undo` run through OpenCode's own command route
+//! (`POST /session/{id}/command`) answer with a message the model is never sent and a toast,
+//! write receipts the audit holds, and call the model not once; each prune the plugin's server
+//! announces shows a toast that says to reload (an open 1.x view does not re-read a message
+//! changed beside it); the session continues without the pruned output (docs/plugin.md).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::common::cli::{json, run};
+use crate::common::npm::{install, pack};
+use crate::opencode_real::{
+    binary_of, canary_turn, http, query_value, MockModel, OpenCode, RequestKind, Server,
+};
+
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+
+const VERSION: &str = "1.19.5";
+const PROMPT_TIMEOUT: Duration = Duration::from_secs(90);
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Names the installed plugin folder in the home's config, with `options`.
+fn add_plugin(config: &Path, plugin: &Path, options: &Value) {
+    let mut document: Value =
+        serde_json::from_str(&std::fs::read_to_string(config).expect("read config"))
+            .expect("config JSON");
+    let entry = format!("file://{}", plugin.to_str().expect("utf-8 path"));
+    document["plugin"] = json!([[entry, options]]);
+    std::fs::write(config, document.to_string()).expect("write config");
+}
+
+/// The `?directory=` of every request: the work tree OpenCode runs in.
+fn directory(env: &OpenCode) -> String {
+    query_value(env.work_dir().to_str().expect("utf-8 path"))
+}
+
+/// Sends `text` as a prompt and waits for the turn to end.
+fn prompt(env: &OpenCode, server: &Server, session: &str, text: &str) {
+    let body =
+        json!({"parts": [{"type": "text", "text": text}], "model": env.layout().prompt_model()});
+    let path = format!("/session/{session}/message?directory={}", directory(env));
+    let reply = http(server.url(), "POST", &path, Some(&body), PROMPT_TIMEOUT)
+        .unwrap_or_else(|e| panic!("prompt: {e}\n{}", server.log()));
+    assert_eq!(reply.status, 200, "{}\n{}", reply.body, server.log());
+}
+
+/// The texts of the session's parts the plugin wrote (`ignored` text parts), oldest first.
+fn answers(db: &Path, session: &str) -> Vec<String> {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+    let mut statement = conn
+        .prepare(
+            "SELECT data FROM part WHERE session_id = ?1 \
+             AND json_extract(data, '$.type') = 'text' \
+             AND json_extract(data, '$.ignored') = 1 ORDER BY time_created, id",
+        )
+        .expect("prepare");
+    let rows = statement
+        .query_map([session], |row| row.get::<_, String>(0))
+        .expect("query");
+    rows.map(|data| {
+        let data: Value = serde_json::from_str(&data.expect("row")).expect("part JSON");
+        data["text"].as_str().unwrap_or_default().to_string()
+    })
+    .collect()
+}
+
+/// Runs `/prune TEXT` through OpenCode's command route and waits for its answer.
+fn command(env: &OpenCode, server: &Server, session: &str, text: &str) -> String {
+    let db = env.database();
+    let before = answers(&db, session).len();
+    let path = format!("/session/{session}/command?directory={}", directory(env));
+    let body = json!({"command": "prune", "arguments": text});
+    let reply = http(server.url(), "POST", &path, Some(&body), ANSWER_TIMEOUT)
+        .unwrap_or_else(|e| panic!("/prune {text}: {e}\n{}", server.log()));
+    eprintln!("/prune {text}: HTTP {} {}", reply.status, reply.body);
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    loop {
+        let now = answers(&db, session);
+        if now.len() > before {
+            return now[before].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/prune {text} did not answer: HTTP {} {}\n{}",
+            reply.status,
+            reply.body,
+            server.log()
+        );
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Rows of the session's parts that hold `text`.
+fn parts_holding(db: &Path, session: &str, text: &str) -> i64 {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+    conn.query_row(
+        "SELECT count(*) FROM part WHERE session_id = ?1 AND instr(data, ?2) > 0",
+        (session, text),
+        |row| row.get(0),
+    )
+    .expect("count")
+}
+
+/// A client of OpenCode's event stream (`GET /event`): the `data:` lines it received.
+fn subscribe(env: &OpenCode, server: &Server) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let received = Arc::clone(&lines);
+    let url = format!("{}/event?directory={}", server.url(), directory(env));
+    thread::spawn(move || {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(None)
+            .build()
+            .expect("client");
+        let Ok(answer) = client.get(url).send() else {
+            return;
+        };
+        for line in BufReader::new(answer).lines() {
+            let Ok(line) = line else { return };
+            if let Some(data) = line.strip_prefix("data:") {
+                received.lock().expect("lock").push(data.trim().to_string());
+            }
+        }
+    });
+    lines
+}
+
+/// The id of the one part of the session that holds `text`.
+fn part_holding(db: &Path, session: &str, text: &str) -> String {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+    conn.query_row(
+        "SELECT id FROM part WHERE session_id = ?1 AND instr(data, ?2) > 0",
+        (session, text),
+        |row| row.get(0),
+    )
+    .expect("the part")
+}
+
+/// The parts of each event of `kind` a client saw, in order, with their part's id: the
+/// `properties.part` of `message.part.updated`, the `properties` of `message.part.removed`.
+fn part_events(lines: &Mutex<Vec<String>>, kind: &str) -> Vec<Value> {
+    lines
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["type"] == kind)
+        .map(|event| {
+            let properties = &event["properties"];
+            properties.get("part").unwrap_or(properties).clone()
+        })
+        .collect()
+}
+
+/// How many `message.part.removed` a client saw for part `id`.
+fn removals_of(lines: &Mutex<Vec<String>>, id: &str) -> usize {
+    part_events(lines, "message.part.removed")
+        .iter()
+        .filter(|part| part["partID"] == id)
+        .count()
+}
+
+/// The messages of the toasts a client of the event stream saw.
+fn toasts(lines: &Mutex<Vec<String>>) -> Vec<String> {
+    lines
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["type"] == "tui.toast.show")
+        .map(|event| {
+            event["properties"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn opencode_1_19_5_runs_prune_from_its_command_route() {
+    let Some(packed) = pack() else { return };
+    let Some(bin) = binary_of(VERSION) else {
+        return;
+    };
+    let mock = MockModel::start();
+    let env = OpenCode::new(&bin, &mock.base_url());
+    let prefix = tempfile::tempdir().expect("tempdir");
+    install(prefix.path(), &[&packed.launcher, &packed.binary]);
+    add_plugin(
+        &env.root().join("config/opencode/opencode.json"),
+        &prefix.path().join("node_modules/session-prune"),
+        &json!({"keepLastTurns": 1, "quietPeriod": "0"}),
+    );
+    let db = env.database();
+    let mut server = env.serve();
+    let created = http(
+        server.url(),
+        "POST",
+        &format!("/session?directory={}", directory(&env)),
+        Some(&json!({"title": "pruned from inside"})),
+        ANSWER_TIMEOUT,
+    )
+    .expect("create a session");
+    assert_eq!(created.status, 200, "{}", created.body);
+    let session = created.json()["id"].as_str().expect("id").to_string();
+    for n in 1..=3 {
+        prompt(&env, &server, &session, &canary_turn(n));
+    }
+    let watcher = subscribe(&env, &server);
+    thread::sleep(Duration::from_millis(500));
+    let requests = mock.requests().len();
+
+    let preview = command(&env, &server, &session, "");
+    assert!(
+        preview.starts_with("session-prune: a clean of this session would prune "),
+        "{preview}"
+    );
+    assert_eq!(
+        parts_holding(&db, &session, "TOOL_CANARY_1"),
+        1,
+        "a preview changes nothing"
+    );
+
+    let canary_part = part_holding(&db, &session, "TOOL_CANARY_1");
+    let applied = command(&env, &server, &session, "apply");
+    assert!(applied.starts_with("session-prune: pruned "), "{applied}");
+    for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
+        assert_eq!(
+            parts_holding(&db, &session, pruned),
+            0,
+            "{pruned} is pruned"
+        );
+    }
+    assert_eq!(
+        parts_holding(&db, &session, "TOOL_CANARY_3"),
+        1,
+        "the last turn is kept"
+    );
+
+    let undone = command(&env, &server, &session, "undo");
+    assert!(undone.starts_with("session-prune: put back "), "{undone}");
+    // The newest prune was of turn 2's message: its parts are announced back, as they are now.
+    let back = part_holding(&db, &session, "TOOL_CANARY_2");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let restored_update = || {
+        part_events(&watcher, "message.part.updated")
+            .into_iter()
+            .any(|part| part["id"] == back.as_str() && part.to_string().contains("TOOL_CANARY_2"))
+    };
+    while !restored_update() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        restored_update(),
+        "message.part.updated for the part put back, {back}"
+    );
+    assert_eq!(
+        mock.requests().len(),
+        requests,
+        "no /prune command called the model"
+    );
+    // Open views are told: OpenCode announced the pruned part removed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while removals_of(&watcher, &canary_part) == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        removals_of(&watcher, &canary_part),
+        1,
+        "message.part.removed for {canary_part}; the plugin's log: {}",
+        std::fs::read_to_string(format!("{}.session-prune-plugin.log", db.display()))
+            .unwrap_or_default()
+    );
+    let seen = toasts(&watcher);
+    assert!(
+        seen.iter()
+            .any(|toast| toast.starts_with("session-prune: pruned ")),
+        "{seen:?}"
+    );
+    assert!(
+        !seen.iter().any(|toast| toast.contains("reload")),
+        "no view needs a reload: {seen:?}"
+    );
+
+    // The session continues, and the model is sent neither the pruned output nor an answer.
+    let before = mock.requests().len();
+    prompt(
+        &env,
+        &server,
+        &session,
+        "Turn 4: go on. [[say:text_canary_4]]",
+    );
+    let next = mock.requests()[before..]
+        .iter()
+        .find(|r| r.kind == RequestKind::Chat)
+        .cloned()
+        .expect("the continued turn's model request");
+    for pruned in ["TOOL_CANARY_1", "REASONING_CANARY_1"] {
+        assert!(!next.body.contains(pruned), "{pruned} was sent");
+    }
+    assert!(
+        !next.body.contains("session-prune: "),
+        "an answer was sent to the model"
+    );
+
+    // The plugin's server stops with OpenCode: the journal is free, and the audit holds.
+    server.stop();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let out = run(&db, &["audit", "--json"]);
+        if out.status.code() == Some(0) {
+            let report = json(&out);
+            assert_eq!(report["ok"], true, "{report}");
+            assert!(report["receipts"].as_u64() >= Some(2), "{report}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the plugin's server still holds the journal: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        thread::sleep(Duration::from_millis(300));
+    }
+}
