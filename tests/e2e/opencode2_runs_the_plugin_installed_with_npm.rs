@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::cli::{json, run};
 use crate::common::npm::{install, pack};
-use crate::opencode_real::{opencode2_home, RequestKind, Service};
+use crate::opencode_real::{canary_turn, opencode2_home, RequestKind, Service};
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
@@ -27,7 +27,10 @@ fn add_plugin(config: &Path, plugin: &Path, options: &Value) {
     let mut document: Value =
         serde_json::from_str(&std::fs::read_to_string(config).expect("read config"))
             .expect("config JSON");
-    document["plugin"] = json!([[plugin.to_str().expect("utf-8 path"), options]]);
+    document["plugin"] = json!([[
+        format!("file://{}", plugin.to_str().expect("utf-8 path")),
+        options
+    ]]);
     std::fs::write(config, document.to_string()).expect("write config");
 }
 
@@ -189,6 +192,39 @@ fn pruned_events(lines: &Mutex<Vec<String>>, message: &str) -> usize {
     )
 }
 
+/// `POST /api/rpc/codenomad.session-pruning/METHOD {"input": INPUT}` through OpenCode: the
+/// method's `output`, after checking the answer is 200.
+fn rpc(service: &Service<'_>, method: &str, input: Value) -> Value {
+    let answer = service.api(
+        "POST",
+        &format!("/api/rpc/codenomad.session-pruning/{method}"),
+        Some(&json!({ "input": input })),
+    );
+    assert_eq!(answer.status, 200, "{method}: {}", answer.body);
+    answer.json()["output"].clone()
+}
+
+/// The prune request of every part a preview through the RPC offers of `message`.
+fn prune_everything(service: &Service<'_>, session: &str, message: &str) -> Value {
+    let preview = rpc(
+        service,
+        "preview",
+        json!({"sessionID": session, "messageID": message}),
+    );
+    assert_eq!(preview["status"], "preview", "{preview}");
+    let indexes: Vec<u64> = preview["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .map(|part| part["index"].as_u64().expect("index"))
+        .collect();
+    assert!(!indexes.is_empty(), "{preview}");
+    json!({
+        "sessionID": session, "messageID": message,
+        "revision": preview["revision"], "indexes": indexes,
+    })
+}
+
 fn the_plugin_prunes_from_inside(version: &str) {
     let Some(packed) = pack() else { return };
     let Some((mock, home)) = opencode2_home(version) else {
@@ -275,34 +311,11 @@ fn the_plugin_prunes_from_inside(version: &str) {
         .expect("the restored message");
     drop(conn);
     thread::sleep(Duration::from_millis(500));
-    let rpc = |method: &str, input: Value| {
-        let answer = service.api(
-            "POST",
-            &format!("/api/rpc/codenomad.session-pruning/{method}"),
-            Some(&json!({ "input": input })),
-        );
-        assert_eq!(answer.status, 200, "{method}: {}", answer.body);
-        answer.json()["output"].clone()
-    };
-    let preview = rpc(
-        "preview",
-        json!({"sessionID": session, "messageID": message}),
-    );
-    assert_eq!(preview["status"], "preview", "{preview}");
-    let indexes: Vec<u64> = preview["parts"]
-        .as_array()
-        .expect("parts")
-        .iter()
-        .map(|part| part["index"].as_u64().expect("index"))
-        .collect();
-    let request = json!({
-        "sessionID": session, "messageID": message,
-        "revision": preview["revision"], "indexes": indexes,
-    });
+    let request = prune_everything(&service, &session, &message);
     // Refused while a run holds the session, nothing announced; admitted once it settles.
     let held = hold(&service, &db, &session);
     assert_eq!(
-        rpc("prune", request.clone()),
+        rpc(&service, "prune", request.clone()),
         json!({"status": "blocked", "reason": "maintenance_required"})
     );
     service.wait_idle(&session, held.as_deref(), TURN_TIMEOUT);
@@ -311,10 +324,10 @@ fn the_plugin_prunes_from_inside(version: &str) {
         0,
         "a refusal is not announced"
     );
-    let pruned = rpc("prune", request.clone());
+    let pruned = rpc(&service, "prune", request.clone());
     assert_eq!(pruned["status"], "pruned", "{pruned}");
     assert_eq!(
-        rpc("prune", request),
+        rpc(&service, "prune", request.clone()),
         pruned,
         "an identical retry answers the same"
     );
@@ -329,7 +342,7 @@ fn the_plugin_prunes_from_inside(version: &str) {
         (
             "prune",
             json!({"sessionID": session, "messageID": message,
-                   "revision": preview["revision"], "indexes": []}),
+                   "revision": request["revision"], "indexes": []}),
         ),
     ] {
         let refused = service.api(
@@ -423,6 +436,41 @@ fn the_plugin_prunes_from_inside(version: &str) {
         );
         thread::sleep(Duration::from_millis(300));
     }
+
+    // After OpenCode starts again, the plugin starts its server again: a tool call of a new
+    // turn is pruned through the RPC and announced on OpenCode's stream.
+    let service = Service::start(&home);
+    service.turn(&session, &canary_turn(6), TURN_TIMEOUT);
+    service.turn(
+        &session,
+        "Turn 7: go on. [[say:text_canary_7]]",
+        TURN_TIMEOUT,
+    );
+    let watcher = subscribe(&service);
+    thread::sleep(Duration::from_millis(500));
+    let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
+    let message: String = conn
+        .query_row(
+            "SELECT id FROM session_message WHERE session_id = ?1 AND type = 'assistant' \
+             AND instr(data, 'TOOL_CANARY_6') > 0 ORDER BY seq LIMIT 1",
+            [&session],
+            |row| row.get(0),
+        )
+        .expect("turn 6's message");
+    drop(conn);
+    let request = prune_everything(&service, &session, &message);
+    let pruned = rpc(&service, "prune", request.clone());
+    assert_eq!(pruned["status"], "pruned", "{pruned}");
+    assert_eq!(rpc(&service, "prune", request), pruned);
+    assert_eq!(rows_holding(&db, &session, "TOOL_CANARY_6"), 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pruned_events(&watcher, &message) == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        pruned_events(&watcher, &message) >= 1,
+        "announced after the restart"
+    );
 }
 
 #[test]
