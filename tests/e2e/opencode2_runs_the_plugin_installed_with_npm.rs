@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::cli::{json, run};
-use crate::common::npm::{install, pack};
+use crate::common::npm::{install, install_as_the_readme_says, pack};
 use crate::opencode_real::{canary_turn, opencode2_home, RequestKind, Service};
 
 use rusqlite::{Connection, OpenFlags};
@@ -529,11 +529,12 @@ fn opencode_2_1_2_cleans_each_session_that_goes_idle_and_never_during_a_run() {
     let Some((mock, home)) = opencode2_home("2.1.2") else {
         return;
     };
-    let prefix = tempfile::tempdir().expect("tempdir");
-    install(prefix.path(), &[&packed.launcher, &packed.binary]);
+    // Installed by the README's line.
+    let user = tempfile::tempdir().expect("tempdir");
+    let plugin = install_as_the_readme_says(user.path(), &packed);
     add_plugin(
         &home.root().join("config/opencode/opencode.json"),
-        &prefix.path().join("node_modules/session-prune"),
+        &plugin,
         &json!({"idleClean": "apply", "keepLastTurns": 1, "quietPeriod": "0"}),
     );
     let db = home.database();
@@ -619,5 +620,40 @@ fn opencode_2_1_2_cleans_each_session_that_goes_idle_and_never_during_a_run() {
             "a prune committed at {at} during a run: {runs:?}"
         );
     }
+    service.stop();
+}
+
+#[test]
+fn opencode_2_1_2_answers_prune_with_the_package_a_missing_binary_needs() {
+    let Some(packed) = pack() else { return };
+    let Some((_mock, home)) = opencode2_home("2.1.2") else {
+        return;
+    };
+    // The launcher alone: the platform package that holds the binary is not installed.
+    let prefix = tempfile::tempdir().expect("tempdir");
+    install(prefix.path(), &[&packed.launcher]);
+    let plugin = prefix.path().join("node_modules/session-prune");
+    assert!(!prefix
+        .path()
+        .join("node_modules/session-prune-linux-x64-gnu")
+        .exists());
+    add_plugin(
+        &home.root().join("config/opencode/opencode.json"),
+        &plugin,
+        &json!({}),
+    );
+    let db = home.database();
+    let mut service = Service::start(&home);
+    let session = service.create_session("no binary");
+    let answer = command(&service, &db, &session, "");
+    assert!(
+        answer.starts_with(
+            "session-prune: the package session-prune-linux-x64-gnu, which holds the binary \
+             for linux-x64-gnu, is not installed"
+        ),
+        "{answer}"
+    );
+    let log = std::fs::read_to_string(plugin_log(&db)).expect("the plugin's log");
+    assert!(log.contains("session-prune-linux-x64-gnu"), "{log}");
     service.stop();
 }

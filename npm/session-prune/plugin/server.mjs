@@ -46,7 +46,8 @@ export function binary(options) {
 
 /**
  * The server for `options` (see `databasePath`): a promise of `{url, password, database,
- * attached}`, made once per database and process. Rejects with an Error whose message says what
+ * attached, pid}`, made once per database and process (again when the process that started
+ * an attached one has ended). Rejects with an Error whose message says what
  * to do when no server can be had.
  */
 export function server(options) {
@@ -56,8 +57,14 @@ export function server(options) {
     found = attach(database).then((attached) => attached || start(database, options));
     found.catch(() => servers.delete(database));
     servers.set(database, found);
+    return found;
   }
-  return found;
+  // A server another process started ends with that process: attach again, or start one.
+  return found.then((known) => {
+    if (!known.attached || alive(known.pid)) return known;
+    if (servers.get(database) === found) servers.delete(database);
+    return server(options);
+  });
 }
 
 /** Where a server started by this plugin writes how to reach it, for the other OpenCode
@@ -87,7 +94,7 @@ async function attach(database) {
   } catch {
     return null;
   }
-  return { url: registration.url, password: registration.password, database, attached: true };
+  return { url: registration.url, password: registration.password, database, attached: true, pid: registration.pid };
 }
 
 function alive(pid) {

@@ -80,3 +80,49 @@ pub fn install(prefix: &Path, tarballs: &[&Path]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The README's line that installs the plugin, as a user runs it after the packing.
+pub const README_PLUGIN_LINE: &str =
+    "scripts/npm-pack.sh out && npm install --prefix ~/.local/share/session-prune ./out/session-prune-*.tgz";
+
+/// Installs the packed tarballs as the README's plugin line does (its `npm install` part, run
+/// by bash with `home` as `HOME`, beside `out/` holding the tarballs, offline), after checking
+/// the README still holds the line; the plugin folder the README's `"plugin"` entry names.
+pub fn install_as_the_readme_says(home: &Path, packed: &Packed) -> std::path::PathBuf {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    assert!(
+        readme.contains(README_PLUGIN_LINE)
+            && readme.contains(
+                r#""plugin": ["file:///home/YOU/.local/share/session-prune/node_modules/session-prune"]"#
+            ),
+        "the README's plugin lines changed"
+    );
+    let out = home.join("out");
+    std::fs::create_dir_all(&out).expect("out");
+    for tarball in [&packed.launcher, &packed.binary] {
+        std::fs::copy(tarball, out.join(tarball.file_name().expect("name"))).expect("copy");
+    }
+    let npm_part = README_PLUGIN_LINE
+        .split_once(" && ")
+        .expect("pack && install")
+        .1
+        .replacen(
+            "npm install",
+            "npm install --offline --no-audit --no-fund",
+            1,
+        );
+    let installed = Command::new("bash")
+        .current_dir(home)
+        .env("HOME", home)
+        .arg("-c")
+        .arg(&npm_part)
+        .output()
+        .expect("npm install");
+    assert!(
+        installed.status.success(),
+        "{npm_part}: {}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    home.join(".local/share/session-prune/node_modules/session-prune")
+}
