@@ -182,12 +182,19 @@ fn toasts(lines: &Mutex<Vec<String>>) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn opencode_1_19_5_runs_prune_from_its_command_route() {
-    let Some(packed) = pack() else { return };
-    let Some(bin) = binary_of(VERSION) else {
-        return;
-    };
+/// A real OpenCode 1.19.5 serving with the plugin installed from the packed tarballs and
+/// `options`, and a session of 3 canary turns.
+struct WithPlugin {
+    mock: MockModel,
+    env: OpenCode,
+    server: Server,
+    session: String,
+    _prefix: tempfile::TempDir,
+}
+
+fn with_plugin(options: &Value) -> Option<WithPlugin> {
+    let packed = pack()?;
+    let bin = binary_of(VERSION)?;
     let mock = MockModel::start();
     let env = OpenCode::new(&bin, &mock.base_url());
     let prefix = tempfile::tempdir().expect("tempdir");
@@ -195,10 +202,9 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
     add_plugin(
         &env.root().join("config/opencode/opencode.json"),
         &prefix.path().join("node_modules/session-prune"),
-        &json!({"keepLastTurns": 1, "quietPeriod": "0"}),
+        options,
     );
-    let db = env.database();
-    let mut server = env.serve();
+    let server = env.serve();
     let created = http(
         server.url(),
         "POST",
@@ -212,6 +218,28 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
     for n in 1..=3 {
         prompt(&env, &server, &session, &canary_turn(n));
     }
+    Some(WithPlugin {
+        mock,
+        env,
+        server,
+        session,
+        _prefix: prefix,
+    })
+}
+
+#[test]
+fn opencode_1_19_5_runs_prune_from_its_command_route() {
+    let Some(WithPlugin {
+        mock,
+        env,
+        mut server,
+        session,
+        _prefix,
+    }) = with_plugin(&json!({"keepLastTurns": 1, "quietPeriod": "0"}))
+    else {
+        return;
+    };
+    let db = env.database();
     let watcher = subscribe(&env, &server);
     thread::sleep(Duration::from_millis(500));
     let requests = mock.requests().len();
@@ -327,4 +355,67 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
         );
         thread::sleep(Duration::from_millis(300));
     }
+}
+
+#[test]
+fn opencode_1_19_5_cleans_each_session_that_goes_idle() {
+    let Some(WithPlugin {
+        mock,
+        env,
+        mut server,
+        session,
+        _prefix,
+    }) = with_plugin(&json!({"idleClean": "apply", "keepLastTurns": 1, "quietPeriod": "0"}))
+    else {
+        return;
+    };
+    let db = env.database();
+    // After turn 3 went idle, turns 1 and 2 are pruned and turn 3, the last, is kept.
+    let deadline = Instant::now() + PROMPT_TIMEOUT;
+    while parts_holding(&db, &session, "TOOL_CANARY_2") > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(200));
+    }
+    for pruned in [
+        "TOOL_CANARY_1",
+        "TOOL_CANARY_2",
+        "REASONING_CANARY_1",
+        "REASONING_CANARY_2",
+    ] {
+        assert_eq!(
+            parts_holding(&db, &session, pruned),
+            0,
+            "{pruned} is pruned"
+        );
+    }
+    assert_eq!(
+        parts_holding(&db, &session, "TOOL_CANARY_3"),
+        1,
+        "the last turn is kept"
+    );
+    let before = mock.requests().len();
+    prompt(
+        &env,
+        &server,
+        &session,
+        "Turn 4: go on. [[say:text_canary_4]]",
+    );
+    let next = mock.requests()[before..]
+        .iter()
+        .find(|r| r.kind == RequestKind::Chat)
+        .cloned()
+        .expect("turn 4's model request");
+    for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
+        assert!(!next.body.contains(pruned), "{pruned} was sent");
+    }
+    assert!(next.body.contains("TOOL_CANARY_3"), "the kept turn is sent");
+    let deadline = Instant::now() + PROMPT_TIMEOUT;
+    while parts_holding(&db, &session, "TOOL_CANARY_3") > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        parts_holding(&db, &session, "TOOL_CANARY_3"),
+        0,
+        "turn 4's idle clean took turn 3"
+    );
+    server.stop();
 }

@@ -12,6 +12,7 @@
 
 import { client, follow } from "./api.mjs";
 import { runCommand, USAGE } from "./commands.mjs";
+import { idleCleaner } from "./idle.mjs";
 import { logBeside, warn } from "./log.mjs";
 import { readOptions } from "./options.mjs";
 import { databasePath, server as serverFor } from "./server.mjs";
@@ -40,6 +41,9 @@ export async function server(input, given) {
       .catch((error) => warn(`could not write the answer: ${error.message}`));
     await toast(text.split("\n")[0]);
   };
+  const cleanSoon = options.idleClean
+    ? idleCleaner(connect, options, (sessionID, command, text) => toast(text.split("\n")[0]))
+    : null;
   if (!relaying) {
     relaying = true;
     const reload = debounced(RELOAD_TOAST_MS, () =>
@@ -77,17 +81,18 @@ export async function server(input, given) {
         answer = { text: `session-prune: ${error.message}\n${USAGE}` };
       }
       await say(command.sessionID, answer.text);
-      if (answer.later) answer.later.then((text) => say(command.sessionID, text));
+      if (answer.later) {
+        answer.later.then(
+          (text) => say(command.sessionID, text),
+          (error) => say(command.sessionID, `session-prune: ${error.message}`),
+        );
+      }
       throw new Error(HANDLED);
     },
     event: async ({ event }) => {
-      if (!options.idleClean || event.type !== "session.idle") return;
+      if (!cleanSoon || event.type !== "session.idle") return;
       const sessionID = event.properties?.sessionID;
-      if (!sessionID) return;
-      const verb = options.idleClean === "apply" ? "apply" : "old";
-      await runCommand(await connect(), { sessionID, text: verb }, options).catch((error) =>
-        warn(`the idle clean of ${sessionID} failed: ${error.message}`),
-      );
+      if (sessionID) cleanSoon(sessionID);
     },
   };
 }

@@ -11,6 +11,7 @@ import { ANSWERS_DEFINITION, answersHandlers, keep } from "./answers.mjs";
 import { client, follow } from "./api.mjs";
 import { runCommand, USAGE } from "./commands.mjs";
 import { DEFINITION, handlers } from "./contract.mjs";
+import { idleCleaner } from "./idle.mjs";
 import { logBeside, warn } from "./log.mjs";
 import { readOptions } from "./options.mjs";
 import { databasePath, server } from "./server.mjs";
@@ -112,40 +113,22 @@ function receivers(directory) {
  * idle after each, whatever the run's outcome. */
 const RUN_ENDED = new Set(["session.execution.succeeded", "session.execution.failed", "session.execution.interrupted"]);
 
-/** Cleans each session that goes idle (`options.idleClean`: "old" takes only what is older
- * than the last compaction; "apply" what `/prune apply` takes), through the fence like any
- * prune: a prune the fence refuses because OpenCode still holds the session waits for it to
- * settle. One clean per session at a time; a run that ends during one is cleaned after it. The
- * answer is emitted like a command's, as `idle /prune VERB`. */
+/** Cleans each session that goes idle (idle.mjs), its answer emitted like a command's through
+ * the registration of the event's folder. */
 async function watchIdle(api, connect, options) {
-  const verb = options.idleClean === "apply" ? "apply" : "old";
-  const command = `idle /prune ${verb}`;
-  const running = new Map();
-  const clean = async (sessionID, directory) => {
-    const say = (text) => {
-      for (const registration of receivers(directory)) {
-        Promise.resolve(registration.answers.emit("answer", keep(sessionID, command, text, true))).catch((error) =>
-          warn(`could not emit the answer to ${command}: ${error.message}`),
-        );
-      }
-    };
-    try {
-      const answer = await runCommand(await connect(), { sessionID, text: verb }, options);
-      say(answer.later ? await answer.later : answer.text);
-    } catch (error) {
-      warn(`the idle clean of ${sessionID} failed: ${error.message}`);
+  const directories = new Map();
+  const cleanSoon = idleCleaner(connect, options, (sessionID, command, text) => {
+    for (const registration of receivers(directories.get(sessionID) || "")) {
+      Promise.resolve(registration.answers.emit("answer", keep(sessionID, command, text, true))).catch((error) =>
+        warn(`could not emit the answer to ${command}: ${error.message}`),
+      );
     }
-  };
+  });
   for await (const event of api.event.subscribe()) {
     const sessionID = idleSession(event);
     if (!sessionID) continue;
-    const directory = event.location?.directory || "";
-    const previous = running.get(sessionID) || Promise.resolve();
-    const next = previous.then(() => clean(sessionID, directory));
-    running.set(sessionID, next);
-    next.then(() => {
-      if (running.get(sessionID) === next) running.delete(sessionID);
-    });
+    directories.set(sessionID, event.location?.directory || "");
+    cleanSoon(sessionID);
   }
 }
 
