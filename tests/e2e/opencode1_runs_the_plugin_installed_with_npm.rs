@@ -78,7 +78,9 @@ fn command(env: &OpenCode, server: &Server, session: &str, text: &str) -> String
     let body = json!({"command": "prune", "arguments": text});
     let reply = http(server.url(), "POST", &path, Some(&body), ANSWER_TIMEOUT)
         .unwrap_or_else(|e| panic!("/prune {text}: {e}\n{}", server.log()));
-    eprintln!("/prune {text}: HTTP {} {}", reply.status, reply.body);
+    // The plugin stops the command after answering, so that it never reaches the model: the
+    // route answers 500 (docs/plugin.md, "Where the answer appears").
+    assert_eq!(reply.status, 500, "/prune {text}: {}", reply.body);
     let deadline = Instant::now() + ANSWER_TIMEOUT;
     loop {
         let now = answers(&db, session);
@@ -418,4 +420,58 @@ fn opencode_1_19_5_cleans_each_session_that_goes_idle() {
         "turn 4's idle clean took turn 3"
     );
     server.stop();
+}
+
+/// The pid of the server the plugin registered beside the database, if any.
+fn registered_pid(db: &Path) -> Option<i64> {
+    let text =
+        std::fs::read_to_string(format!("{}.session-prune-serve.json", db.display())).ok()?;
+    serde_json::from_str::<Value>(&text).ok()?["pid"].as_i64()
+}
+
+fn alive(pid: i64) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn a_second_opencode_of_the_same_database_attaches_and_starts_a_server_when_the_first_ends() {
+    let Some(WithPlugin {
+        mock: _mock,
+        env,
+        server: mut first,
+        session,
+        _prefix,
+    }) = with_plugin(&json!({"keepLastTurns": 1, "quietPeriod": "0"}))
+    else {
+        return;
+    };
+    let db = env.database();
+    let started = registered_pid(&db).expect("the first OpenCode's plugin registered its server");
+    let mut second = env.serve();
+    let answer = command(&env, &second, &session, "");
+    assert!(
+        answer.starts_with("session-prune: a clean of this session would prune "),
+        "{answer}"
+    );
+    assert_eq!(
+        registered_pid(&db),
+        Some(started),
+        "the second attached to the first's server"
+    );
+
+    first.stop();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while alive(started) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !alive(started),
+        "the server stops with the OpenCode that started it"
+    );
+    let answer = command(&env, &second, &session, "apply");
+    assert!(answer.starts_with("session-prune: pruned "), "{answer}");
+    let restarted = registered_pid(&db).expect("the second registered its own server");
+    assert_ne!(restarted, started);
+    assert!(alive(restarted));
+    second.stop();
 }
