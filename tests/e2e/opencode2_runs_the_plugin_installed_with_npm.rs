@@ -657,3 +657,86 @@ fn opencode_2_1_2_answers_prune_with_the_package_a_missing_binary_needs() {
     assert!(log.contains("session-prune-linux-x64-gnu"), "{log}");
     service.stop();
 }
+
+/// A turn whose shell output is about 30 KB, so that a compaction keeps only the last turns.
+fn big_turn(n: u32) -> String {
+    format!(
+        "Turn {n}. [[bash:seq -f 'output line %g of turn {n}' 1 1200]] \
+         [[reason:thinking about turn {n}]] [[say:text_canary_{n}]]"
+    )
+}
+
+/// The `messages` of the one chat request of `session` among the mock's requests from `from`.
+fn chat_messages(mock: &crate::opencode_real::MockModel, from: usize, session: &str) -> Vec<Value> {
+    let chats: Vec<Value> = mock.requests()[from..]
+        .iter()
+        .filter(|r| r.kind == RequestKind::Chat && r.session_id() == Some(session))
+        .map(|r| r.json()["messages"].clone())
+        .collect();
+    assert_eq!(chats.len(), 1, "one chat request per prompt");
+    chats[0].as_array().expect("messages").clone()
+}
+
+#[test]
+fn opencode_2_1_2_prune_old_takes_only_what_the_model_is_no_longer_sent() {
+    let Some(packed) = pack() else { return };
+    let Some((mock, home)) = opencode2_home("2.1.2") else {
+        return;
+    };
+    let prefix = tempfile::tempdir().expect("tempdir");
+    install(prefix.path(), &[&packed.launcher, &packed.binary]);
+    add_plugin(
+        &home.root().join("config/opencode/opencode.json"),
+        &prefix.path().join("node_modules/session-prune"),
+        &json!({"keepLastTurns": 0, "quietPeriod": "0"}),
+    );
+    let db = home.database();
+    let mut service = Service::start(&home);
+    let session = service.create_session("compacted");
+    for n in 1..=6 {
+        service.turn(&session, &big_turn(n), TURN_TIMEOUT);
+    }
+    service.compact(&session, TURN_TIMEOUT);
+    let from = mock.requests().len();
+    service.turn(
+        &session,
+        "Turn 7: go on. [[say:text_canary_7]]",
+        TURN_TIMEOUT,
+    );
+    let before_prune = chat_messages(&mock, from, &session);
+
+    let answer = command(&service, &db, &session, "old");
+    assert!(answer.starts_with("session-prune: pruned "), "{answer}");
+    assert!(
+        answer.contains(
+            "All of it was older than the last compaction: the model is sent the same as before."
+        ),
+        "{answer}"
+    );
+    assert_eq!(
+        rows_holding(&db, &session, "output line 1 of turn 1"),
+        0,
+        "{answer}"
+    );
+    assert_eq!(
+        rows_holding(&db, &session, "output line 1 of turn 6"),
+        1,
+        "what the compaction kept stays: {answer}"
+    );
+
+    // The next request repeats the one before the prune, message for message, and goes on.
+    let from = mock.requests().len();
+    service.turn(
+        &session,
+        "Turn 8: go on. [[say:text_canary_8]]",
+        TURN_TIMEOUT,
+    );
+    let after_prune = chat_messages(&mock, from, &session);
+    assert!(after_prune.len() > before_prune.len());
+    assert_eq!(
+        after_prune[..before_prune.len()],
+        before_prune[..],
+        "the messages sent before the prune are sent again unchanged"
+    );
+    service.stop();
+}
