@@ -458,11 +458,31 @@ fn the_plugin_prunes_from_inside(version: &str) {
         )
         .expect("turn 6's message");
     drop(conn);
+    // A fork made before the prune keeps its own copy.
+    let fork = service.call(
+        "POST",
+        &format!("/api/session/{session}/fork"),
+        Some(&json!({})),
+    );
+    let fork = fork["data"]["id"]
+        .as_str()
+        .expect("the fork's id")
+        .to_string();
+    assert_eq!(
+        rows_holding(&db, &fork, "TOOL_CANARY_6"),
+        1,
+        "the fork holds turn 6"
+    );
     let request = prune_everything(&service, &session, &message);
     let pruned = rpc(&service, "prune", request.clone());
     assert_eq!(pruned["status"], "pruned", "{pruned}");
     assert_eq!(rpc(&service, "prune", request), pruned);
     assert_eq!(rows_holding(&db, &session, "TOOL_CANARY_6"), 0);
+    assert_eq!(
+        rows_holding(&db, &fork, "TOOL_CANARY_6"),
+        1,
+        "the fork keeps its copy"
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     while pruned_events(&watcher, &message) == 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(100));
