@@ -165,13 +165,41 @@ pub fn check_binding_unless_busy(config: &Config) -> anyhow::Result<Result<(), S
     }
 }
 
-/// What to tell a person whose command found the journal held by another process.
+/// What to tell a person whose command found the journal held by another process; where the
+/// OpenCode plugin registered its server beside the database (`<database>.session-prune-serve.json`,
+/// docs/plugin.md, "The server"), that it is the plugin's and what to do instead.
 pub fn busy_detail(error: &anyhow::Error) -> String {
+    let plugin = plugin_server(error)
+        .map(|pid| {
+            format!(
+                "; the OpenCode plugin's server (pid {pid}) holds it while OpenCode runs: prune \
+                 from inside OpenCode (/prune, /prune all), or stop OpenCode first"
+            )
+        })
+        .unwrap_or_default();
     format!(
         "{error:#}; another session-prune process holds the journal (a prune or a clean, which \
          ends by itself, or `serve`, which holds it until stopped: use its HTTP API, or stop \
-         it); try again when it is done"
+         it){plugin}; try again when it is done"
     )
+}
+
+/// The pid of the OpenCode plugin's server registered beside the database of the journal
+/// `error` found held, if there is such a registration (the journal is `<database>.prune-journal`).
+fn plugin_server(error: &anyhow::Error) -> Option<u64> {
+    let journal = error.chain().find_map(|cause| {
+        match cause.downcast_ref::<pruning_journal::OpenError>() {
+            Some(pruning_journal::OpenError::Locked { path, .. }) => Some(path.clone()),
+            _ => None,
+        }
+    })?;
+    let database = journal.to_str()?.strip_suffix(".prune-journal")?;
+    let registration =
+        std::fs::read_to_string(format!("{database}.session-prune-serve.json")).ok()?;
+    serde_json::from_str::<serde_json::Value>(&registration)
+        .ok()?
+        .get("pid")?
+        .as_u64()
 }
 
 /// Whether `error` is the journal being held by another process past the open's retry window,

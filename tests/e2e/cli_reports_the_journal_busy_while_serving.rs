@@ -76,3 +76,30 @@ fn the_audit_while_serving_is_blocked_and_names_the_route_that_audits() {
     assert_eq!((fx.file_digest(), fx.journal_digest()), before);
     drop(server);
 }
+
+#[test]
+fn a_journal_held_by_the_opencode_plugins_server_is_named_with_what_to_do() {
+    let fx = Fixture::new();
+    let server = Server::start(&fx.db, &[]);
+    // The registration the plugin writes beside the database for the server it started.
+    let mut registration = fx.db.as_os_str().to_owned();
+    registration.push(".session-prune-serve.json");
+    std::fs::write(
+        &registration,
+        r#"{"pid":4242,"url":"http://127.0.0.1:1","password":"x"}"#,
+    )
+    .expect("registration");
+    let before = (fx.file_digest(), fx.journal_digest());
+    let clean = run(&fx.db, &["clean", "--all", "--apply"]);
+    assert_exit(&clean, 3);
+    let stderr = String::from_utf8_lossy(&clean.stderr);
+    assert!(
+        stderr.contains(
+            "the OpenCode plugin's server (pid 4242) holds it while OpenCode runs: prune from \
+             inside OpenCode (/prune, /prune all), or stop OpenCode first"
+        ),
+        "{stderr}"
+    );
+    assert_eq!((fx.file_digest(), fx.journal_digest()), before);
+    drop(server);
+}
