@@ -271,14 +271,30 @@ fn the_plugin_prunes_from_inside(version: &str) {
         "the last turn is kept"
     );
 
-    let undone = command(&service, &db, &session, "undo");
-    assert!(undone.starts_with("session-prune: put back "), "{undone}");
+    let receipts = command(&service, &db, &session, "receipts");
     assert!(
-        rows_holding(&db, &session, "TOOL_CANARY_2")
-            + rows_holding(&db, &session, "REASONING_CANARY_2")
-            >= 1,
-        "the newest prune (a message of turn 2) is back: {undone}"
+        receipts.starts_with("session-prune: this session's 2 prunes, newest first"),
+        "{receipts}"
     );
+    let bad = command(&service, &db, &session, "undo not-a-receipt");
+    assert!(
+        bad.starts_with("session-prune: not-a-receipt is no receipt ID"),
+        "{bad}"
+    );
+    let undone = command(&service, &db, &session, "undo");
+    assert!(
+        undone.starts_with(
+            "session-prune: put back 4 parts of 2 messages: what the last prune here took."
+        ),
+        "{undone}"
+    );
+    for back in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
+        assert_eq!(
+            rows_holding(&db, &session, back),
+            1,
+            "{back} is back: {undone}"
+        );
+    }
     let stats = command(&service, &db, &session, "stats");
     assert!(
         stats.starts_with("session-prune: the database is "),
@@ -291,7 +307,7 @@ fn the_plugin_prunes_from_inside(version: &str) {
     );
     assert_eq!(
         events_about(&watcher, "rpc.session-prune.answer", "sessionID", &session),
-        4,
+        6,
         "each answer reached a client of OpenCode's event stream"
     );
 
@@ -385,9 +401,16 @@ fn the_plugin_prunes_from_inside(version: &str) {
         .find(|r| r.kind == RequestKind::Chat && r.session_id() == Some(session.as_str()))
         .cloned()
         .expect("the continued turn's model request");
-    for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
-        assert!(!next.body.contains(pruned), "{pruned} was sent");
-    }
+    // Pruned through the RPC: not sent; put back by /prune undo: sent again.
+    assert_eq!(rows_holding(&db, &session, "TOOL_CANARY_2"), 0);
+    assert!(
+        !next.body.contains("TOOL_CANARY_2"),
+        "the pruned output was sent"
+    );
+    assert!(
+        next.body.contains("TOOL_CANARY_1"),
+        "what was put back is sent"
+    );
     assert!(
         !next.body.contains("session-prune: "),
         "no answer of the plugin is sent to the model"

@@ -9,9 +9,11 @@ export const USAGE = [
   "/prune            what a clean of this session would take (nothing is changed)",
   "/prune apply      prune it (tool output and reasoning before the last turns; your text and the model's replies stay)",
   "/prune old        prune only what is older than the last compaction: the model is sent the same as before",
-  "/prune all        clean every session of the database",
+  "/prune all        prune every session of the database",
   "/prune stats      where the database's bytes are",
-  "/prune undo [ID]  put back the newest prune of this session (or the receipt ID)",
+  "/prune undo [ID]  put back what the last /prune apply, old or all took here (or the prune of receipt ID)",
+  "/prune receipts   this session's newest prunes, with their receipt IDs",
+  "/prune help       this list",
 ].join("\n");
 
 /** How often a waiting prune looks whether its session settled, and for how long, ms. */
@@ -40,6 +42,8 @@ export async function runCommand(api, { sessionID, text }, options = {}) {
       return { text: await stats(api, sessionID) };
     case "undo":
       return { text: await undo(api, sessionID, rest[0]) };
+    case "receipts":
+      return { text: await listReceipts(api, sessionID) };
     case "help":
       return { text: USAGE };
     default:
@@ -109,7 +113,7 @@ function contextWords(total, old) {
 
 /** Makes each prune of `planned` not refused now; counts what committed and what was refused. */
 async function prunePlanned(api, planned) {
-  const done = { messages: 0, parts: 0, bytes: 0, refused: {} };
+  const done = { messages: 0, parts: 0, bytes: 0, refused: {}, pruned: [] };
   for (const prune of planned.prunes) {
     if (prune.blocked) {
       done.refused[prune.blocked] = (done.refused[prune.blocked] || 0) + 1;
@@ -122,6 +126,7 @@ async function prunePlanned(api, planned) {
       indexes: prune.indexes,
     });
     if (answer.status === "pruned") {
+      done.pruned.push({ messageID: answer.messageID, revision: answer.revision });
       done.messages += 1;
       done.parts += answer.removedCount;
       done.bytes += prune.bytes;
@@ -129,7 +134,37 @@ async function prunePlanned(api, planned) {
       done.refused[answer.reason] = (done.refused[answer.reason] || 0) + 1;
     }
   }
+  if (done.pruned.length) lastPrunes.set(planned.sessionID, done.pruned);
   return done;
+}
+
+/**
+ * The prunes the last `/prune apply`, `old`, `all` or idle clean made in each session, as
+ * `{messageID, revision}` (the revision after the prune): what `/prune undo` puts back. Kept in
+ * this process only: after OpenCode starts again, `/prune undo` puts back the newest prune of one
+ * message.
+ */
+const lastPrunes = new Map();
+
+/** Why a plan takes nothing, in words: `policy` is the plan's. */
+function nothingWords(planned, { keepLastTurns, beforeCompaction }) {
+  const skipped = planned.skipped || {};
+  const lines = [];
+  if (!planned.lookedAt) {
+    lines.push(
+      beforeCompaction
+        ? "session-prune: nothing is older than this session's last compaction (or it has none yet); /prune apply takes what is before the last turns."
+        : `session-prune: nothing to prune: this session has no message before its last ${count(keepLastTurns, "turn")}.`,
+    );
+  } else {
+    lines.push(
+      `session-prune: nothing to prune: the ${count(planned.lookedAt, "message")} ${beforeCompaction ? "older than the last compaction" : `before the last ${count(keepLastTurns, "turn")}`} hold no tool output or reasoning that is left (already pruned, or text only).`,
+    );
+  }
+  if (skipped.restored) {
+    lines.push(`${count(skipped.restored, "message")} put back by /prune undo ${skipped.restored === 1 ? "is" : "are"} left alone: no clean takes back what a person put back.`);
+  }
+  return lines.join("\n");
 }
 
 function doneWords(done, beforeCompaction) {
@@ -155,6 +190,7 @@ function refusedWords(refused) {
 async function apply(api, sessionID, policy) {
   const planned = await plan(api, sessionID, policy);
   if (planned.status !== "plan") return { text: `session-prune: this session cannot be pruned (${planned.reason}).` };
+  if (!planned.prunes.length) return { text: nothingWords(planned, policy) };
   const done = await prunePlanned(api, planned);
   const waiting = done.refused.maintenance_required || 0;
   delete done.refused.maintenance_required;
@@ -180,6 +216,9 @@ async function afterSettling(api, sessionID, policy) {
       if (!done.messages) continue;
     }
     const refused = refusedWords(done.refused);
+    if (!done.messages && !planned.prunes.length) {
+      return "session-prune (after the session settled): nothing was left to prune: another prune (an idle clean, another window) took it meanwhile.";
+    }
     return [doneWords(done, policy.beforeCompaction).replace("session-prune:", "session-prune (after the session settled):"), refused]
       .filter(Boolean)
       .join("\n");
@@ -215,7 +254,14 @@ async function all(api, policy) {
   if (waiting) lines.push(`${count(waiting, "message")} of sessions in use were left: run /prune all again later.`);
   const refused = refusedWords(total.refused);
   if (refused) lines.push(refused);
-  if (total.messages) lines.push("Freed pages stay in the file until `session-prune vacuum` (with OpenCode stopped) gives them back.");
+  if (total.messages) {
+    lines.push(
+      policy.beforeCompaction
+        ? "All of it was older than each session's last compaction: the model is sent the same as before."
+        : "What the model still saw of it is no longer sent: each session's next request is smaller, and the provider's prompt cache starts over once.",
+    );
+    lines.push("/prune undo in a session puts back what this took there. Freed pages stay in the file until `session-prune vacuum` (with OpenCode stopped) gives them back.");
+  }
   return lines.join("\n");
 }
 
@@ -229,29 +275,99 @@ async function stats(api, sessionID) {
     `session-prune: the database is ${bytes(overview.databaseBytes)}, ${bytes(overview.freeBytes)} of it free pages (\`session-prune vacuum\` gives those back).`,
     `Tool output and reasoning: ${bytes(tools.bytes + reasoning.bytes + v2.bytes)}${overview.estimate ? " (estimated)" : ""}.`,
   ];
-  const here = (overview.sessions || []).find((session) => session.sessionID === sessionID);
   const plan = await api.post("session-pruning/clean-plan", { sessionID }).catch(() => null);
-  if (here) lines.push(`This session: ${bytes(here.totalBytes)}, ${bytes(here.prunableBytes)} of it tool output and reasoning.`);
-  if (plan && plan.status === "plan") lines.push(`/prune apply would take ${bytes(plan.bytes)} of this session now.`);
+  if (plan && plan.status === "plan") {
+    const restored = plan.skipped?.restored || 0;
+    lines.push(
+      `This session: /prune apply would take ${bytes(plan.bytes)} now` +
+        (restored ? ` (${count(restored, "message")} put back by /prune undo ${restored === 1 ? "is" : "are"} left alone).` : "."),
+    );
+  }
   const largest = (overview.sessions || []).map((session) => `  ${session.title || session.sessionID}: ${bytes(session.totalBytes)}`);
   if (largest.length) lines.push("Largest sessions:", ...largest);
   return lines.join("\n");
 }
 
+/** A receipt id as the server writes them: a UUID. */
+const RECEIPT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The session's receipts, newest first, and the ids of the prunes put back since. */
+async function receiptsOf(api, sessionID) {
+  const receipts = await api.get(`session-pruning/receipts?sessionID=${encodeURIComponent(sessionID)}`);
+  const restored = new Set(receipts.filter((receipt) => receipt.restores).map((receipt) => receipt.restores));
+  const prunes = receipts
+    .filter((receipt) => !receipt.restores && receipt.messageID)
+    .sort((a, b) => b.committedAtMs - a.committedAtMs);
+  return { prunes, restored };
+}
+
+/** Puts back each prune of `targets` (receipts, newest first); `{messages, parts, refused}`. */
+async function putBack(api, targets) {
+  const done = { messages: 0, parts: 0, refused: {} };
+  for (const receipt of targets) {
+    const answer = await api.post("session-pruning/restore", { receiptID: receipt.receiptID });
+    if (answer.status === "restored") {
+      done.messages += 1;
+      done.parts += answer.restoredCount;
+    } else {
+      done.refused[answer.reason] = (done.refused[answer.reason] || 0) + 1;
+    }
+  }
+  return done;
+}
+
+function putBackWords(done, what) {
+  const lines = [
+    done.messages
+      ? `session-prune: put back ${count(done.parts, "part")} of ${count(done.messages, "message")}: ${what}.`
+      : `session-prune: nothing was put back (${what}).`,
+  ];
+  const refused = refusedWords(done.refused);
+  if (refused) lines.push(refused);
+  if (done.messages) lines.push("A clean leaves what was put back alone; /prune receipts lists this session's prunes.");
+  return lines.join("\n");
+}
+
 async function undo(api, sessionID, receiptID) {
-  let target = receiptID;
-  if (!target) {
-    const receipts = await api.get(`session-pruning/receipts?sessionID=${encodeURIComponent(sessionID)}`);
-    const restored = new Set(receipts.filter((receipt) => receipt.restores).map((receipt) => receipt.restores));
-    const prunes = receipts
-      .filter((receipt) => !receipt.restores && receipt.messageID && !restored.has(receipt.receiptID))
-      .sort((a, b) => b.committedAtMs - a.committedAtMs);
-    if (!prunes.length) return "session-prune: this session has no prune to undo.";
-    target = prunes[0].receiptID;
+  const { prunes, restored } = await receiptsOf(api, sessionID);
+  if (receiptID) {
+    if (!RECEIPT_ID.test(receiptID)) {
+      return `session-prune: ${receiptID} is no receipt ID (a receipt ID looks like 01934f2a-7c1e-7d2b-9a3e-5f6b7c8d9e0f); /prune receipts lists this session's.`;
+    }
+    const receipt = prunes.find((candidate) => candidate.receiptID === receiptID);
+    if (!receipt) return `session-prune: this session has no prune with receipt ${receiptID}; /prune receipts lists its prunes.`;
+    if (restored.has(receiptID)) return `session-prune: the prune of receipt ${receiptID} was already put back.`;
+    return putBackWords(await putBack(api, [receipt]), `the prune of receipt ${receiptID}`);
   }
-  const answer = await api.post("session-pruning/restore", { receiptID: target });
-  if (answer.status === "restored") {
-    return `session-prune: put back ${count(answer.restoredCount, "part")} of message ${answer.messageID} (receipt ${target}).`;
+  const last = lastPrunes.get(sessionID);
+  if (last) {
+    lastPrunes.delete(sessionID);
+    const targets = prunes.filter(
+      (receipt) =>
+        !restored.has(receipt.receiptID) &&
+        last.some((prune) => prune.messageID === receipt.messageID && prune.revision === receipt.revisionAfter),
+    );
+    if (targets.length) return putBackWords(await putBack(api, targets), "what the last prune here took");
   }
-  return `session-prune: receipt ${target} cannot be undone (${answer.reason}).`;
+  const newest = prunes.find((receipt) => !restored.has(receipt.receiptID));
+  if (!newest) return "session-prune: this session has no prune to undo.";
+  return putBackWords(await putBack(api, [newest]), `the newest prune of this session, one message (receipt ${newest.receiptID})`);
+}
+
+/** How many of a session's prunes `/prune receipts` lists. */
+const RECEIPTS_LISTED = 10;
+
+async function listReceipts(api, sessionID) {
+  const { prunes, restored } = await receiptsOf(api, sessionID);
+  if (!prunes.length) return "session-prune: this session has no prune.";
+  const shown = Math.min(prunes.length, RECEIPTS_LISTED);
+  const heading =
+    prunes.length > shown ? `the newest ${shown} of this session's ${prunes.length} prunes` : `this session's ${count(prunes.length, "prune")}`;
+  const lines = [`session-prune: ${heading}, newest first (/prune undo ID puts one back):`];
+  for (const receipt of prunes.slice(0, RECEIPTS_LISTED)) {
+    const when = new Date(receipt.committedAtMs).toISOString().replace("T", " ").slice(0, 16);
+    const state = restored.has(receipt.receiptID) ? ", put back" : "";
+    lines.push(`  ${when} UTC  ${count(receipt.removedCount, "part")}, ${bytes(receipt.bytesRemoved)} of ${receipt.messageID}${state}  ${receipt.receiptID}`);
+  }
+  return lines.join("\n");
 }
