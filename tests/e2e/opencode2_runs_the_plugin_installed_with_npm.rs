@@ -739,6 +739,12 @@ fn opencode_2_1_2_prune_old_takes_only_what_the_model_is_no_longer_sent() {
     for n in 1..=6 {
         service.turn(&session, &big_turn(n), TURN_TIMEOUT);
     }
+    let early = command(&service, &db, &session, "old");
+    assert_eq!(
+        early,
+        "session-prune: nothing is older than this session's last compaction (or it has none \
+         yet); /prune apply takes what is before the last turns."
+    );
     service.compact(&session, TURN_TIMEOUT);
     let from = mock.requests().len();
     service.turn(
