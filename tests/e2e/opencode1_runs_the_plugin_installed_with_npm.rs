@@ -6,14 +6,15 @@
 //! announces shows a toast that says to reload (an open 1.x view does not re-read a message
 //! changed beside it); the session continues without the pruned output (docs/plugin.md).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::cli::{json, run};
 use crate::common::npm::{install, pack};
+use crate::common::plugin::{
+    add_plugin, audit_holds_once_the_plugin_server_stops, event_lines, events,
+    idle_clean_keeps_the_last_turn, plugin_log, streaming_client, wait_until,
+};
 use crate::opencode_real::{
     binary_of, canary_turn, http, query_value, MockModel, OpenCode, RequestKind, Server,
 };
@@ -24,16 +25,6 @@ use serde_json::{json, Value};
 const VERSION: &str = "1.19.5";
 const PROMPT_TIMEOUT: Duration = Duration::from_secs(90);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Names the installed plugin folder in the home's config, with `options`.
-fn add_plugin(config: &Path, plugin: &Path, options: &Value) {
-    let mut document: Value =
-        serde_json::from_str(&std::fs::read_to_string(config).expect("read config"))
-            .expect("config JSON");
-    let entry = format!("file://{}", plugin.to_str().expect("utf-8 path"));
-    document["plugin"] = json!([[entry, options]]);
-    std::fs::write(config, document.to_string()).expect("write config");
-}
 
 /// The `?directory=` of every request: the work tree OpenCode runs in.
 fn directory(env: &OpenCode) -> String {
@@ -48,6 +39,23 @@ fn prompt(env: &OpenCode, server: &Server, session: &str, text: &str) {
     let reply = http(server.url(), "POST", &path, Some(&body), PROMPT_TIMEOUT)
         .unwrap_or_else(|e| panic!("prompt: {e}\n{}", server.log()));
     assert_eq!(reply.status, 200, "{}\n{}", reply.body, server.log());
+}
+
+/// Sends `text` as a prompt, waits for the turn, and returns the chat request it made.
+fn prompt_and_capture(
+    env: &OpenCode,
+    server: &Server,
+    mock: &MockModel,
+    session: &str,
+    text: &str,
+) -> crate::opencode_real::ModelRequest {
+    let before = mock.requests().len();
+    prompt(env, server, session, text);
+    mock.requests()[before..]
+        .iter()
+        .find(|r| r.kind == RequestKind::Chat)
+        .cloned()
+        .expect("the turn's model request")
 }
 
 /// The texts of the session's parts the plugin wrote (`ignored` text parts), oldest first.
@@ -81,21 +89,19 @@ fn command(env: &OpenCode, server: &Server, session: &str, text: &str) -> String
     // The plugin stops the command after answering, so that it never reaches the model: the
     // route answers 500 (docs/plugin.md, "Where the answer appears").
     assert_eq!(reply.status, 500, "/prune {text}: {}", reply.body);
-    let deadline = Instant::now() + ANSWER_TIMEOUT;
-    loop {
-        let now = answers(&db, session);
-        if now.len() > before {
-            return now[before].clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "/prune {text} did not answer: HTTP {} {}\n{}",
-            reply.status,
-            reply.body,
-            server.log()
-        );
-        thread::sleep(Duration::from_millis(200));
-    }
+    let mut answer = None;
+    let answered = wait_until(ANSWER_TIMEOUT, || {
+        answer = answers(&db, session).get(before).cloned();
+        answer.is_some()
+    });
+    assert!(
+        answered,
+        "/prune {text} did not answer: HTTP {} {}\n{}",
+        reply.status,
+        reply.body,
+        server.log()
+    );
+    answer.unwrap_or_default()
 }
 
 /// Rows of the session's parts that hold `text`.
@@ -111,25 +117,8 @@ fn parts_holding(db: &Path, session: &str, text: &str) -> i64 {
 
 /// A client of OpenCode's event stream (`GET /event`): the `data:` lines it received.
 fn subscribe(env: &OpenCode, server: &Server) -> Arc<Mutex<Vec<String>>> {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let received = Arc::clone(&lines);
     let url = format!("{}/event?directory={}", server.url(), directory(env));
-    thread::spawn(move || {
-        let client = reqwest::blocking::Client::builder()
-            .timeout(None)
-            .build()
-            .expect("client");
-        let Ok(answer) = client.get(url).send() else {
-            return;
-        };
-        for line in BufReader::new(answer).lines() {
-            let Ok(line) = line else { return };
-            if let Some(data) = line.strip_prefix("data:") {
-                received.lock().expect("lock").push(data.trim().to_string());
-            }
-        }
-    });
-    lines
+    event_lines(streaming_client().get(url))
 }
 
 /// The id of the one part of the session that holds `text`.
@@ -146,11 +135,8 @@ fn part_holding(db: &Path, session: &str, text: &str) -> String {
 /// The parts of each event of `kind` a client saw, in order, with their part's id: the
 /// `properties.part` of `message.part.updated`, the `properties` of `message.part.removed`.
 fn part_events(lines: &Mutex<Vec<String>>, kind: &str) -> Vec<Value> {
-    lines
-        .lock()
-        .expect("lock")
-        .iter()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    events(lines)
+        .into_iter()
         .filter(|event| event["type"] == kind)
         .map(|event| {
             let properties = &event["properties"];
@@ -169,11 +155,8 @@ fn removals_of(lines: &Mutex<Vec<String>>, id: &str) -> usize {
 
 /// The messages of the toasts a client of the event stream saw.
 fn toasts(lines: &Mutex<Vec<String>>) -> Vec<String> {
-    lines
-        .lock()
-        .expect("lock")
-        .iter()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+    events(lines)
+        .into_iter()
         .filter(|event| event["type"] == "tui.toast.show")
         .map(|event| {
             event["properties"]["message"]
@@ -243,7 +226,7 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
     };
     let db = env.database();
     let watcher = subscribe(&env, &server);
-    thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(500));
     let requests = mock.requests().len();
 
     let preview = command(&env, &server, &session, "");
@@ -282,17 +265,13 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
     );
     // What the prune took is announced back, as it is now.
     let back = part_holding(&db, &session, "TOOL_CANARY_2");
-    let deadline = Instant::now() + Duration::from_secs(10);
     let restored_update = || {
         part_events(&watcher, "message.part.updated")
             .into_iter()
             .any(|part| part["id"] == back.as_str() && part.to_string().contains("TOOL_CANARY_2"))
     };
-    while !restored_update() && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(100));
-    }
     assert!(
-        restored_update(),
+        wait_until(Duration::from_secs(10), restored_update),
         "message.part.updated for the part put back, {back}"
     );
     assert_eq!(
@@ -301,16 +280,14 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
         "no /prune command called the model"
     );
     // Open views are told: OpenCode announced the pruned part removed.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while removals_of(&watcher, &canary_part) == 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(Duration::from_secs(10), || {
+        removals_of(&watcher, &canary_part) > 0
+    });
     assert_eq!(
         removals_of(&watcher, &canary_part),
         1,
         "message.part.removed for {canary_part}; the plugin's log: {}",
-        std::fs::read_to_string(format!("{}.session-prune-plugin.log", db.display()))
-            .unwrap_or_default()
+        plugin_log(&db)
     );
     let seen = toasts(&watcher);
     assert!(
@@ -325,18 +302,13 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
 
     // The session continues with what was put back, and the model is sent no answer (the idle
     // test below shows a pruned output is not sent).
-    let before = mock.requests().len();
-    prompt(
+    let next = prompt_and_capture(
         &env,
         &server,
+        &mock,
         &session,
         "Turn 4: go on. [[say:text_canary_4]]",
     );
-    let next = mock.requests()[before..]
-        .iter()
-        .find(|r| r.kind == RequestKind::Chat)
-        .cloned()
-        .expect("the continued turn's model request");
     assert!(
         next.body.contains("TOOL_CANARY_1"),
         "what was put back is sent"
@@ -348,22 +320,7 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
 
     // The plugin's server stops with OpenCode: the journal is free, and the audit holds.
     server.stop();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let out = run(&db, &["audit", "--json"]);
-        if out.status.code() == Some(0) {
-            let report = json(&out);
-            assert_eq!(report["ok"], true, "{report}");
-            assert!(report["receipts"].as_u64() >= Some(2), "{report}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the plugin's server still holds the journal: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        thread::sleep(Duration::from_millis(300));
-    }
+    audit_holds_once_the_plugin_server_stops(&db, 2);
 }
 
 #[test]
@@ -379,52 +336,19 @@ fn opencode_1_19_5_cleans_each_session_that_goes_idle() {
         return;
     };
     let db = env.database();
-    // After turn 3 went idle, turns 1 and 2 are pruned and turn 3, the last, is kept.
-    let deadline = Instant::now() + PROMPT_TIMEOUT;
-    while parts_holding(&db, &session, "TOOL_CANARY_2") > 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(200));
-    }
-    for pruned in [
-        "TOOL_CANARY_1",
-        "TOOL_CANARY_2",
-        "REASONING_CANARY_1",
-        "REASONING_CANARY_2",
-    ] {
-        assert_eq!(
-            parts_holding(&db, &session, pruned),
-            0,
-            "{pruned} is pruned"
-        );
-    }
-    assert_eq!(
-        parts_holding(&db, &session, "TOOL_CANARY_3"),
-        1,
-        "the last turn is kept"
-    );
-    let before = mock.requests().len();
-    prompt(
-        &env,
-        &server,
-        &session,
-        "Turn 4: go on. [[say:text_canary_4]]",
-    );
-    let next = mock.requests()[before..]
-        .iter()
-        .find(|r| r.kind == RequestKind::Chat)
-        .cloned()
-        .expect("turn 4's model request");
-    for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
-        assert!(!next.body.contains(pruned), "{pruned} was sent");
-    }
-    assert!(next.body.contains("TOOL_CANARY_3"), "the kept turn is sent");
-    let deadline = Instant::now() + PROMPT_TIMEOUT;
-    while parts_holding(&db, &session, "TOOL_CANARY_3") > 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(200));
-    }
-    assert_eq!(
-        parts_holding(&db, &session, "TOOL_CANARY_3"),
-        0,
-        "turn 4's idle clean took turn 3"
+    idle_clean_keeps_the_last_turn(
+        |text| parts_holding(&db, &session, text),
+        || {
+            prompt_and_capture(
+                &env,
+                &server,
+                &mock,
+                &session,
+                "Turn 4: go on. [[say:text_canary_4]]",
+            )
+            .body
+        },
+        PROMPT_TIMEOUT,
     );
     server.stop();
 }
@@ -467,10 +391,7 @@ fn a_second_opencode_of_the_same_database_attaches_and_starts_a_server_when_the_
     );
 
     first.stop();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while alive(started) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(Duration::from_secs(15), || !(alive(started)));
     assert!(
         !alive(started),
         "the server stops with the OpenCode that started it"

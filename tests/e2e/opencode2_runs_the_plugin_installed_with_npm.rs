@@ -6,33 +6,25 @@
 //! its `pruned` event reaches two clients of OpenCode's event stream; the session continues
 //! without the pruned output; and the plugin's server stops with OpenCode (docs/plugin.md).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::cli::{json, run};
 use crate::common::npm::{install, install_as_the_readme_says, pack};
-use crate::opencode_real::{canary_turn, opencode2_home, RequestKind, Service};
+use crate::common::plugin::{
+    add_plugin, audit_holds_once_the_plugin_server_stops, event_lines, events,
+    idle_clean_keeps_the_last_turn, plugin_log, streaming_client, wait_until,
+};
+use crate::opencode_real::{
+    canary_turn, opencode2_home, MockModel, ModelRequest, RequestKind, Service,
+};
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
 const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Names the installed plugin folder in the home's config, with `options`.
-fn add_plugin(config: &Path, plugin: &Path, options: &Value) {
-    let mut document: Value =
-        serde_json::from_str(&std::fs::read_to_string(config).expect("read config"))
-            .expect("config JSON");
-    document["plugin"] = json!([[
-        format!("file://{}", plugin.to_str().expect("utf-8 path")),
-        options
-    ]]);
-    std::fs::write(config, document.to_string()).expect("write config");
-}
 
 /// The session's answers the plugin keeps (`POST /api/rpc/session-prune/answers`), oldest
 /// first: `(command, text, final)`.
@@ -78,18 +70,17 @@ fn answer_number(
     index: usize,
     timeout: Duration,
 ) -> (String, String, bool) {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(answer) = answers(service, session).get(index) {
-            return answer.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "answer {index} did not come; the plugin's log: {}",
-            std::fs::read_to_string(plugin_log(db)).unwrap_or_default()
-        );
-        thread::sleep(Duration::from_millis(200));
-    }
+    let mut answer = None;
+    let came = wait_until(timeout, || {
+        answer = answers(service, session).get(index).cloned();
+        answer.is_some()
+    });
+    assert!(
+        came,
+        "answer {index} did not come; the plugin's log: {}",
+        plugin_log(db)
+    );
+    answer.unwrap_or_default()
 }
 
 /// Runs `/prune TEXT` on an idle session and waits for its one answer.
@@ -106,29 +97,20 @@ fn command(service: &Service<'_>, db: &Path, session: &str, text: &str) -> Strin
 /// it in use (`session_v2.time_suspended`); the newest idle row before it, for `wait_idle`.
 fn hold(service: &Service<'_>, db: &Path, session: &str) -> Option<String> {
     let before = service.send_prompt(session, "Hold the session. [[slow:6]]");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let suspended = || {
         let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
-        let claim: Option<i64> = conn
-            .query_row(
-                "SELECT time_suspended FROM session_v2 WHERE id = ?1",
-                [session],
-                |row| row.get(0),
-            )
-            .expect("claim");
-        if claim.is_some() {
-            return before;
-        }
-        assert!(Instant::now() < deadline, "the run set no time_suspended");
-        thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The plugin's log beside the database.
-fn plugin_log(db: &Path) -> std::path::PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push(".session-prune-plugin.log");
-    name.into()
+        conn.query_row(
+            "SELECT time_suspended IS NOT NULL FROM session_v2 WHERE id = ?1",
+            [session],
+            |row| row.get::<_, bool>(0),
+        )
+        .expect("claim")
+    };
+    assert!(
+        wait_until(Duration::from_secs(20), suspended),
+        "the run set no time_suspended"
+    );
+    before
 }
 
 /// Rows of the session's assistant messages that hold `text`.
@@ -145,40 +127,19 @@ fn rows_holding(db: &Path, session: &str, text: &str) -> i64 {
 
 /// A client of OpenCode's event stream (`GET /api/event`): the `data:` lines it received.
 fn subscribe(service: &Service<'_>) -> Arc<Mutex<Vec<String>>> {
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let received = Arc::clone(&lines);
     let url = format!("{}/api/event", service.url());
-    let password = service.password().to_string();
-    thread::spawn(move || {
-        let client = reqwest::blocking::Client::builder()
-            .timeout(None)
-            .build()
-            .expect("client");
-        let Ok(answer) = client
+    event_lines(
+        streaming_client()
             .get(url)
-            .basic_auth("opencode", Some(password))
-            .send()
-        else {
-            return;
-        };
-        for line in BufReader::new(answer).lines() {
-            let Ok(line) = line else { return };
-            if let Some(data) = line.strip_prefix("data:") {
-                received.lock().expect("lock").push(data.trim().to_string());
-            }
-        }
-    });
-    lines
+            .basic_auth("opencode", Some(service.password())),
+    )
 }
 
 /// How many events of `kind` about `message` (its `data.messageID`) or `session` (its
 /// `data.sessionID`) a client received.
 fn events_about(lines: &Mutex<Vec<String>>, kind: &str, key: &str, id: &str) -> usize {
-    lines
-        .lock()
-        .expect("lock")
+    events(lines)
         .iter()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|event| event["type"] == kind && event["data"][key] == id)
         .count()
 }
@@ -374,12 +335,9 @@ fn the_plugin_prunes_from_inside(version: &str) {
             refused.body
         );
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while (pruned_events(&first, &message) == 0 || pruned_events(&second, &message) == 0)
-        && Instant::now() < deadline
-    {
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(Duration::from_secs(10), || {
+        pruned_events(&first, &message) > 0 && pruned_events(&second, &message) > 0
+    });
     assert!(
         pruned_events(&first, &message) >= 1,
         "the first client got the event"
@@ -390,17 +348,12 @@ fn the_plugin_prunes_from_inside(version: &str) {
     );
 
     // The session continues, and the model is sent none of what was pruned.
-    let before = mock.requests().len();
-    service.turn(
+    let next = turn_and_capture(
+        &service,
+        &mock,
         &session,
         "Turn 4: go on. [[say:text_canary_4]]",
-        TURN_TIMEOUT,
     );
-    let next = mock.requests()[before..]
-        .iter()
-        .find(|r| r.kind == RequestKind::Chat && r.session_id() == Some(session.as_str()))
-        .cloned()
-        .expect("the continued turn's model request");
     // Pruned through the RPC: not sent; put back by /prune undo: sent again.
     assert_eq!(rows_holding(&db, &session, "TOOL_CANARY_2"), 0);
     assert!(
@@ -443,22 +396,7 @@ fn the_plugin_prunes_from_inside(version: &str) {
 
     // The plugin's server stops with OpenCode: the journal is free, and the audit holds.
     service.stop();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let out = run(&db, &["audit", "--json"]);
-        if out.status.code() == Some(0) {
-            let report = json(&out);
-            assert_eq!(report["ok"], true, "{report}");
-            assert!(report["receipts"].as_u64() >= Some(3), "{report}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the plugin's server still holds the journal: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        thread::sleep(Duration::from_millis(300));
-    }
+    audit_holds_once_the_plugin_server_stops(&db, 3);
 
     // After OpenCode starts again, the plugin starts its server again: a tool call of a new
     // turn is pruned through the RPC and announced on OpenCode's stream.
@@ -506,10 +444,9 @@ fn the_plugin_prunes_from_inside(version: &str) {
         1,
         "the fork keeps its copy"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pruned_events(&watcher, &message) == 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(Duration::from_secs(10), || {
+        pruned_events(&watcher, &message) > 0
+    });
     assert!(
         pruned_events(&watcher, &message) >= 1,
         "announced after the restart"
@@ -547,11 +484,8 @@ fn plugin_server(db: &Path) -> (String, String) {
 fn runs(lines: &Mutex<Vec<String>>, session: &str) -> Vec<(i64, i64)> {
     let mut runs = Vec::new();
     let mut started = None;
-    for event in lines
-        .lock()
-        .expect("lock")
+    for event in events(lines)
         .iter()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|event| event["data"]["sessionID"] == session)
     {
         let created = event["created"].as_i64().expect("created");
@@ -587,55 +521,24 @@ fn opencode_2_1_2_cleans_each_session_that_goes_idle_and_never_during_a_run() {
     // Each turn's prompt is sent as soon as the previous run ends, while its idle clean runs.
     let session = service.session_with_turns("cleaned when idle", 3, TURN_TIMEOUT);
 
-    // After turn 3 ends, turns 1 and 2 are pruned and turn 3, the last, is kept.
-    let deadline = Instant::now() + TURN_TIMEOUT;
-    while rows_holding(&db, &session, "TOOL_CANARY_2") > 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(200));
-    }
-    for pruned in [
-        "TOOL_CANARY_1",
-        "TOOL_CANARY_2",
-        "REASONING_CANARY_1",
-        "REASONING_CANARY_2",
-    ] {
-        assert_eq!(rows_holding(&db, &session, pruned), 0, "{pruned} is pruned");
-    }
-    assert_eq!(
-        rows_holding(&db, &session, "TOOL_CANARY_3"),
-        1,
-        "the last turn is kept"
+    idle_clean_keeps_the_last_turn(
+        |text| rows_holding(&db, &session, text),
+        || {
+            turn_and_capture(
+                &service,
+                &mock,
+                &session,
+                "Turn 4: go on. [[say:text_canary_4]]",
+            )
+            .body
+        },
+        TURN_TIMEOUT,
     );
     let idle: Vec<(String, String, bool)> = answers(&service, &session)
         .into_iter()
         .filter(|(command, _, _)| command == "idle /prune apply")
         .collect();
-    assert!(idle.len() >= 2, "an answer per idle clean: {idle:?}");
-
-    // The next request carries none of it.
-    let before = mock.requests().len();
-    service.turn(
-        &session,
-        "Turn 4: go on. [[say:text_canary_4]]",
-        TURN_TIMEOUT,
-    );
-    let next = mock.requests()[before..]
-        .iter()
-        .find(|r| r.kind == RequestKind::Chat && r.session_id() == Some(session.as_str()))
-        .cloned()
-        .expect("turn 4's model request");
-    for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
-        assert!(!next.body.contains(pruned), "{pruned} was sent");
-    }
-    assert!(next.body.contains("TOOL_CANARY_3"), "the kept turn is sent");
-    let deadline = Instant::now() + TURN_TIMEOUT;
-    while rows_holding(&db, &session, "TOOL_CANARY_3") > 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(200));
-    }
-    assert_eq!(
-        rows_holding(&db, &session, "TOOL_CANARY_3"),
-        0,
-        "turn 4's idle clean took turn 3"
-    );
+    assert!(idle.len() >= 3, "an answer per idle clean: {idle:?}");
 
     // No prune of the session committed while one of its runs was going on.
     let (url, password) = plugin_server(&db);
@@ -696,7 +599,7 @@ fn opencode_2_1_2_answers_prune_with_the_package_a_missing_binary_needs() {
         ),
         "{answer}"
     );
-    let log = std::fs::read_to_string(plugin_log(&db)).expect("the plugin's log");
+    let log = plugin_log(&db);
     assert!(log.contains("session-prune-linux-x64-gnu"), "{log}");
     service.stop();
 }
@@ -709,15 +612,30 @@ fn big_turn(n: u32) -> String {
     )
 }
 
-/// The `messages` of the one chat request of `session` among the mock's requests from `from`.
-fn chat_messages(mock: &crate::opencode_real::MockModel, from: usize, session: &str) -> Vec<Value> {
-    let chats: Vec<Value> = mock.requests()[from..]
+/// Takes a turn of `text` in `session` and returns the one chat request it made.
+fn turn_and_capture(
+    service: &Service<'_>,
+    mock: &MockModel,
+    session: &str,
+    text: &str,
+) -> ModelRequest {
+    let from = mock.requests().len();
+    service.turn(session, text, TURN_TIMEOUT);
+    let chats: Vec<ModelRequest> = mock.requests()[from..]
         .iter()
         .filter(|r| r.kind == RequestKind::Chat && r.session_id() == Some(session))
-        .map(|r| r.json()["messages"].clone())
+        .cloned()
         .collect();
     assert_eq!(chats.len(), 1, "one chat request per prompt");
-    chats[0].as_array().expect("messages").clone()
+    chats.into_iter().next().expect("the turn's chat request")
+}
+
+/// The `messages` of a chat request.
+fn messages(request: &ModelRequest) -> Vec<Value> {
+    request.json()["messages"]
+        .as_array()
+        .expect("messages")
+        .clone()
 }
 
 #[test]
@@ -746,13 +664,12 @@ fn opencode_2_1_2_prune_old_takes_only_what_the_model_is_no_longer_sent() {
          yet); /prune apply takes what is before the last turns."
     );
     service.compact(&session, TURN_TIMEOUT);
-    let from = mock.requests().len();
-    service.turn(
+    let before_prune = messages(&turn_and_capture(
+        &service,
+        &mock,
         &session,
         "Turn 7: go on. [[say:text_canary_7]]",
-        TURN_TIMEOUT,
-    );
-    let before_prune = chat_messages(&mock, from, &session);
+    ));
 
     let answer = command(&service, &db, &session, "old");
     assert!(answer.starts_with("session-prune: pruned "), "{answer}");
@@ -774,13 +691,12 @@ fn opencode_2_1_2_prune_old_takes_only_what_the_model_is_no_longer_sent() {
     );
 
     // The next request repeats the one before the prune, message for message, and goes on.
-    let from = mock.requests().len();
-    service.turn(
+    let after_prune = messages(&turn_and_capture(
+        &service,
+        &mock,
         &session,
         "Turn 8: go on. [[say:text_canary_8]]",
-        TURN_TIMEOUT,
-    );
-    let after_prune = chat_messages(&mock, from, &session);
+    ));
     assert!(after_prune.len() > before_prune.len());
     assert_eq!(
         after_prune[..before_prune.len()],

@@ -5,6 +5,7 @@
 pub mod archive;
 pub mod audit;
 pub mod browse;
+pub mod plugin;
 
 use std::path::{Path, PathBuf};
 
