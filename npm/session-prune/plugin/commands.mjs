@@ -324,7 +324,10 @@ function putBackWords(done, what) {
   ];
   const refused = refusedWords(done.refused);
   if (refused) lines.push(refused);
-  if (done.messages) lines.push("A clean leaves what was put back alone; /prune receipts lists this session's prunes.");
+  if (done.messages) {
+    lines.push("OpenCode sends what was put back to the model again from the next request, unless it is older than the last compaction.");
+    lines.push("A clean leaves what was put back alone; /prune receipts lists this session's prunes.");
+  }
   return lines.join("\n");
 }
 
