@@ -161,6 +161,7 @@ mod the_cli_reference_holds_every_commands_help;
 mod the_guides_cron_line_runs_as_written;
 mod the_guides_hourly_recipes_run_as_written;
 mod the_npm_packages_install_and_run;
+mod the_plugins_server_is_one_of_its_own_database;
 mod the_readme_quick_start_runs_as_written;
 mod v2_messages_preview_read_only;
 mod v2_prunes_keep_everything_else;

@@ -4,7 +4,8 @@
 //! (`POST /session/{id}/command`) answer with a message the model is never sent and a toast,
 //! write receipts the audit holds, and call the model not once; each prune the plugin's server
 //! announces shows a toast that says to reload (an open 1.x view does not re-read a message
-//! changed beside it); the session continues without the pruned output (docs/plugin.md).
+//! changed beside it, and its part routes would race a restore); the session continues
+//! (docs/plugin.md).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,7 @@ use std::time::Duration;
 use crate::common::npm::{install, pack};
 use crate::common::plugin::{
     add_plugin, audit_holds_once_the_plugin_server_stops, event_lines, events,
-    idle_clean_keeps_the_last_turn, plugin_log, streaming_client, wait_until,
+    idle_clean_keeps_the_last_turn, streaming_client, wait_until,
 };
 use crate::opencode_real::{
     binary_of, canary_turn, http, query_value, MockModel, OpenCode, RequestKind, Server,
@@ -121,38 +122,6 @@ fn subscribe(env: &OpenCode, server: &Server) -> Arc<Mutex<Vec<String>>> {
     event_lines(streaming_client().get(url))
 }
 
-/// The id of the one part of the session that holds `text`.
-fn part_holding(db: &Path, session: &str, text: &str) -> String {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
-    conn.query_row(
-        "SELECT id FROM part WHERE session_id = ?1 AND instr(data, ?2) > 0",
-        (session, text),
-        |row| row.get(0),
-    )
-    .expect("the part")
-}
-
-/// The parts of each event of `kind` a client saw, in order, with their part's id: the
-/// `properties.part` of `message.part.updated`, the `properties` of `message.part.removed`.
-fn part_events(lines: &Mutex<Vec<String>>, kind: &str) -> Vec<Value> {
-    events(lines)
-        .into_iter()
-        .filter(|event| event["type"] == kind)
-        .map(|event| {
-            let properties = &event["properties"];
-            properties.get("part").unwrap_or(properties).clone()
-        })
-        .collect()
-}
-
-/// How many `message.part.removed` a client saw for part `id`.
-fn removals_of(lines: &Mutex<Vec<String>>, id: &str) -> usize {
-    part_events(lines, "message.part.removed")
-        .iter()
-        .filter(|part| part["partID"] == id)
-        .count()
-}
-
 /// The messages of the toasts a client of the event stream saw.
 fn toasts(lines: &Mutex<Vec<String>>) -> Vec<String> {
     events(lines)
@@ -240,7 +209,6 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
         "a preview changes nothing"
     );
 
-    let canary_part = part_holding(&db, &session, "TOOL_CANARY_1");
     let applied = command(&env, &server, &session, "apply");
     assert!(applied.starts_with("session-prune: pruned "), "{applied}");
     for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
@@ -263,42 +231,26 @@ fn opencode_1_19_5_runs_prune_from_its_command_route() {
         ),
         "{undone}"
     );
-    // What the prune took is announced back, as it is now.
-    let back = part_holding(&db, &session, "TOOL_CANARY_2");
-    let restored_update = || {
-        part_events(&watcher, "message.part.updated")
-            .into_iter()
-            .any(|part| part["id"] == back.as_str() && part.to_string().contains("TOOL_CANARY_2"))
-    };
-    assert!(
-        wait_until(Duration::from_secs(10), restored_update),
-        "message.part.updated for the part put back, {back}"
-    );
     assert_eq!(
         mock.requests().len(),
         requests,
         "no /prune command called the model"
     );
-    // Open views are told: OpenCode announced the pruned part removed.
+    // Open views are told to reload: one toast for the prunes and restores that came
+    // together, not one per message.
     wait_until(Duration::from_secs(10), || {
-        removals_of(&watcher, &canary_part) > 0
+        toasts(&watcher)
+            .iter()
+            .any(|toast| toast.contains("reload"))
     });
-    assert_eq!(
-        removals_of(&watcher, &canary_part),
-        1,
-        "message.part.removed for {canary_part}; the plugin's log: {}",
-        plugin_log(&db)
-    );
     let seen = toasts(&watcher);
     assert!(
         seen.iter()
             .any(|toast| toast.starts_with("session-prune: pruned ")),
         "{seen:?}"
     );
-    assert!(
-        !seen.iter().any(|toast| toast.contains("reload")),
-        "no view needs a reload: {seen:?}"
-    );
+    let reloads = seen.iter().filter(|toast| toast.contains("reload")).count();
+    assert!((1..=2).contains(&reloads), "{seen:?}");
 
     // The session continues with what was put back, and the model is sent no answer (the idle
     // test below shows a pruned output is not sent).

@@ -221,6 +221,20 @@ fn the_plugin_prunes_from_inside(version: &str) {
         "a preview changes nothing"
     );
 
+    // Stats, with the plugin's turns kept, counts what the preview takes.
+    let previewed = preview
+        .split(", keeping")
+        .next()
+        .and_then(|head| head.rsplit(", ").next())
+        .expect("the preview's bytes")
+        .to_string();
+    let stats = command(&service, &db, &session, "stats");
+    assert!(
+        stats.contains(&format!(
+            "This session: /prune apply would take {previewed} now."
+        )),
+        "{previewed}: {stats}"
+    );
     let applied = command(&service, &db, &session, "apply");
     assert!(applied.starts_with("session-prune: pruned "), "{applied}");
     for pruned in ["TOOL_CANARY_1", "TOOL_CANARY_2", "REASONING_CANARY_1"] {
@@ -232,6 +246,11 @@ fn the_plugin_prunes_from_inside(version: &str) {
         "the last turn is kept"
     );
 
+    let extra = command(&service, &db, &session, "apply apply");
+    assert!(
+        extra.starts_with("session-prune: /prune apply takes nothing after it, not \"apply\""),
+        "{extra}"
+    );
     let receipts = command(&service, &db, &session, "receipts");
     assert!(
         receipts.starts_with("session-prune: this session's 2 prunes, newest first"),
@@ -258,6 +277,13 @@ fn the_plugin_prunes_from_inside(version: &str) {
     }
     let stats = command(&service, &db, &session, "stats");
     assert!(
+        stats.contains(
+            "This session: /prune apply would take 0 B now (2 messages put back by /prune undo \
+             are left alone)."
+        ),
+        "{stats}"
+    );
+    assert!(
         stats.starts_with("session-prune: the database is "),
         "{stats}"
     );
@@ -268,7 +294,7 @@ fn the_plugin_prunes_from_inside(version: &str) {
     );
     assert_eq!(
         events_about(&watcher, "rpc.session-prune.answer", "sessionID", &session),
-        6,
+        8,
         "each answer reached a client of OpenCode's event stream"
     );
 
@@ -335,6 +361,27 @@ fn the_plugin_prunes_from_inside(version: &str) {
             refused.body
         );
     }
+    // A bound only the server checks (a revision's lowercase hex) is answered as the contract's
+    // invalid request, not as a failure of the plugin.
+    let upper = request["revision"]
+        .as_str()
+        .expect("revision")
+        .to_uppercase();
+    let refused = service.api(
+        "POST",
+        "/api/rpc/codenomad.session-pruning/prune",
+        Some(
+            &json!({"input": {"sessionID": session, "messageID": message,
+                               "revision": upper, "indexes": [0]}}),
+        ),
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.json()["type"],
+        "invalid_request",
+        "{}",
+        refused.body
+    );
     wait_until(Duration::from_secs(10), || {
         pruned_events(&first, &message) > 0 && pruned_events(&second, &message) > 0
     });
@@ -586,7 +633,7 @@ fn opencode_2_1_2_answers_prune_with_the_package_a_missing_binary_needs() {
     add_plugin(
         &home.root().join("config/opencode/opencode.json"),
         &plugin,
-        &json!({}),
+        &json!({"quietPeriod": -5, "keepLastTurns": 1e20}),
     );
     let db = home.database();
     let mut service = Service::start(&home);
@@ -601,6 +648,15 @@ fn opencode_2_1_2_answers_prune_with_the_package_a_missing_binary_needs() {
     );
     let log = plugin_log(&db);
     assert!(log.contains("session-prune-linux-x64-gnu"), "{log}");
+    // Options it does not understand are named, and their defaults used.
+    assert!(
+        log.contains("quietPeriod must be a duration such as \"30s\", \"2m\" or a number of seconds, not -5; using the default"),
+        "{log}"
+    );
+    assert!(
+        log.contains("keepLastTurns must be a whole number from 0 to 4294967295, not 100000000000000000000; using the default"),
+        "{log}"
+    );
     service.stop();
 }
 

@@ -25,13 +25,37 @@ async function text(response) {
   return all;
 }
 
+/** Whether `error` is a connection that could not be made or was cut (the server is gone). */
+function lost(error) {
+  return error.status === undefined && ["ECONNREFUSED", "ECONNRESET", "EPIPE"].includes(error.code);
+}
+
+/**
+ * A client of the server `connect` resolves to (`{url, password}`), asked again for each
+ * request: when a request finds the server gone, `forget()` is called and the request is made
+ * once more to the server `connect` then gives (another process's server that ended, one that
+ * is starting again). Same methods as `client`.
+ */
+export function connectedClient(connect, forget) {
+  const retried = (method) => async (...args) => {
+    try {
+      return await client(await connect())[method](...args);
+    } catch (error) {
+      if (!lost(error)) throw error;
+      forget();
+      return client(await connect())[method](...args);
+    }
+  };
+  return { call: retried("call"), get: retried("get"), post: retried("post") };
+}
+
 /** A client of the server at `url` with `password`. */
 export function client({ url, password }) {
   const headers = { authorization: `Bearer ${password}` };
   const base = `${url}/api/workspaces/${WORKSPACE}`;
 
   /** The JSON answer of `method path` (a path under the workspace unless it starts with `/`).
-   * Rejects with the server's `error` words on a 4xx or 5xx answer. */
+   * Rejects with the server's `error` words on a 4xx or 5xx answer (`status` set). */
   async function call(method, route, body, signal) {
     const target = route.startsWith("/") ? `${url}${route}` : `${base}/${route}`;
     const answer = await send(method, target, {

@@ -28,27 +28,58 @@ const SETTLE_LIMIT_MS = 15 * 60_000;
 export async function runCommand(api, { sessionID, text }, options = {}) {
   const [verb = "", ...rest] = String(text || "").trim().split(/\s+/).filter(Boolean);
   const keepLastTurns = options.keepLastTurns ?? 2;
+  const takes = verb === "undo" ? 1 : 0;
+  if (rest.length > takes) {
+    return { text: `session-prune: /prune ${shown(verb)} takes ${takes ? "one receipt ID" : "nothing"} after it, not "${shown(rest.slice(takes).join(" "))}"; the plugin's options set the turns kept (docs/plugin.md).\n${USAGE}` };
+  }
   switch (verb) {
     case "":
     case "preview":
       return { text: await preview(api, sessionID, keepLastTurns) };
     case "apply":
-      return apply(api, sessionID, { keepLastTurns, beforeCompaction: false });
+      return oneAtATime(sessionID, () => apply(api, sessionID, { keepLastTurns, beforeCompaction: false }));
     case "old":
-      return apply(api, sessionID, { keepLastTurns, beforeCompaction: true });
+      return oneAtATime(sessionID, () => apply(api, sessionID, { keepLastTurns, beforeCompaction: true }));
     case "all":
-      return { text: await all(api, { keepLastTurns, beforeCompaction: false }) };
+      return oneAtATime(ALL, async () => ({ text: await all(api, { keepLastTurns, beforeCompaction: false }) }));
     case "stats":
-      return { text: await stats(api, sessionID) };
+      return { text: await stats(api, sessionID, keepLastTurns) };
     case "undo":
-      return { text: await undo(api, sessionID, rest[0]) };
+      return oneAtATime(sessionID, async () => ({ text: await undo(api, sessionID, rest[0]) }));
     case "receipts":
       return { text: await listReceipts(api, sessionID) };
     case "help":
       return { text: USAGE };
     default:
-      return { text: `session-prune: no such form /prune ${verb}\n${USAGE}` };
+      return { text: `session-prune: no such form /prune ${shown(verb)}\n${USAGE}` };
   }
+}
+
+/** At most this many characters of what a person typed are repeated in an answer. */
+const SHOWN_CHARACTERS = 80;
+
+/** `text` cut to `SHOWN_CHARACTERS`, with an ellipsis when it was longer. */
+export function shown(text) {
+  const characters = [...String(text)];
+  return characters.length > SHOWN_CHARACTERS ? `${characters.slice(0, SHOWN_CHARACTERS).join("")}…` : characters.join("");
+}
+
+/** The key `/prune all` waits on. */
+const ALL = Symbol("all sessions");
+
+/** What writes in each session (and in all, `ALL`) is running now: a second `/prune apply`,
+ * `old` or `undo` of a session starts when the first is done, so that it plans on what the
+ * first left (and its words count only its own prunes). */
+const running = new Map();
+
+function oneAtATime(key, work) {
+  const previous = running.get(key) || Promise.resolve();
+  const next = previous.catch(() => {}).then(work);
+  running.set(key, next);
+  next.catch(() => {}).then(() => {
+    if (running.get(key) === next) running.delete(key);
+  });
+  return next;
 }
 
 function plan(api, sessionID, { keepLastTurns, beforeCompaction }) {
@@ -223,7 +254,11 @@ async function afterSettling(api, sessionID, policy) {
       .filter(Boolean)
       .join("\n");
   }
-  return `session-prune: the session stayed in use for ${SETTLE_LIMIT_MS / 60_000} minutes; nothing more was pruned. Run /prune apply again.`;
+  return (
+    `session-prune: OpenCode still marks this session as in use after ${SETTLE_LIMIT_MS / 60_000} minutes; nothing more was pruned. ` +
+    "If no run is going on (OpenCode was stopped during one), the mark stays until the session runs again: send it a prompt, then /prune apply; " +
+    "or prune it with OpenCode stopped (`session-prune clean SESSION --apply`)."
+  );
 }
 
 async function all(api, policy) {
@@ -265,17 +300,17 @@ async function all(api, policy) {
   return lines.join("\n");
 }
 
-async function stats(api, sessionID) {
+async function stats(api, sessionID, keepLastTurns) {
   const overview = await api.get("stats?top=3");
   const technical = overview.technical || {};
   const tools = technical.toolParts || { count: 0, bytes: 0 };
   const reasoning = technical.reasoningParts || { count: 0, bytes: 0 };
   const v2 = technical.v2Entries || { count: 0, bytes: 0 };
   const lines = [
-    `session-prune: the database is ${bytes(overview.databaseBytes)}, ${bytes(overview.freeBytes)} of it free pages (\`session-prune vacuum\` gives those back).`,
+    `session-prune: the database is ${bytes(overview.databaseBytes + (overview.walBytes || 0))} with its write-ahead log, ${bytes(overview.freeBytes)} of it free pages (\`session-prune vacuum\` gives those back).`,
     `Tool output and reasoning: ${bytes(tools.bytes + reasoning.bytes + v2.bytes)}${overview.estimate ? " (estimated)" : ""}.`,
   ];
-  const plan = await api.post("session-pruning/clean-plan", { sessionID }).catch(() => null);
+  const plan = await api.post("session-pruning/clean-plan", { sessionID, keepLastTurns }).catch(() => null);
   if (plan && plan.status === "plan") {
     const restored = plan.skipped?.restored || 0;
     lines.push(

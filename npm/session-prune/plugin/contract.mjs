@@ -88,10 +88,16 @@ const METHODS = {
 
 const changed = closed({ sessionID: id, messageID: id, revision }, ["sessionID", "messageID", "revision"]);
 
+/** The error a method answers when the server refuses its input as malformed (HTTP 400; a
+ * bound OpenCode's schema cannot say, such as a revision's lowercase hex): OpenCode sends it to
+ * the client as `{"type": "invalid_request", "message", "data": {"detail"}}`. */
+const INVALID_REQUEST = "invalid_request";
+const errors = { [INVALID_REQUEST]: closed({ detail: { type: "string" } }, ["detail"]) };
+
 /** The RPC's definition as `api.rpc.register` takes it: methods and the events it emits. */
 export const DEFINITION = {
   id: RPC_ID,
-  methods: Object.fromEntries(Object.entries(METHODS).map(([name, method]) => [name, { input: method.input, output }])),
+  methods: Object.fromEntries(Object.entries(METHODS).map(([name, method]) => [name, { input: method.input, output, errors }])),
   events: {
     pruned: { schema: changed },
     restored: { schema: changed },
@@ -116,6 +122,9 @@ export function handlers(connect) {
         } catch (error) {
           if (error.status === undefined && BLOCKED_WHEN_UNAVAILABLE.has(name)) {
             return { status: "blocked", reason: "unavailable" };
+          }
+          if (error.status === 400 && context?.error) {
+            throw context.error(INVALID_REQUEST, error.message, { detail: error.message });
           }
           throw error;
         }

@@ -11,9 +11,13 @@ export function logBeside(database) {
   target = `${database}.session-prune-plugin.log`;
 }
 
-/** Logs `message` (one line) as a warning of the plugin. */
+/** The longest warning written, in characters: a warning may quote what a person typed. */
+const LINE_CHARACTERS = 1_000;
+
+/** Logs `message` (one line, cut to `LINE_CHARACTERS`) as a warning of the plugin. */
 export function warn(message) {
-  const line = `session-prune: ${message}`;
+  const whole = `session-prune: ${message}`;
+  const line = whole.length > LINE_CHARACTERS ? `${whole.slice(0, LINE_CHARACTERS)}…` : whole;
   console.warn(line);
   if (!target) return;
   try {

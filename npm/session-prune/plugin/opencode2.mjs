@@ -8,13 +8,13 @@
 // location.
 
 import { ANSWERS_DEFINITION, answersHandlers, keep } from "./answers.mjs";
-import { client, follow } from "./api.mjs";
-import { runCommand, USAGE } from "./commands.mjs";
+import { connectedClient, follow } from "./api.mjs";
+import { runCommand, shown, USAGE } from "./commands.mjs";
 import { DEFINITION, handlers } from "./contract.mjs";
 import { idleCleaner } from "./idle.mjs";
 import { logBeside, warn } from "./log.mjs";
 import { readOptions } from "./options.mjs";
-import { databasePath, server } from "./server.mjs";
+import { databasePath, forgetServer, server } from "./server.mjs";
 
 /** The RPC registrations, one per location: `{directory, events}`. */
 const registrations = [];
@@ -26,7 +26,9 @@ export async function setup(api) {
   const { options, problems } = readOptions(api.options);
   logBeside(databasePath(options));
   for (const problem of problems) warn(`${problem}; using the default`);
-  const connect = async () => client(await server(options));
+  // One client for every request: it finds the server again when the one it knew is gone.
+  const prune = connectedClient(() => server(options), () => forgetServer(options));
+  const connect = async () => prune;
   // Started now, waited for by the first request: OpenCode's start does not wait for it.
   server(options).catch((error) => warn(`${error.message}`));
 
@@ -58,7 +60,7 @@ export async function setup(api) {
 /** Runs `/prune` and emits its answer (and the one that follows a wait) as the `answer` event
  * of the location whose command ran. */
 async function answerCommand(events, connect, input, options) {
-  const command = `/prune ${input.prompt?.text || ""}`.trim();
+  const command = `/prune ${shown(String(input.prompt?.text || "").trim())}`.trim();
   const say = (text, final) =>
     Promise.resolve(events.emit("answer", keep(input.sessionID, command, text, final))).catch((error) =>
       warn(`could not emit the answer to ${command}: ${error.message}`),

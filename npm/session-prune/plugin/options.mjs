@@ -10,6 +10,13 @@ const DEFAULTS = {
   binary: undefined,
 };
 
+/** The most turns `keepLastTurns` takes: the server reads it as an unsigned 32-bit number. */
+const MAX_TURNS = 4_294_967_295;
+
+/** A duration as `serve --quiet-period` reads it: seconds, or numbers with units ("30s",
+ * "1m 30s", "500ms"); the server checks its bounds. */
+const DURATION = /^\s*\d+(\s*(ns|us|ms|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)\s*(\d+\s*(ns|us|ms|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)\s*)*)?$/;
+
 /** The options from what OpenCode passed (`undefined` or an object): `{idleClean: false |
  * "old" | "apply", keepLastTurns, quietPeriod, database, binary}` and the words of each
  * problem. */
@@ -22,11 +29,14 @@ export function readOptions(given) {
       else if (value === false || value === "old" || value === "apply") options.idleClean = value;
       else problems.push(`idleClean must be true, false, "old" or "apply", not ${JSON.stringify(value)}`);
     } else if (key === "keepLastTurns") {
-      if (Number.isInteger(value) && value >= 0) options.keepLastTurns = value;
-      else problems.push(`keepLastTurns must be a whole number from 0, not ${JSON.stringify(value)}`);
-    } else if (key === "quietPeriod" || key === "database" || key === "binary") {
-      if (typeof value === "string" || (key === "quietPeriod" && Number.isFinite(value))) options[key] = value;
-      else problems.push(`${key} must be a string, not ${JSON.stringify(value)}`);
+      if (Number.isInteger(value) && value >= 0 && value <= MAX_TURNS) options.keepLastTurns = value;
+      else problems.push(`keepLastTurns must be a whole number from 0 to ${MAX_TURNS}, not ${JSON.stringify(value)}`);
+    } else if (key === "quietPeriod") {
+      if ((Number.isInteger(value) && value >= 0) || (typeof value === "string" && DURATION.test(value))) options.quietPeriod = value;
+      else problems.push(`quietPeriod must be a duration such as "30s", "2m" or a number of seconds, not ${JSON.stringify(value)}`);
+    } else if (key === "database" || key === "binary") {
+      if (typeof value === "string" && value !== "") options[key] = value;
+      else problems.push(`${key} must be a path, not ${JSON.stringify(value)}`);
     } else {
       problems.push(`unknown option ${key}`);
     }

@@ -7,7 +7,7 @@
 
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync, unlinkSync, renameSync } from "node:fs";
+import { readFileSync, writeFileSync, unlinkSync, renameSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -55,7 +55,11 @@ export function server(options) {
   let found = servers.get(database);
   if (!found) {
     found = attach(database).then((attached) => attached || start(database, options));
-    found.catch(() => servers.delete(database));
+    found.catch(() =>
+      setTimeout(() => {
+        if (servers.get(database) === found) servers.delete(database);
+      }, RETRY_START_AFTER_MS).unref(),
+    );
     servers.set(database, found);
     return found;
   }
@@ -65,6 +69,27 @@ export function server(options) {
     if (servers.get(database) === found) servers.delete(database);
     return server(options);
   });
+}
+
+/** Forgets the server of `options`' database, so that the next request attaches or starts
+ * again (the one it knew is gone). */
+export function forgetServer(options) {
+  servers.delete(databasePath(options));
+}
+
+/** How long a server that would not start is not tried again, ms: each request would otherwise
+ * start one more that stops at once (another process holds the journal). */
+const RETRY_START_AFTER_MS = 30_000;
+
+/** The file's identity, `dev:ino`, or null: a copy of the database (with its registration) is
+ * another file, whose server this is not. */
+function identity(database) {
+  try {
+    const stat = statSync(database);
+    return `${stat.dev}:${stat.ino}`;
+  } catch {
+    return null;
+  }
 }
 
 /** Where a server started by this plugin writes how to reach it, for the other OpenCode
@@ -83,6 +108,7 @@ async function attach(database) {
     return null;
   }
   if (!alive(registration.pid)) return null;
+  if (!registration.identity || registration.identity !== identity(database)) return null;
   try {
     const { send } = await import("./api.mjs");
     const answer = await send("GET", `${registration.url}/health`, {
@@ -126,6 +152,7 @@ function start(database, options) {
   child.stderr.on("data", (text) => {
     stderr = (stderr + text).slice(-4_000);
   });
+  let ready = false;
   return new Promise((resolve, reject) => {
     let stdout = "";
     const timer = setTimeout(() => {
@@ -139,11 +166,12 @@ function start(database, options) {
     child.on("exit", (code) => {
       clearTimeout(timer);
       forget(database, child.pid);
-      // A server that stopped is started again by the next request that needs one.
-      servers.delete(database);
+      // A server that stopped after it started is started again by the next request that needs
+      // one; one that never started is retried after RETRY_START_AFTER_MS (see `server`).
+      if (ready) servers.delete(database);
       const words = stderr.trim().split("\n").pop() || `exit ${code}`;
       reject(new Error(code === 3
-        ? `another session-prune holds the journal of ${database} (${words}); stop it, or let it run as \`session-prune serve\` and OpenCode's plugin will not start its own`
+        ? `another session-prune process holds the journal of ${database} (a \`session-prune serve\` or a clean started outside OpenCode; ${words}). The plugin uses only a server it or another OpenCode started: stop that process, and the plugin starts its own within ${RETRY_START_AFTER_MS / 1000} s`
         : `session-prune serve for ${database} stopped: ${words}`));
     });
     child.stdout.setEncoding("utf8");
@@ -158,6 +186,7 @@ function start(database, options) {
         return;
       }
       if (line.status !== "listening") return;
+      ready = true;
       clearTimeout(timer);
       child.stdout.removeAllListeners("data");
       child.stdout.resume();
@@ -165,7 +194,7 @@ function start(database, options) {
       child.stdin.unref?.();
       child.stdout.unref?.();
       child.stderr.unref?.();
-      register(database, { pid: child.pid, url: line.url, password });
+      register(database, { pid: child.pid, url: line.url, password, database, identity: identity(database) });
       process.once("exit", () => {
         forget(database, child.pid);
         child.kill("SIGTERM");
