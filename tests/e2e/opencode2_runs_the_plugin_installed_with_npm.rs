@@ -361,6 +361,19 @@ fn the_plugin_prunes_from_inside(version: &str) {
             refused.body
         );
     }
+    // The outline pages by numbers, and takes back the checkpoints it gave.
+    let outline = rpc(
+        &service,
+        "outline",
+        json!({"sessionID": session, "after": -1, "known": []}),
+    );
+    assert_eq!(outline["status"], "outline", "{outline}");
+    let again = rpc(
+        &service,
+        "outline",
+        json!({"sessionID": session, "known": outline["checkpoints"]}),
+    );
+    assert_eq!(again["status"], "outline", "{again}");
     // A bound only the server checks (a revision's lowercase hex) is answered as the contract's
     // invalid request, not as a failure of the plugin.
     let upper = request["revision"]

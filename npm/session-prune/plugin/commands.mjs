@@ -28,9 +28,11 @@ const SETTLE_LIMIT_MS = 15 * 60_000;
 export async function runCommand(api, { sessionID, text }, options = {}) {
   const [verb = "", ...rest] = String(text || "").trim().split(/\s+/).filter(Boolean);
   const keepLastTurns = options.keepLastTurns ?? 2;
+  if (!FORMS.has(verb)) return { text: `session-prune: no such form /prune ${shown(verb)}\n${USAGE}` };
   const takes = verb === "undo" ? 1 : 0;
   if (rest.length > takes) {
-    return { text: `session-prune: /prune ${shown(verb)} takes ${takes ? "one receipt ID" : "nothing"} after it, not "${shown(rest.slice(takes).join(" "))}"; the plugin's options set the turns kept (docs/plugin.md).\n${USAGE}` };
+    const turns = ["apply", "old", "all", "", "preview"].includes(verb) ? " (the plugin's options set the turns kept: docs/plugin.md)" : "";
+    return { text: `session-prune: /prune ${verb} takes ${takes ? "one receipt ID" : "nothing"} after it, not "${shown(rest.slice(takes).join(" "))}"${turns}.\n${USAGE}` };
   }
   switch (verb) {
     case "":
@@ -55,6 +57,9 @@ export async function runCommand(api, { sessionID, text }, options = {}) {
   }
 }
 
+/** The forms `runCommand` knows. */
+const FORMS = new Set(["", "preview", "apply", "old", "all", "stats", "undo", "receipts", "help"]);
+
 /** At most this many characters of what a person typed are repeated in an answer. */
 const SHOWN_CHARACTERS = 80;
 
@@ -74,10 +79,12 @@ const running = new Map();
 
 function oneAtATime(key, work) {
   const previous = running.get(key) || Promise.resolve();
-  const next = previous.catch(() => {}).then(work);
-  running.set(key, next);
-  next.catch(() => {}).then(() => {
-    if (running.get(key) === next) running.delete(key);
+  const next = previous.then(work);
+  // The next one waits for this one's answer that follows a wait too (`later`).
+  const done = next.then((answer) => answer?.later).catch(() => {});
+  running.set(key, done);
+  done.then(() => {
+    if (running.get(key) === done) running.delete(key);
   });
   return next;
 }
@@ -208,7 +215,7 @@ function doneWords(done, beforeCompaction) {
       ? "All of it was older than the last compaction: the model is sent the same as before."
       : "What the model still saw of it is no longer sent: the next request is smaller, and the provider's prompt cache starts over once.",
   );
-  lines.push("/prune undo puts the newest prune back. Freed pages stay in the file until `session-prune vacuum`.");
+  lines.push("/prune undo puts back what this took. Freed pages stay in the file until `session-prune vacuum`.");
   return lines.join("\n");
 }
 
@@ -257,7 +264,7 @@ async function afterSettling(api, sessionID, policy) {
   return (
     `session-prune: OpenCode still marks this session as in use after ${SETTLE_LIMIT_MS / 60_000} minutes; nothing more was pruned. ` +
     "If no run is going on (OpenCode was stopped during one), the mark stays until the session runs again: send it a prompt, then /prune apply; " +
-    "or prune it with OpenCode stopped (`session-prune clean SESSION --apply`)."
+    "or, with OpenCode stopped, take it as a run OpenCode left (`session-prune clean SESSION --apply --abandoned-after 1m`)."
   );
 }
 
@@ -370,12 +377,13 @@ async function undo(api, sessionID, receiptID) {
   const { prunes, restored } = await receiptsOf(api, sessionID);
   if (receiptID) {
     if (!RECEIPT_ID.test(receiptID)) {
-      return `session-prune: ${receiptID} is no receipt ID (a receipt ID looks like 01934f2a-7c1e-7d2b-9a3e-5f6b7c8d9e0f); /prune receipts lists this session's.`;
+      return `session-prune: ${shown(receiptID)} is no receipt ID (a receipt ID looks like 01934f2a-7c1e-7d2b-9a3e-5f6b7c8d9e0f); /prune receipts lists this session's.`;
     }
-    const receipt = prunes.find((candidate) => candidate.receiptID === receiptID);
+    const wanted = receiptID.toLowerCase();
+    const receipt = prunes.find((candidate) => candidate.receiptID === wanted);
     if (!receipt) return `session-prune: this session has no prune with receipt ${receiptID}; /prune receipts lists its prunes.`;
-    if (restored.has(receiptID)) return `session-prune: the prune of receipt ${receiptID} was already put back.`;
-    return putBackWords(await putBack(api, [receipt]), `the prune of receipt ${receiptID}`);
+    if (restored.has(wanted)) return `session-prune: the prune of receipt ${wanted} was already put back.`;
+    return putBackWords(await putBack(api, [receipt]), `the prune of receipt ${wanted}`);
   }
   const last = lastPrunes.get(sessionID);
   if (last) {

@@ -73,9 +73,21 @@ const METHODS = {
     input: closed(
       {
         sessionID: id,
-        cursor: { type: "string", maxLength: 4096 },
-        after: { type: "string", maxLength: 4096 },
-        known: { type: "array", items: { type: "object" } },
+        cursor: closed({ after: { type: "integer", minimum: 0 }, through: { type: "integer", minimum: 0 } }, ["after", "through"]),
+        after: { type: "integer", minimum: -1 },
+        known: {
+          type: "array",
+          maxItems: 512,
+          items: closed(
+            {
+              after: { type: "integer", minimum: -1 },
+              through: { type: "integer", minimum: 0 },
+              digest: { type: "string", minLength: 64, maxLength: 64 },
+              changed: { type: "boolean" },
+            },
+            ["after", "through", "digest"],
+          ),
+        },
       },
       ["sessionID"],
     ),

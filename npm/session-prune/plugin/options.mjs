@@ -15,7 +15,8 @@ const MAX_TURNS = 4_294_967_295;
 
 /** A duration as `serve --quiet-period` reads it: seconds, or numbers with units ("30s",
  * "1m 30s", "500ms"); the server checks its bounds. */
-const DURATION = /^\s*\d+(\s*(ns|us|ms|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)\s*(\d+\s*(ns|us|ms|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)\s*)*)?$/;
+const UNIT = "(ns|us|ms|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|week|weeks)";
+const DURATION = new RegExp(`^\\s*\\d{1,9}(\\s*${UNIT}\\s*(\\d{1,9}\\s*${UNIT}\\s*)*)?$`);
 
 /** The options from what OpenCode passed (`undefined` or an object): `{idleClean: false |
  * "old" | "apply", keepLastTurns, quietPeriod, database, binary}` and the words of each
@@ -32,7 +33,7 @@ export function readOptions(given) {
       if (Number.isInteger(value) && value >= 0 && value <= MAX_TURNS) options.keepLastTurns = value;
       else problems.push(`keepLastTurns must be a whole number from 0 to ${MAX_TURNS}, not ${JSON.stringify(value)}`);
     } else if (key === "quietPeriod") {
-      if ((Number.isInteger(value) && value >= 0) || (typeof value === "string" && DURATION.test(value))) options.quietPeriod = value;
+      if ((Number.isInteger(value) && value >= 0 && value < 1e9) || (typeof value === "string" && DURATION.test(value))) options.quietPeriod = value;
       else problems.push(`quietPeriod must be a duration such as "30s", "2m" or a number of seconds, not ${JSON.stringify(value)}`);
     } else if (key === "database" || key === "binary") {
       if (typeof value === "string" && value !== "") options[key] = value;

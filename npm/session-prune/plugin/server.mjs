@@ -54,7 +54,7 @@ export function server(options) {
   const database = databasePath(options);
   let found = servers.get(database);
   if (!found) {
-    found = attach(database).then((attached) => attached || start(database, options));
+    found = attach(database).then((attached) => attached || start(database, options).catch((error) => attachAfter(database, error)));
     found.catch(() =>
       setTimeout(() => {
         if (servers.get(database) === found) servers.delete(database);
@@ -69,6 +69,19 @@ export function server(options) {
     if (servers.get(database) === found) servers.delete(database);
     return server(options);
   });
+}
+
+/** When a start failed because another process holds the journal, that process may be another
+ * OpenCode's plugin that started its server a moment before (when the process whose server
+ * they shared ended): its registration is attached to if it appears within a few seconds;
+ * else `error` stands. */
+async function attachAfter(database, error) {
+  for (let tries = 0; tries < 6; tries += 1) {
+    const attached = await attach(database);
+    if (attached) return attached;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw error;
 }
 
 /** Forgets the server of `options`' database, so that the next request attaches or starts
