@@ -3,23 +3,15 @@
 // (server/page/eslint.config.mjs), with the names Node and Bun give a module. Not packed: the
 // packages list their files (npm/manifests.js).
 
+import page from "../../server/page/eslint.config.mjs";
+
 const node = [
   "AbortController", "AbortSignal", "Buffer", "Date", "Symbol", "URL", "clearTimeout", "console",
   "process", "require", "module", "__dirname", "setTimeout",
 ];
 
-const rules = {
-  "no-undef": "error",
-  "no-unused-vars": ["error", { args: "after-used", caughtErrors: "none" }],
-  "no-unreachable": "error",
-  "no-dupe-keys": "error",
-  "no-redeclare": "error",
-  "no-shadow-restricted-names": "error",
-  "no-self-assign": "error",
-  "no-constant-condition": ["error", { checkLoops: false }],
-  "eqeqeq": "error",
-  "prefer-const": "error",
-};
+// The page's rules, one list for both.
+const rules = page.find((config) => config.rules).rules;
 
 const globals = Object.fromEntries(node.map((name) => [name, "readonly"]));
 
