@@ -1,7 +1,8 @@
 //! A user message whose every part is an `ignored` text part (how a plugin answers in an
 //! OpenCode 1.x session, `/prune` among them) is no turn for `--keep-last-turns`: OpenCode never
 //! sends it to the model, so the turns kept are the same with it as without it. A user message
-//! with text OpenCode sends is a turn, and one with a part that is not JSON counts as one too.
+//! with text OpenCode sends is a turn, and one with a part that is not JSON counts as one too;
+//! the apply takes exactly what the dry run planned beside an answer, and leaves the answer be.
 
 use crate::common;
 
@@ -117,5 +118,35 @@ fn a_part_that_is_not_json_counts_as_sent() {
     assert!(
         after.0 > before.0,
         "a damaged part makes the message a turn: {before:?} -> {after:?}"
+    );
+}
+
+#[test]
+fn the_clean_applies_what_its_dry_run_planned_beside_an_answer() {
+    let fx = Fixture::new();
+    add_user_message(
+        &fx,
+        "msg_zz_answer",
+        &[text("session-prune: pruned 3 parts", true)],
+    );
+    let planned = plan(&fx);
+    let applied = json(&run(
+        &fx.db,
+        &[
+            "--json",
+            "clean",
+            MANY_TURNS,
+            "--keep-last-turns",
+            "1",
+            "--no-compact",
+            "--apply",
+        ],
+    ));
+    assert_eq!(applied["status"], "cleaned", "{applied}");
+    assert_eq!(taken(&applied), taken(&planned), "{planned} -> {applied}");
+    // The answer itself is a user message: nothing of it is touched.
+    assert_eq!(
+        fx.scalar("SELECT count(*) FROM part WHERE message_id = 'msg_zz_answer'"),
+        1
     );
 }
