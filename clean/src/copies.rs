@@ -161,12 +161,12 @@ impl<'a> Copies<'a> {
             if batch.is_full() {
                 batch.apply(&mut |request, (), answer| {
                     answered(request, answer, report, &mut merged)
-                });
+                })?;
             }
             count_whole(report, &mut merged);
             self.progress.update(done as u64 + 1, report.freed_bytes());
         }
-        batch.apply(&mut |request, (), answer| answered(request, answer, report, &mut merged));
+        batch.apply(&mut |request, (), answer| answered(request, answer, report, &mut merged))?;
         count_whole(report, &mut merged);
         self.progress.finish();
         Ok(compacted)
@@ -311,11 +311,11 @@ impl<'a> Copies<'a> {
                 PlannedCopy::Skipped { reason, .. } => phase.skipped(report, reason),
             }
             if batch.is_full() {
-                batch.apply(&mut |request, (), answer| answered(request, answer, report));
+                batch.apply(&mut |request, (), answer| answered(request, answer, report))?;
             }
             self.progress.update(done as u64 + 1, report.freed_bytes());
         }
-        batch.apply(&mut |request, (), answer| answered(request, answer, report));
+        batch.apply(&mut |request, (), answer| answered(request, answer, report))?;
         self.progress.finish();
         Ok(())
     }

@@ -13,4 +13,8 @@ pub enum CleanError {
     /// A dry run could not be made.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The apply's engine could not be opened at the clean's first write
+    /// ([`crate::mode::Writer::open`]); its caller keeps why. Nothing was written.
+    #[error("the clean's engine could not be opened")]
+    EngineNotOpened,
 }

@@ -33,7 +33,7 @@ mod walk;
 pub use answer::{passes, Answer, Removal};
 pub use clean::{Clean, BATCH_SIZE, MAX_KEPT_IDS};
 pub use error::CleanError;
-pub use mode::Mode;
+pub use mode::{Mode, Writer};
 pub use progress::{Progress, Silent};
 pub use report::{
     BeforeCompaction, BytesByKind, CompactionReport, DiffsReport, FileSize, MigratedReport, Report,

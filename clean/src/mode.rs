@@ -8,12 +8,17 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pruning_engine::{Engine, PruneRequest};
+use pruning_engine::{Engine, EngineError, PruneOutcome, PruneRequest};
 use pruning_opencode::OpenCodeStore;
 
 use crate::answer::Answer;
 use crate::error::CleanError;
 use crate::turns::Turns;
+
+/// How many whole batches a clean plans ahead while its engine is not ready to write (its
+/// store's integrity check still running beside the planning): the requests are small (ids
+/// and indexes), 32 batches of 1,000 a few MB.
+const AHEAD_BATCHES: usize = 32;
 
 /// How a clean's prunes are answered.
 #[derive(Clone, Copy)]
@@ -23,7 +28,55 @@ pub enum Mode<'a> {
     DryRun(&'a OpenCodeStore),
     /// Applied through the engine's one write path (intent journaled, transaction with its
     /// receipt, event announced), in batches.
-    Apply(&'a Engine<OpenCodeStore>),
+    Apply(&'a dyn Writer),
+}
+
+/// Where an apply writes: an engine, open from the start (the server's) or opened by its
+/// caller over the store the clean reads at the clean's first write, once the store's
+/// integrity check running beside the planning has answered `ok` (the command line's:
+/// docs/ARCHITECTURE.md, "Sound files").
+pub trait Writer {
+    /// The database the clean reads (and the engine writes).
+    fn store(&self) -> &OpenCodeStore;
+
+    /// Whether [`Self::open`] would answer without waiting.
+    fn ready(&self) -> bool;
+
+    /// Opens the engine if it is not open yet (waiting for the integrity check first).
+    ///
+    /// Errors: [`CleanError::EngineNotOpened`] when it cannot be opened (the file is damaged,
+    /// the journal is held or refused); the caller keeps why.
+    fn open(&self) -> Result<(), CleanError>;
+
+    /// [`Engine::prune_many_until`] of the open engine; nothing (an empty answer) before
+    /// [`Self::open`] succeeded.
+    fn prune_many_until(
+        &self,
+        requests: &[PruneRequest],
+        stop: &dyn Fn() -> bool,
+    ) -> Vec<Result<PruneOutcome, EngineError>>;
+}
+
+impl Writer for Engine<OpenCodeStore> {
+    fn store(&self) -> &OpenCodeStore {
+        Engine::store(self)
+    }
+
+    fn ready(&self) -> bool {
+        true
+    }
+
+    fn open(&self) -> Result<(), CleanError> {
+        Ok(())
+    }
+
+    fn prune_many_until(
+        &self,
+        requests: &[PruneRequest],
+        stop: &dyn Fn() -> bool,
+    ) -> Vec<Result<PruneOutcome, EngineError>> {
+        Engine::prune_many_until(self, requests, stop)
+    }
 }
 
 impl<'a> Mode<'a> {
@@ -31,7 +84,7 @@ impl<'a> Mode<'a> {
     pub fn store(&self) -> &'a OpenCodeStore {
         match self {
             Self::DryRun(store) => store,
-            Self::Apply(engine) => engine.store(),
+            Self::Apply(writer) => writer.store(),
         }
     }
 
@@ -111,32 +164,60 @@ impl<'a, T> Batch<'a, T> {
         Ok(())
     }
 
-    /// Whether the queue holds a whole batch.
-    pub(crate) fn is_full(&self) -> bool {
-        self.queued.len() >= self.size
+    /// The clean's mode.
+    pub(crate) fn mode(&self) -> Mode<'a> {
+        self.mode
     }
 
-    /// Applies the queued prunes through the engine's group commit, in the clean's turn,
-    /// stopping before the next once the clean is stopped; hands each answer to `answered` in
-    /// order and empties the queue. Nothing in a dry run, whose queue is always empty.
-    pub(crate) fn apply(&mut self, answered: &mut dyn FnMut(&PruneRequest, T, Answer)) {
-        let Mode::Apply(engine) = self.mode else {
-            return;
+    /// Whether the queue is to be applied now: it holds a whole batch and the engine is ready
+    /// to write; while it is not, planning goes on, up to [`AHEAD_BATCHES`] batches and as
+    /// long as the store keeps what it planned for the writes.
+    pub(crate) fn is_full(&self) -> bool {
+        let queued = self.queued.len();
+        let ahead = match self.mode {
+            Mode::Apply(writer) => !writer.ready() && writer.store().keeps_more_plans(),
+            Mode::DryRun(_) => false,
+        };
+        queued >= self.size && (!ahead || queued >= self.size.saturating_mul(AHEAD_BATCHES))
+    }
+
+    /// Applies the queued prunes through the engine's group commit, a batch at a time, each
+    /// in the clean's turn, stopping before the next once the clean is stopped; hands each
+    /// answer to `answered` in order and empties the queue. Nothing in a dry run, whose queue
+    /// is always empty.
+    ///
+    /// Errors: [`CleanError::EngineNotOpened`] (nothing of the queue was applied).
+    pub(crate) fn apply(
+        &mut self,
+        answered: &mut dyn FnMut(&PruneRequest, T, Answer),
+    ) -> Result<(), CleanError> {
+        let Mode::Apply(writer) = self.mode else {
+            return Ok(());
         };
         if self.queued.is_empty() {
-            return;
+            return Ok(());
         }
+        writer.open()?;
         let stop = self.stop;
         let stopped = || stop.load(Ordering::SeqCst);
-        let queued = &self.queued;
-        let mut results = Vec::new();
-        self.turns
-            .take(&mut || results = engine.prune_many_until(queued, &stopped));
-        let tags = std::mem::take(&mut self.tags);
-        for ((request, tag), result) in self.queued.iter().zip(tags).zip(results) {
-            answered(request, tag, Answer::of_engine(result));
+        let mut tags = std::mem::take(&mut self.tags).into_iter();
+        for queued in self.queued.chunks(self.size.max(1)) {
+            if stopped() {
+                break;
+            }
+            let mut results = Vec::new();
+            self.turns
+                .take(&mut || results = writer.prune_many_until(queued, &stopped));
+            let whole = results.len() == queued.len();
+            for ((request, tag), result) in queued.iter().zip(tags.by_ref()).zip(results) {
+                answered(request, tag, Answer::of_engine(result));
+            }
+            if !whole {
+                break;
+            }
         }
         self.queued.clear();
+        Ok(())
     }
 
     /// Lets go of the queued prunes without applying them (the clean was stopped); how many.

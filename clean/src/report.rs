@@ -111,6 +111,11 @@ pub struct Report {
     /// the lock) held SQLite's write lock, which OpenCode waits up to 5 s for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_lock: Option<pruning_opencode::LockSummary>,
+    /// With `--timings`: how long the integrity check took, and how long the clean waited for
+    /// it (it runs beside the planning; no write begins before its `ok`). Set by the caller
+    /// that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integrity_check: Option<pruning_opencode::IntegrityTimes>,
     /// With `--before-compaction` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before_compaction: Option<BeforeCompaction>,

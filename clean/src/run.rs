@@ -86,7 +86,6 @@ pub fn run(
         &mut until,
     )?;
     let mut walk = Walk {
-        store,
         batch: Batch::new(mode, turns, stop, clean.batch_size),
         clean,
         stop,
@@ -171,7 +170,7 @@ impl End<'_> {
     /// After the walk: the figures measured at the end (write lock, archive bytes, the file
     /// after the clean, the size reached), an interruption, the spill files, the give back.
     ///
-    /// Errors: the store's reads of the file's size.
+    /// Errors: the store's reads of the file's size; [`CleanError::EngineNotOpened`].
     fn finish(
         &self,
         sessions: &Listings,
@@ -181,6 +180,11 @@ impl End<'_> {
         report: &mut Report,
     ) -> Result<(), CleanError> {
         let (clean, stop) = (self.clean, self.stop);
+        if let Mode::Apply(writer) = self.mode {
+            // Opened even when nothing was written: its journal recovered and the store's
+            // integrity check answered, as before any write.
+            writer.open()?;
+        }
         let store = self.mode.store();
         let applies = self.mode.applies();
         if applies && store.archives_prunes() {

@@ -20,7 +20,6 @@ use crate::Clean;
 /// (whose queue fills across sessions: a database of many small sessions still gets batches of
 /// `batch_size` messages).
 pub(crate) struct Walk<'a> {
-    pub(crate) store: &'a OpenCodeStore,
     /// Where the planned prunes go, each tagged with the bytes of the part snapshots it removes.
     pub(crate) batch: Batch<'a, u64>,
     pub(crate) clean: &'a Clean,
@@ -35,7 +34,12 @@ pub(crate) struct Walk<'a> {
     pub(crate) spilled: Vec<String>,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    /// The database the walk reads: the mode's (an apply's engine's once it is open).
+    fn store(&self) -> &'a OpenCodeStore {
+        self.batch.mode().store()
+    }
+
     /// Walks every message of `sessions`: oldest first across sessions with
     /// `--until-live-size` (a time that is not a number sorts last), else session by session;
     /// then applies the last batch, unless stopped (its messages were planned, never applied:
@@ -64,7 +68,7 @@ impl Walk<'_> {
             }
         } else if sessions.read_again {
             'sessions: for session_id in &sessions.ids {
-                let listing = Listings::listing_of(self.store, self.clean, session_id)?;
+                let listing = Listings::listing_of(self.store(), self.clean, session_id)?;
                 for message_id in &listing.ids {
                     if !self.visit(session_id, message_id)? {
                         break 'sessions;
@@ -85,7 +89,7 @@ impl Walk<'_> {
         } else {
             let report = &mut self.report;
             self.batch
-                .apply(&mut |_, snapshots, answer| report.count_prune(answer, snapshots));
+                .apply(&mut |_, snapshots, answer| report.count_prune(answer, snapshots))?;
         }
         self.progress.finish();
         Ok(())
@@ -101,7 +105,7 @@ impl Walk<'_> {
         }
         self.report.considered += 1;
         match self
-            .store
+            .store()
             .clean_plan(session_id, message_id, &self.clean.policy, self.now)?
         {
             Planned::Nothing => self.report.nothing_to_prune += 1,
@@ -117,7 +121,7 @@ impl Walk<'_> {
         if self.batch.is_full() {
             let report = &mut self.report;
             self.batch
-                .apply(&mut |_, snapshots, answer| report.count_prune(answer, snapshots));
+                .apply(&mut |_, snapshots, answer| report.count_prune(answer, snapshots))?;
             if !self.clean.pause.is_zero() {
                 std::thread::sleep(self.clean.pause);
             }
@@ -141,7 +145,7 @@ impl Walk<'_> {
         let checked = if self.batch.checks(self.until.is_some()) {
             let after_compaction = !self.batch.applies() && self.compacted.contains(session_id);
             let predicted = predict(
-                self.store,
+                self.store(),
                 &request,
                 after_compaction,
                 pruning_engine::now_ms(),
@@ -160,7 +164,7 @@ impl Walk<'_> {
             }
             _ if self.batch.applies() => {
                 let indexes = request_indexes(&request);
-                self.store
+                self.store()
                     .freed(session_id, message_id, &indexes, 0, false)?
                     .snapshots
             }

@@ -305,3 +305,103 @@ pub trait SessionStore: Send + Sync {
         })
     }
 }
+
+/// A store is a store through a shared reference too: an engine over `&S` writes through a
+/// store its caller keeps and reads beside it (a clean plans with the store, then opens the
+/// engine over it at its first write). Every method is the referenced store's.
+impl<S: SessionStore + ?Sized> SessionStore for &S {
+    fn location(&self) -> Option<String> {
+        (**self).location()
+    }
+
+    fn database_id(&self) -> Result<Option<String>, StoreError> {
+        (**self).database_id()
+    }
+
+    fn journal_epoch(&self) -> Result<u64, StoreError> {
+        (**self).journal_epoch()
+    }
+
+    fn set_journal_epoch(&self, epoch: u64) -> Result<bool, StoreError> {
+        (**self).set_journal_epoch(epoch)
+    }
+
+    fn receipts_high_water(&self) -> Result<ReceiptsHighWater, StoreError> {
+        (**self).receipts_high_water()
+    }
+
+    fn read_message(
+        &self,
+        request: &PreviewRequest,
+    ) -> Result<Result<StoredMessage, Refusal>, StoreError> {
+        (**self).read_message(request)
+    }
+
+    fn live_mutation(&self, session_id: &str, message_id: &str) -> bool {
+        (**self).live_mutation(session_id, message_id)
+    }
+
+    fn apply(&self, command: &PruneCommand<'_>) -> Result<Applied, StoreError> {
+        (**self).apply(command)
+    }
+
+    fn apply_group(&self, commands: &[PruneCommand<'_>]) -> Vec<Result<Applied, StoreError>> {
+        (**self).apply_group(commands)
+    }
+
+    fn dry_run(
+        &self,
+        request: &PruneRequest,
+        now_ms: i64,
+    ) -> Result<Result<DryRun, Refusal>, StoreError> {
+        (**self).dry_run(request, now_ms)
+    }
+
+    fn archive_ahead(&self, commands: &[PruneCommand<'_>]) {
+        (**self).archive_ahead(commands)
+    }
+
+    fn make_durable(&self) -> Result<(), StoreError> {
+        (**self).make_durable()
+    }
+
+    fn receipt_by_key(&self, request_key: &[u8; 32]) -> Result<Option<Receipt>, StoreError> {
+        (**self).receipt_by_key(request_key)
+    }
+
+    fn receipt(&self, receipt_id: Uuid) -> Result<Option<Receipt>, StoreError> {
+        (**self).receipt(receipt_id)
+    }
+
+    fn live_request_key(&self, request_key: &[u8; 32]) -> Result<[u8; 32], StoreError> {
+        (**self).live_request_key(request_key)
+    }
+
+    fn restore(&self, command: &RestoreCommand<'_>) -> Result<RestoreApplied, StoreError> {
+        (**self).restore(command)
+    }
+
+    fn restore_dry_run(
+        &self,
+        request: &RestoreRequest,
+        now_ms: i64,
+    ) -> Result<Result<RestorePlan, Refusal>, StoreError> {
+        (**self).restore_dry_run(request, now_ms)
+    }
+
+    fn receipts(&self, session_id: Option<&str>) -> Result<Vec<Receipt>, StoreError> {
+        (**self).receipts(session_id)
+    }
+
+    fn scan_history(
+        &self,
+        scan: &HistoryScan<'_>,
+        visit: &mut dyn FnMut(ScannedMessage) -> ControlFlow<()>,
+    ) -> Result<Result<ScanEnd, Refusal>, StoreError> {
+        (**self).scan_history(scan, visit)
+    }
+
+    fn audit(&self, scope: AuditScope<'_>) -> Result<StoreAudit, StoreError> {
+        (**self).audit(scope)
+    }
+}

@@ -38,7 +38,7 @@ pub struct Config {
 }
 
 /// `word` quoted for a POSIX shell when it holds anything but plain path characters.
-fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .bytes()

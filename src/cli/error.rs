@@ -42,6 +42,14 @@ pub enum ConfigError {
     /// The journal path names the database or one of SQLite's files beside it.
     #[error("--journal {0} is the database or one of its SQLite files (-wal, -shm, -journal); the journal needs a file of its own")]
     JournalIsDatabase(String),
+    /// `vacuum --into` names a file that exists, or a folder that does not.
+    #[error("--into {path}: {why}; nothing was written (name a new file in an existing folder, on a disk with room for the vacuumed database)")]
+    VacuumInto {
+        /// The path given.
+        path: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The journal's folder does not exist.
     #[error(
         "the folder of the journal, {0}, does not exist (create it, or pass another --journal)"

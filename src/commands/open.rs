@@ -260,6 +260,19 @@ pub fn open_store_for_writing(config: &Config) -> anyhow::Result<OpenCodeStore> 
     Ok(store)
 }
 
+/// [`open_store_for_writing`] without its integrity check: for a clean, which starts the check
+/// beside its planning ([`OpenCodeStore::check_sound_beside`]) and writes only once it answered
+/// (docs/ARCHITECTURE.md, "Sound files").
+pub fn open_store_to_plan_writes(config: &Config) -> anyhow::Result<OpenCodeStore> {
+    let options = StoreOptions {
+        quiet_period: config.quiet_period,
+        abandoned_after: config.abandoned_after,
+    };
+    let store = open_writable(config, options)?;
+    store.leave_wal_on_close()?;
+    Ok(store)
+}
+
 /// [`OpenCodeStore::open`], except that a file that cannot be written here and is damaged too
 /// is refused as damaged: that is what matters more (read commands fail on it as well), and
 /// what a writable copy would meet.
@@ -392,21 +405,57 @@ pub fn open_engine(
     archiving: Archiving,
     soundness: Soundness,
 ) -> anyhow::Result<Engine<OpenCodeStore>> {
+    open_engine_with(config, archiving, &|store| {
+        // Before anything is journaled: a file that is not sound is refused whole.
+        if let Err(unsound) = store.check_sound() {
+            match soundness {
+                Soundness::Required => return Err(unsound.into()),
+                Soundness::Reported => eprintln!("warning: {unsound}; every write is refused"),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// [`open_engine`] over `store`, a store of the caller's over the database (a clean's, which
+/// planned with it while its integrity check ran beside: [`OpenCodeStore::check_sound_beside`]).
+/// The check's answer is waited for first ([`OpenCodeStore::await_sound`]): a file that is not
+/// sound is refused before anything is journaled.
+pub fn open_engine_over<'s>(
+    config: &Config,
+    archiving: Archiving,
+    store: &'s OpenCodeStore,
+) -> anyhow::Result<Engine<&'s OpenCodeStore>> {
+    store.await_sound()?;
+    bind_engine(config, archiving, store)
+}
+
+/// The engine opened as [`open_engine`] says, `sound` deciding what a store that is not sound
+/// does (before anything is journaled).
+fn open_engine_with(
+    config: &Config,
+    archiving: Archiving,
+    sound: &dyn Fn(&OpenCodeStore) -> anyhow::Result<()>,
+) -> anyhow::Result<Engine<OpenCodeStore>> {
     let options = StoreOptions {
         quiet_period: config.quiet_period,
         abandoned_after: config.abandoned_after,
     };
     let store = open_writable(config, options)?;
     store.leave_wal_on_close()?;
-    // Before anything is journaled: a file that is not sound is refused whole.
-    if let Err(unsound) = store.check_sound() {
-        match soundness {
-            Soundness::Required => return Err(unsound.into()),
-            Soundness::Reported => eprintln!("warning: {unsound}; every write is refused"),
-        }
-    }
-    refuse_lost_journal(&store, &config.journal)?;
-    refuse_foreign_journal(&store, &config.journal)?;
+    sound(&store)?;
+    bind_engine(config, archiving, store)
+}
+
+/// The journal checked and opened beside `store` (sound already), the engine over both with
+/// its recovery reported on stderr, and the archive opened with [`Archiving::On`].
+fn bind_engine<S>(config: &Config, archiving: Archiving, store: S) -> anyhow::Result<Engine<S>>
+where
+    S: pruning_engine::SessionStore + std::borrow::Borrow<OpenCodeStore>,
+{
+    let opencode: &OpenCodeStore = store.borrow();
+    refuse_lost_journal(opencode, &config.journal)?;
+    refuse_foreign_journal(opencode, &config.journal)?;
     let journal = match Journal::open(&config.journal) {
         Ok(journal) => journal,
         // Held by another process: the journal is fine where it is (see `busy_detail`).
@@ -431,7 +480,7 @@ pub fn open_engine(
         );
     }
     if archiving == Archiving::On {
-        engine.store().archive_prunes()?;
+        engine.store().borrow().archive_prunes()?;
     }
     Ok(engine)
 }

@@ -3,15 +3,19 @@
 //! `--force`) and when the disk lacks the room VACUUM needs; reports the size before and after.
 //! `--online-shrink` switches the file to `auto_vacuum = INCREMENTAL` with that VACUUM, so that
 //! every later clean gives the pages it frees back while OpenCode runs (docs/ARCHITECTURE.md,
-//! "Online shrink").
+//! "Online shrink"). `--into PATH` writes the vacuumed database to a new file instead (for a
+//! disk without room for a rebuild in place: the copy needs the live size at PATH and nothing
+//! beside the database), leaving the database as it is.
 
 use pruning_opencode::{
     free_space, other_processes, process_named, AutoVacuum, Needs, VacuumError,
 };
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{open_store_for_writing, Outcome};
-use crate::cli::config::Config;
+use crate::cli::config::{shell_word, Config};
+use crate::cli::error::ConfigError;
 use crate::output;
 use crate::output::say;
 
@@ -19,7 +23,8 @@ use crate::output::say;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Document {
-    /// `vacuumed`, or `refused` (nothing was changed).
+    /// `vacuumed`, `copied` (`--into`: the copy written, the database as it was), or
+    /// `refused` (nothing was changed).
     status: &'static str,
     /// Why it refused, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,8 +38,14 @@ struct Document {
     free_bytes: u64,
     /// Database plus WAL before, bytes.
     bytes_before: u64,
-    /// Database plus WAL after, bytes (equal to before when refused).
+    /// Database plus WAL after, bytes (equal to before when refused, and with `--into`).
     bytes_after: u64,
+    /// With `--into`: the vacuumed copy's path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    into: Option<String>,
+    /// With `--into`, once written: the copy's size, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    into_bytes: Option<u64>,
     /// The file's `auto_vacuum` mode after: `incremental` once `--online-shrink` switched it
     /// (every clean then gives freed pages back), else `none` (or `full`).
     auto_vacuum: AutoVacuum,
@@ -52,6 +63,15 @@ pub struct Args {
     /// such a file as any other; it costs one pointer-map page per 819 pages (4 KiB pages: 0.12 % of the file)
     #[arg(long)]
     online_shrink: bool,
+    /// Write the vacuumed database to this new file instead, leaving the database as it is: for
+    /// a disk without room for a rebuild in place (which needs twice the live size beside the
+    /// database). The copy needs the live size free where it goes and nothing beside the
+    /// database; it is synced and checked, and removed if any step fails or Ctrl-C stops it.
+    /// Then, with OpenCode stopped, move it over the database (the command says how). Not
+    /// while another process has the database open (no --force: what it writes after the copy
+    /// would be lost by the move)
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["online_shrink", "force"])]
+    into: Option<std::path::PathBuf>,
     /// Free bytes to assume instead of asking the file system (for testing the check).
     #[arg(long, hide = true, value_name = "BYTES")]
     assume_free_bytes: Option<u64>,
@@ -62,8 +82,12 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let Args {
         force,
         online_shrink,
+        into,
         assume_free_bytes: assume_free,
     } = args;
+    if let Some(into) = &into {
+        check_into(into)?;
+    }
     let store = open_store_for_writing(config)?;
     super::open::refuse_unreadable_journal(&config.journal)?;
     let before = files_size(config);
@@ -77,8 +101,13 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         free_bytes: 0,
         bytes_before: before,
         bytes_after: before,
+        into: into.as_ref().map(|path| path.display().to_string()),
+        into_bytes: None,
         auto_vacuum: store.auto_vacuum()?,
     };
+    if let Some(into) = &into {
+        return run_into(&store, config, into, &needs, assume_free, doc);
+    }
 
     // Room: the temporary copy and the WAL each take up to the live size; on one file system,
     // both at once.
@@ -98,13 +127,16 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     };
     doc.free_bytes = temp_free.min(db_free);
     if let Some(shortage) = room_shortage(&needs, same, temp_free, db_free) {
-        doc.reason = Some(shortage);
+        doc.reason = Some(format!(
+            "{shortage}. {}",
+            copy_elsewhere(config, &needs, doc.auto_vacuum)
+        ));
         return refuse(config, &doc);
     }
 
     doc.pids = other_processes(&config.db);
     if !doc.pids.is_empty() && !force {
-        doc.reason = Some(holders_words(&doc.pids));
+        doc.reason = Some(holders_words(&doc.pids, true));
         return refuse(config, &doc);
     }
 
@@ -150,6 +182,160 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// Bad `--into` paths, before anything is opened (exit 2): one that exists (never written
+/// over), one whose folder does not.
+fn check_into(into: &std::path::Path) -> Result<(), ConfigError> {
+    let bad = |why| ConfigError::VacuumInto {
+        path: into.display().to_string(),
+        why,
+    };
+    if into.symlink_metadata().is_ok() {
+        return Err(bad("it exists"));
+    }
+    let beside = |suffix| {
+        pruning_opencode::side_file(into, suffix)
+            .symlink_metadata()
+            .is_ok()
+    };
+    if beside("-journal") || beside("-wal") {
+        return Err(bad(
+            "SQLite's -journal or -wal of that name lies beside it (left by a copy that was \
+             killed?): remove it first",
+        ));
+    }
+    let folder = into
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| std::path::Path::new("."));
+    if !folder.is_dir() {
+        return Err(bad("its folder does not exist"));
+    }
+    Ok(())
+}
+
+/// `vacuum --into PATH`: the room at PATH and the other processes checked, then `VACUUM INTO`
+/// (synced and checked; removed if any step fails), and what to do with the copy.
+fn run_into(
+    store: &pruning_opencode::OpenCodeStore,
+    config: &Config,
+    into: &std::path::Path,
+    needs: &Needs,
+    assume_free: Option<u64>,
+    mut doc: Document,
+) -> anyhow::Result<Outcome> {
+    let folder = into
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| std::path::Path::new("."));
+    let free = match assume_free {
+        Some(bytes) => bytes,
+        None => free_space(folder)?.0,
+    };
+    doc.needed_bytes = needs.live_bytes;
+    doc.free_bytes = free;
+    if free < needs.live_bytes {
+        doc.reason = Some(format!(
+            "not enough free disk space: the vacuumed copy needs {} in {}, which has {} free",
+            output::bytes(needs.live_bytes),
+            folder.display(),
+            output::bytes(free)
+        ));
+        return refuse(config, &doc);
+    }
+    doc.pids = other_processes(&config.db);
+    if !doc.pids.is_empty() {
+        doc.reason = Some(format!(
+            "{}: what they write after the copy would not be in it, and moving the copy in \
+             place would lose it",
+            holders_words(&doc.pids, false)
+        ));
+        return refuse(config, &doc);
+    }
+    if !config.json {
+        say!(
+            "writing the vacuumed database ({} live) to {}...",
+            output::bytes(needs.live_bytes),
+            into.display()
+        )?;
+    }
+    let written = match store.vacuum_into(into, stop_on_ctrl_c()) {
+        Ok(written) => written,
+        Err(error @ VacuumError::Busy(_)) => {
+            doc.reason = Some(format!("{error}; stop OpenCode and run again"));
+            return refuse(config, &doc);
+        }
+        Err(_) if STOP.load(Ordering::SeqCst) => {
+            eprintln!(
+                "interrupted: nothing of the copy {} is left, and the database is as it was",
+                into.display()
+            );
+            return Ok(Outcome::Interrupted);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    doc.status = "copied";
+    doc.into_bytes = Some(written);
+    if config.json {
+        output::json_document(&doc)?;
+    } else {
+        let word = |path: &std::path::Path| shell_word(&path.display().to_string());
+        let db = word(&config.db);
+        let side = |suffix| word(&pruning_opencode::side_file(&config.db, suffix));
+        say!(
+            "copied: {} -> {} at {} (the database is as it was)",
+            output::bytes(doc.bytes_before),
+            output::bytes(written),
+            into.display()
+        )?;
+        say!(
+            "to give the space back, stop OpenCode (for OpenCode 2 also `opencode service stop`), \
+             then: mv {} {db} && rm -f {} {}",
+            word(into),
+            side("-wal"),
+            side("-shm")
+        )?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// The alternative that needs no room beside the database: the vacuumed copy written to
+/// another disk, then moved over the database; and, for a file not switched, the switch that
+/// spares every later vacuum once there is room.
+fn copy_elsewhere(config: &Config, needs: &Needs, auto_vacuum: AutoVacuum) -> String {
+    let name = config
+        .db
+        .file_name()
+        .map_or_else(|| "opencode.db".into(), |name| name.to_string_lossy());
+    let mut words = format!(
+        "Or write the vacuumed database to another disk with {} free: `{} vacuum --into {}`, \
+         then move it over this one with OpenCode stopped",
+        output::bytes(needs.live_bytes),
+        config.invocation,
+        shell_word(&format!("/path/on/that/disk/{name}"))
+    );
+    if auto_vacuum != AutoVacuum::Incremental {
+        words.push_str(
+            "; once this disk has the room, `vacuum --online-shrink` needs it one last time: \
+             every clean after it gives the pages it frees back without a vacuum",
+        );
+    }
+    words
+}
+
+/// Set by Ctrl-C (or SIGTERM) during `--into`: the copy stops and is removed. A second one
+/// ends the process at once (exit 130).
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// [`STOP`], with the handler that sets it installed.
+fn stop_on_ctrl_c() -> &'static AtomicBool {
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    &STOP
 }
 
 fn refuse(config: &Config, doc: &Document) -> anyhow::Result<Outcome> {
@@ -211,8 +397,8 @@ fn room_shortage(needs: &Needs, same_disk: bool, temp_free: u64, db_free: u64) -
 
 /// Why `vacuum` does not run while `pids` hold the database, in words: each process named, OpenCode
 /// 2's background service with how to stop it (it keeps running after `opencode run` and the
-/// TUI exit), the rest with what they likely are.
-fn holders_words(pids: &[u32]) -> String {
+/// TUI exit), the rest with what they likely are; with `force_helps`, that `--force` runs anyway.
+fn holders_words(pids: &[u32], force_helps: bool) -> String {
     let mut services = Vec::new();
     let mut others = Vec::new();
     for pid in pids {
@@ -236,5 +422,9 @@ fn holders_words(pids: &[u32]) -> String {
             others.join(", ")
         ));
     }
-    format!("{}, or pass --force to run anyway", words.join("; "))
+    if force_helps {
+        format!("{}, or pass --force to run anyway", words.join("; "))
+    } else {
+        words.join("; ")
+    }
 }

@@ -56,6 +56,7 @@ pub use paths::{Environment, PathError, DEFAULT_CHANNEL};
 /// The prune archive's file beside a database: `<database>.prune-archive`.
 pub use pruning_archive::path_beside as archive_path;
 pub use schema::holders::{holders_named, holding_path, process_named};
+pub use schema::integrity::IntegrityTimes;
 pub use schema::media::read_only_media;
 pub use schema::soundness::{cut_short, cut_short_words};
 pub use schema::{EventLog, Schema};
@@ -72,5 +73,5 @@ pub use store::{
     DEFAULT_QUIET_PERIOD,
 };
 pub use v1::compact::{RANGE_BYTES, RANGE_ROWS};
-pub use vacuum::{free_space, other_processes, Needs, VacuumError};
+pub use vacuum::{free_space, other_processes, side_file, Needs, VacuumError};
 pub use workspaces::Workspace;

@@ -335,4 +335,17 @@ impl OpenCodeStore {
     pub fn vacuum(&self, online_shrink: bool) -> Result<bool, VacuumError> {
         vacuum::run(&self.connection(), online_shrink)
     }
+
+    /// Writes the vacuumed database to the new file `target` (`VACUUM INTO`), leaving this
+    /// one as it is: for a disk without room for a rebuild in place (see `vacuum::into`);
+    /// interrupted and removed once `stop` is set. Returns the copy's size, bytes.
+    ///
+    /// Errors: [`VacuumError`]; nothing is left at `target` after any of them.
+    pub fn vacuum_into(
+        &self,
+        target: &Path,
+        stop: &'static std::sync::atomic::AtomicBool,
+    ) -> Result<u64, VacuumError> {
+        vacuum::into(&mut self.connection(), target, stop)
+    }
 }

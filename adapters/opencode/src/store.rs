@@ -26,6 +26,7 @@ use super::generation::{self, Generation};
 use super::history;
 use super::ownership;
 use super::receipts;
+use super::schema::integrity::{IntegrityTimes, Running};
 use super::schema::media::{
     hot_journal, immutable_is_safe, immutable_uri, read_only_cause, read_only_media,
 };
@@ -103,9 +104,9 @@ pub struct OpenCodeStore {
     /// Why this store writes nothing more: the words of the damage a check or a write found
     /// (`super::schema::soundness`). Set once, never cleared.
     damage: Mutex<Option<String>>,
-    /// Whether [`OpenCodeStore::check_sound`] ran (its integrity check reads every page: once
-    /// per store).
-    integrity_checked: Mutex<bool>,
+    /// Where the store's integrity check is (it reads every page: once per store). Locked
+    /// before the connection, never after.
+    integrity: Mutex<Integrity>,
     /// When the processes holding the database's files were last looked at, before a write
     /// (`super::schema::soundness::detached_files`); `None` before the first look.
     holders_checked: Mutex<Option<std::time::Instant>>,
@@ -121,6 +122,36 @@ pub struct OpenCodeStore {
     /// transaction after its row writes ([`super::txn::WriteTxn::inside_prune`]).
     #[cfg(test)]
     inside_prune: Mutex<Option<fn()>>,
+}
+
+/// Whether a write gate waits for an integrity check running beside
+/// ([`OpenCodeStore::check_sound_beside`]).
+#[derive(Clone, Copy)]
+enum Waits {
+    /// A write: it begins only once the check answered `ok`.
+    ForTheCheck,
+    /// A dry run: it answers without the check, whose caller waits for it before its own
+    /// answer.
+    NotForTheCheck,
+}
+
+/// [`Integrity`] without the running check, read under its lock.
+#[derive(Clone, Copy)]
+enum Checking {
+    NotYet,
+    Running,
+    Answered,
+}
+
+/// Where a store's integrity check is ([`OpenCodeStore::check_sound`],
+/// [`OpenCodeStore::check_sound_beside`]).
+enum Integrity {
+    /// Not run: the first write runs it.
+    Unchecked,
+    /// Running on a thread of its own: a write waits for it, a dry run does not.
+    Running(Running),
+    /// Answered (its findings, if any, are the store's damage).
+    Checked(IntegrityTimes),
 }
 
 /// What a store's group transactions keep between them ([`SessionStore::apply_group`]).
@@ -182,13 +213,117 @@ impl OpenCodeStore {
     /// Errors: [`StoreError::Damaged`], [`StoreError::Detached`]; [`StoreError::Storage`] when
     /// the check cannot run (a busy or unreadable file).
     pub fn check_sound(&self) -> Result<(), StoreError> {
+        let mut integrity = self.integrity();
+        let started = std::time::Instant::now();
         let findings = soundness::integrity_findings(&self.connection()).map_err(storage)?;
-        *self
-            .integrity_checked
+        let took = started.elapsed().as_secs_f64() * 1e3;
+        *integrity = Integrity::Checked(IntegrityTimes {
+            check_ms: took,
+            waited_ms: took,
+            overlapped: false,
+        });
+        drop(integrity);
+        self.answer_of_check(&findings)
+    }
+
+    /// Starts the integrity check of [`Self::check_sound`] on a thread and a read-only
+    /// connection of its own, and returns at once: the store goes on reading (a clean surveys
+    /// and plans meanwhile), a dry run answers without it, and a write waits for its answer
+    /// ([`Self::await_sound`]), so that no write begins until it answered `ok`. Nothing is
+    /// started once a check ran or is running.
+    pub fn check_sound_beside(&self) {
+        let mut integrity = self.integrity();
+        if matches!(*integrity, Integrity::Unchecked) {
+            *integrity = Integrity::Running(Running::start(&self.path));
+        }
+    }
+
+    /// Whether the integrity check has answered, so that [`Self::await_sound`] would not wait
+    /// for it (`false` before any check started).
+    pub fn sound_check_answered(&self) -> bool {
+        match &*self.integrity() {
+            Integrity::Unchecked => false,
+            Integrity::Running(running) => running.answered(),
+            Integrity::Checked(_) => true,
+        }
+    }
+
+    /// Waits for the integrity check started by [`Self::check_sound_beside`] (or runs it now
+    /// if none ran) and answers as [`Self::check_sound`] does, with how long it took and how
+    /// long this call waited for it.
+    ///
+    /// Errors: those of [`Self::check_sound`]; damage found before.
+    pub fn await_sound(&self) -> Result<IntegrityTimes, StoreError> {
+        let mut integrity = self.integrity();
+        let answer = match std::mem::replace(&mut *integrity, Integrity::Unchecked) {
+            Integrity::Unchecked => {
+                drop(integrity);
+                self.check_sound()?;
+                return Ok(self.integrity_times().unwrap_or_default());
+            }
+            Integrity::Checked(times) => {
+                *integrity = Integrity::Checked(times);
+                drop(integrity);
+                return match self.damage_found() {
+                    Some(detail) => Err(StoreError::Damaged {
+                        path: self.path.display().to_string(),
+                        detail,
+                    }),
+                    None => Ok(times),
+                };
+            }
+            Integrity::Running(running) => running.wait(),
+        };
+        let (findings, times) = match answer {
+            Ok(answer) => answer,
+            // It could not run beside (its own connection would not open): run it here.
+            Err(_) => {
+                drop(integrity);
+                self.check_sound()?;
+                return Ok(self.integrity_times().unwrap_or_default());
+            }
+        };
+        *integrity = Integrity::Checked(times);
+        drop(integrity);
+        self.answer_of_check(&findings)?;
+        Ok(times)
+    }
+
+    /// How long the store's integrity check took and how long it was waited for; `None`
+    /// until it answered.
+    pub fn integrity_times(&self) -> Option<IntegrityTimes> {
+        match &*self.integrity() {
+            Integrity::Checked(times) => Some(*times),
+            Integrity::Unchecked | Integrity::Running(_) => None,
+        }
+    }
+
+    /// Whether what this store's planners learn is still kept for its writes (the prunes a
+    /// clean planned, the compaction surveys: see `super::v1::known`): a clean plans ahead of
+    /// its first write while the integrity check runs, as long as this holds.
+    pub fn keeps_more_plans(&self) -> bool {
+        self.known_slot().has_room()
+    }
+
+    /// The integrity check's state, locked.
+    fn integrity(&self) -> std::sync::MutexGuard<'_, Integrity> {
+        self.integrity
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = true;
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// What the integrity check's `findings` mean: damage kept and refused, or the holders of
+    /// the files looked at.
+    /// The check's own words are answered even where a read met the damage first (they name
+    /// what is damaged: an index, the freelist).
+    fn answer_of_check(&self, findings: &[String]) -> Result<(), StoreError> {
         if !findings.is_empty() {
-            return Err(self.note_damage(soundness::damage_words(&self.path, &findings)));
+            let words = soundness::damage_words(&self.path, findings);
+            self.note_damage(words.clone());
+            return Err(StoreError::Damaged {
+                path: self.path.display().to_string(),
+                detail: words,
+            });
         }
         self.check_holders()?;
         Ok(())
@@ -199,25 +334,27 @@ impl OpenCodeStore {
     /// a process holding a deleted or replaced file of the database's family
     /// (`maintenance_required`: it passes when that process closes them), looked at once per
     /// [`HOLDERS_EVERY`] (reading `/proc` costs milliseconds, a prune of a bulk clean less).
-    /// `None` when the write may run.
-    fn write_gate(&self) -> Option<Refusal> {
-        let checked = *self
-            .integrity_checked
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    /// A check running beside is waited for as `waits` says. `None` when the write may run.
+    fn write_gate(&self, waits: Waits) -> Option<Refusal> {
         let due = self
             .holders_checked
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .is_none_or(|last| last.elapsed() >= HOLDERS_EVERY);
-        let found = match (self.damage_found(), checked, due) {
+        let state = match &*self.integrity() {
+            Integrity::Unchecked => Checking::NotYet,
+            Integrity::Running(_) => Checking::Running,
+            Integrity::Checked(_) => Checking::Answered,
+        };
+        let found = match (self.damage_found(), state, waits) {
             (Some(detail), _, _) => Err(StoreError::Damaged {
                 path: self.path.display().to_string(),
                 detail,
             }),
-            (None, false, _) => self.check_sound(),
-            (None, true, true) => self.check_holders(),
-            (None, true, false) => Ok(()),
+            (None, Checking::NotYet, _) => self.check_sound(),
+            (None, Checking::Running, Waits::ForTheCheck) => self.await_sound().map(|_| ()),
+            (None, Checking::Running | Checking::Answered, _) if due => self.check_holders(),
+            (None, Checking::Running | Checking::Answered, _) => Ok(()),
         };
         match found {
             Ok(()) => None,
@@ -466,7 +603,7 @@ impl OpenCodeStore {
             known: Mutex::new(Known::default()),
             read_only,
             damage: Mutex::new(None),
-            integrity_checked: Mutex::new(false),
+            integrity: Mutex::new(Integrity::Unchecked),
             holders_checked: Mutex::new(None),
             archive: Mutex::new(None),
             lock_times,
@@ -807,7 +944,8 @@ impl OpenCodeStore {
         let refused = if self.read_only {
             Some("it was opened for reading only".to_string())
         } else {
-            self.write_gate().map(|refusal| refusal.detail)
+            self.write_gate(Waits::ForTheCheck)
+                .map(|refusal| refusal.detail)
         };
         if let Some(detail) = refused {
             let conn = self.connection();
@@ -996,7 +1134,11 @@ fn survey_for(
     let txn = ReadTxn::begin(conn)?;
     let survey = known.survey(conn, &request.session_id);
     txn.end();
-    survey.map(Some)
+    let survey = survey?;
+    if let Selection::SupersededSnapshots(range) = request.selection {
+        known.written(&survey, range);
+    }
+    Ok(Some(survey))
 }
 
 impl OpenCodeStore {
@@ -1224,7 +1366,7 @@ impl SessionStore for OpenCodeStore {
                 detail: "it was opened for reading only; nothing was written".into(),
             });
         }
-        if let Some(refusal) = self.write_gate() {
+        if let Some(refusal) = self.write_gate(Waits::ForTheCheck) {
             return Ok(Applied::Refused(refusal));
         }
         self.noting_damage(self.apply_sound(command))
@@ -1248,7 +1390,7 @@ impl SessionStore for OpenCodeStore {
         if self.read_only {
             return vec![self.apply(first)];
         }
-        if let Some(refusal) = self.write_gate() {
+        if let Some(refusal) = self.write_gate(Waits::ForTheCheck) {
             return vec![Ok(Applied::Refused(refusal))];
         }
         self.apply_group_sound(&commands[..deferred])
@@ -1262,7 +1404,7 @@ impl SessionStore for OpenCodeStore {
         request: &PruneRequest,
         now_ms: i64,
     ) -> Result<Result<DryRun, Refusal>, StoreError> {
-        if let Some(refusal) = self.write_gate() {
+        if let Some(refusal) = self.write_gate(Waits::NotForTheCheck) {
             return Ok(Err(refusal));
         }
         self.noting_damage(self.dry_run_sound(request, now_ms))
@@ -1359,7 +1501,7 @@ impl SessionStore for OpenCodeStore {
                 detail: "it was opened for reading only; nothing was written".into(),
             });
         }
-        if let Some(refusal) = self.write_gate() {
+        if let Some(refusal) = self.write_gate(Waits::ForTheCheck) {
             return Ok(RestoreApplied::Refused(refusal));
         }
         let conn = self.connection();
@@ -1391,7 +1533,7 @@ impl SessionStore for OpenCodeStore {
         if let Some(cause) = self.media_read_only() {
             return Ok(Err(Refusal::new(BlockedReason::UnsupportedStorage, cause)));
         }
-        if let Some(refusal) = self.write_gate() {
+        if let Some(refusal) = self.write_gate(Waits::NotForTheCheck) {
             return Ok(Err(refusal));
         }
         let conn = self.connection();

@@ -79,6 +79,15 @@ pub enum VacuumError {
     /// SQLite failed otherwise.
     #[error("vacuum failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The copy of `VACUUM INTO` could not be made, written, synced or checked; what this
+    /// command wrote of it was removed.
+    #[error("the vacuumed copy {path} could not be written ({detail}); nothing of it is left, and the database is as it was")]
+    Copy {
+        /// The copy's path.
+        path: String,
+        /// What failed.
+        detail: String,
+    },
 }
 
 /// Runs `VACUUM`, then truncates the WAL it filled (`wal_checkpoint(TRUNCATE)`). With
@@ -109,4 +118,98 @@ pub fn run(conn: &Connection, online_shrink: bool) -> Result<bool, VacuumError> 
         return Ok(blocked == 0);
     }
     Ok(true)
+}
+
+/// `VACUUM INTO target`: the database's live pages written to the new file `target`, which
+/// needs the live size free on its disk and nothing beside the database (no temporary copy,
+/// no WAL: SQLite builds the copy in place of its temporary database and writes it without a
+/// journal). SQLite does not sync the copy, so it is synced here, with its folder, then read
+/// whole by `PRAGMA quick_check` on a connection of its own. Returns the copy's size, bytes.
+///
+/// Errors: [`VacuumError::Busy`]; [`VacuumError::Copy`] when `target` exists (left as it
+/// is) or the copy could not be written (a full disk), synced or checked, or `stop` was set
+/// while SQLite wrote it. A copy that fails any step is removed with its rollback journal:
+/// never a half-written file at `target`.
+pub fn into(
+    conn: &mut Connection,
+    target: &Path,
+    stop: &'static std::sync::atomic::AtomicBool,
+) -> Result<u64, VacuumError> {
+    let copy_error = |detail: String| VacuumError::Copy {
+        path: target.display().to_string(),
+        detail,
+    };
+    let name = target
+        .to_str()
+        .ok_or_else(|| copy_error("the path is not UTF-8".into()))?;
+    // Asked between SQLite's steps: a stop (Ctrl-C, SIGTERM) interrupts the copy, which is
+    // then removed as any failed one.
+    conn.progress_handler(
+        10_000,
+        Some(|| stop.load(std::sync::atomic::Ordering::SeqCst)),
+    )?;
+    // Made here, empty and new (SQLite writes into an empty file): a file of someone else's
+    // at `target` is never written or removed.
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(target);
+    if let Err(error) = created {
+        let _ = conn.progress_handler(0, None::<fn() -> bool>);
+        return Err(copy_error(format!("creating it: {error}")));
+    }
+    let made = (|| {
+        conn.execute("VACUUM INTO ?1", [name]).map_err(|error| {
+            match error.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    VacuumError::Busy(error.to_string())
+                }
+                _ => copy_error(error.to_string()),
+            }
+        })?;
+        std::fs::File::open(target)
+            .and_then(|file| file.sync_all())
+            .map_err(|e| copy_error(format!("syncing it: {e}")))?;
+        if let Some(folder) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::File::open(folder)
+                .and_then(|dir| dir.sync_all())
+                .map_err(|e| copy_error(format!("syncing its folder: {e}")))?;
+        }
+        check_copy(target).map_err(copy_error)?;
+        std::fs::metadata(target)
+            .map(|meta| meta.len())
+            .map_err(|e| copy_error(e.to_string()))
+    })();
+    let cleared = conn.progress_handler(0, None::<fn() -> bool>);
+    if made.is_err() {
+        // The copy and the rollback journal SQLite keeps beside it while it writes (the caller
+        // refused a path with one beside it already).
+        let _ = std::fs::remove_file(target);
+        let _ = std::fs::remove_file(side_file(target, "-journal"));
+    }
+    let written = made?;
+    cleared?;
+    Ok(written)
+}
+
+/// `PRAGMA quick_check` of the copy at `target`, read-only.
+fn check_copy(target: &Path) -> Result<(), String> {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let copy = Connection::open_with_flags(target, flags).map_err(|e| e.to_string())?;
+    let answer: String = copy
+        .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
+        .map_err(|e| format!("checking it: {e}"))?;
+    if answer == "ok" {
+        Ok(())
+    } else {
+        Err(format!("checking it: {answer}"))
+    }
+}
+
+/// `path` with `suffix` added to its file name (`-journal`, `-wal`).
+pub fn side_file(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
 }

@@ -27,8 +27,10 @@ pub struct Args {
     #[arg(long, conflicts_with = "apply")]
     dry_run: bool,
     /// Also report how long the clean held SQLite's write lock, which OpenCode waits up to 5 s
-    /// for (`writeLock`: transactions, p50, p99 and longest in ms). Measured, so it differs
-    /// from run to run; without it the report is the same for the same database.
+    /// for (`writeLock`: transactions, p50, p99 and longest in ms), and how long the integrity
+    /// check took beside the planning and how long the clean waited for it (`integrityCheck`:
+    /// checkMs, waitedMs, overlapped). Measured, so it differs from run to run; without it the
+    /// report is the same for the same database.
     #[arg(long)]
     timings: bool,
     /// Print nothing (no report, no progress) unless a prune failed: then one line on stderr.

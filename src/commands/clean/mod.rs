@@ -13,34 +13,40 @@
 mod args;
 mod progress;
 mod report;
+mod writer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pruning_clean::{AtOnce, CleanError, Mode, Silent};
-use pruning_engine::Engine;
-use pruning_opencode::{AutoVacuum, OpenCodeStore};
+use pruning_opencode::{AutoVacuum, IntegrityTimes, OpenCodeStore};
 
-use super::{open_engine_unless_busy, open_store, Archiving, Outcome};
+use super::{open_store, Archiving, Outcome};
 use crate::cli::config::Config;
 use crate::cli::error::ConfigError;
 use crate::output;
 use args::validate;
 pub use args::{size_flag, Args, CleanConfig};
 use report::{outcome, print_report};
+use writer::{LaterEngine, NotOpened};
 
 /// Validates the flags (exit 2 on bad ones), then runs the clean: the input checked, the store
-/// (and with `--apply` the engine) opened, the clean run (`pruning_clean::run`), the report
-/// printed.
+/// opened and its integrity check started beside (with `--apply` the engine is opened at the
+/// first write: [`writer`]), the clean run (`pruning_clean::run`), the report printed.
 pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let clean = validate(args)?;
     let stop = stop_on_ctrl_c();
     check_input(config, &clean)?;
-    let Some(opened) = Opened::open(config, &clean)? else {
-        return Ok(Outcome::Blocked);
+    let planned = Planned::open(config, &clean)?;
+    let archiving = Archiving::chosen(config, clean.archive, clean.no_archive);
+    let later = clean
+        .apply
+        .then(|| LaterEngine::new(config, archiving, &planned.store));
+    let mode = match &later {
+        Some(writer) => Mode::Apply(writer),
+        None => Mode::DryRun(&planned.store),
     };
-    let mode = opened.mode();
-    let mut report = if config.json || clean.quiet {
+    let ran = if config.json || clean.quiet {
         pruning_clean::run(mode, &clean.clean, &stop, &AtOnce, &mut Silent)
     } else {
         pruning_clean::run(
@@ -50,8 +56,24 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
             &AtOnce,
             &mut progress::Stderr::new(),
         )
+    };
+    let mut report = match ran {
+        Ok(report) => report,
+        Err(CleanError::EngineNotOpened) => {
+            return not_opened(later.and_then(|writer| writer.failure()), config, &clean)
+        }
+        Err(error) => {
+            // A read that met damage before the check answered: the check's words name it.
+            planned.integrity()?;
+            return Err(cause(error));
+        }
+    };
+    // Answered only once the integrity check has: a file that is not sound is refused by the
+    // dry run as the apply refuses it.
+    let integrity = planned.integrity()?;
+    if clean.clean.timings {
+        report.integrity_check = integrity;
     }
-    .map_err(cause)?;
     if let Some(failure) = report.first_failure.take() {
         report.first_failure = Some(super::diagnose::explain(&failure, config));
     }
@@ -109,75 +131,94 @@ fn check_input(config: &Config, clean: &CleanConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What a clean works on: with `--apply` the engine (which holds the store), for a dry run a
-/// store of its own.
-enum Opened {
-    Apply(Box<Engine<OpenCodeStore>>),
-    DryRun(Box<OpenCodeStore>),
+/// The store a clean reads (and, with `--apply`, its engine writes through, opened at the first
+/// write: [`writer`]), with its integrity check started beside the planning (not on read-only
+/// media, where nothing can be written).
+struct Planned {
+    store: OpenCodeStore,
+    checked_beside: bool,
 }
 
-impl Opened {
-    /// Opens them; `None` when another process holds the journal (said on stderr, and with
-    /// `--json` as the blocked document: exit 3, nothing done).
-    fn open(config: &Config, clean: &CleanConfig) -> anyhow::Result<Option<Self>> {
-        let archiving = Archiving::chosen(config, clean.archive, clean.no_archive);
-        let opened = if clean.apply {
-            match open_engine_unless_busy(config, archiving, super::Soundness::Required)? {
-                Ok(engine) => Self::Apply(Box::new(engine)),
-                Err(detail) => {
-                    if config.json {
-                        output::json_document(&serde_json::json!({
-                            "status": "blocked", "reason": "maintenance_required"
-                        }))?;
-                    }
-                    if !clean.quiet {
-                        eprintln!("blocked: maintenance_required: {detail}; nothing was done");
-                    }
-                    return Ok(None);
-                }
-            }
-        } else {
+impl Planned {
+    /// Opens it: writable where it can be, so that a write lock another process holds is
+    /// reported as the apply would meet it; a dry run on read-only media gets a read-only store,
+    /// which checks nothing (the apply is refused there as the file cannot be written).
+    fn open(config: &Config, clean: &CleanConfig) -> anyhow::Result<Self> {
+        if !clean.apply {
             if let (Err(detail), false) = (super::check_binding_unless_busy(config)?, clean.quiet) {
                 eprintln!(
                     "note: {detail}. The dry run goes on; --apply would be refused \
                      (maintenance_required) while the journal is held"
                 );
             }
-            Self::DryRun(Box::new(Self::dry_store(config)?))
+        }
+        let planned = match super::open_store_to_plan_writes(config) {
+            Ok(store) => {
+                store.check_sound_beside();
+                Self {
+                    store,
+                    checked_beside: true,
+                }
+            }
+            Err(error)
+                if !clean.apply
+                    && matches!(
+                        error.downcast_ref::<pruning_engine::StoreError>(),
+                        Some(pruning_engine::StoreError::ReadOnly { .. })
+                    ) =>
+            {
+                Self {
+                    store: open_store(config)?,
+                    checked_beside: false,
+                }
+            }
+            Err(error) => return Err(error),
         };
-        let store = opened.mode().store();
-        if let (Some(cause), false) = (store.media_read_only(), clean.quiet) {
+        if let (Some(cause), false) = (planned.store.media_read_only(), clean.quiet) {
             eprintln!(
                 "note: {} cannot be written ({cause}): its messages are counted as skipped \
                  (read_only), and --apply would be refused",
                 config.db.display()
             );
         }
-        Ok(Some(opened))
+        Ok(planned)
     }
 
-    /// A dry run's store: writable where it can be, so that a write lock another process holds
-    /// is reported as the apply would meet it; read-only media get a read-only dry run.
-    fn dry_store(config: &Config) -> anyhow::Result<OpenCodeStore> {
-        match super::open_store_for_writing(config) {
-            Ok(store) => Ok(store),
-            Err(error)
-                if matches!(
-                    error.downcast_ref::<pruning_engine::StoreError>(),
-                    Some(pruning_engine::StoreError::ReadOnly { .. })
-                ) =>
-            {
-                open_store(config)
+    /// The integrity check's times, once it answered `ok` (waited for here).
+    ///
+    /// Errors: the check found the file not sound (damaged pages, an index out of step, a
+    /// deleted file still held).
+    fn integrity(&self) -> anyhow::Result<Option<IntegrityTimes>> {
+        if self.checked_beside {
+            Ok(Some(self.store.await_sound()?))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// What the command answers when the apply's engine could not be opened (nothing was journaled
+/// or written): blocked when another process holds the journal (said on stderr, and with
+/// `--json` as the blocked document: exit 3), else the open's error.
+fn not_opened(
+    failure: Option<NotOpened>,
+    config: &Config,
+    clean: &CleanConfig,
+) -> anyhow::Result<Outcome> {
+    match failure {
+        Some(NotOpened::Busy(error)) => {
+            if config.json {
+                output::json_document(&serde_json::json!({
+                    "status": "blocked", "reason": "maintenance_required"
+                }))?;
             }
-            Err(error) => Err(error),
+            if !clean.quiet {
+                let detail = super::busy_detail(&error);
+                eprintln!("blocked: maintenance_required: {detail}; nothing was done");
+            }
+            Ok(Outcome::Blocked)
         }
-    }
-
-    /// How the clean answers its prunes: decided here, once, by `--apply`.
-    fn mode(&self) -> Mode<'_> {
-        match self {
-            Self::Apply(engine) => Mode::Apply(engine),
-            Self::DryRun(store) => Mode::DryRun(store),
-        }
+        Some(NotOpened::Failed(error)) => Err(error),
+        None => Err(CleanError::EngineNotOpened.into()),
     }
 }

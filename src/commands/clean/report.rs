@@ -69,6 +69,9 @@ pub(super) fn print_report(
             lock.max_ms
         )?;
     }
+    if let Some(check) = report.integrity_check {
+        say!("{}", integrity_line(&check, clean.apply))?;
+    }
     let kinds = &report.bytes_by_kind;
     let mut more = String::new();
     if report.shell_output.is_some() {
@@ -469,5 +472,26 @@ fn explain(reason: SkipReason) -> &'static str {
         | SkipReason::Malformed
         | SkipReason::RunningTool
         | SkipReason::UnknownPart => "",
+    }
+}
+
+/// The `--timings` line of the integrity check: how long it took, and how long the clean
+/// waited for it (it reads beside the planning; no write begins before its `ok`).
+fn integrity_line(check: &pruning_opencode::IntegrityTimes, apply: bool) -> String {
+    let waiter = if apply {
+        "the first write waited"
+    } else {
+        "the dry run waited"
+    };
+    if check.overlapped {
+        format!(
+            "integrity check: {:.0} ms beside the planning; {waiter} {:.0} ms for it",
+            check.check_ms, check.waited_ms
+        )
+    } else {
+        format!(
+            "integrity check: {:.0} ms, before any write",
+            check.check_ms
+        )
     }
 }

@@ -17,6 +17,7 @@
 //!   not messages: it is not V2 history and is ignored.
 
 pub(crate) mod holders;
+pub(crate) mod integrity;
 pub(crate) mod media;
 pub(crate) mod soundness;
 

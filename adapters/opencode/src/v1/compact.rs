@@ -508,7 +508,7 @@ pub(crate) fn prepare(
         .filter(|s| entities.contains(&(s.kind, s.entity.as_str())))
     {
         if !is_there(conn, &request.session_id, newest)? {
-            known.forget_survey();
+            known.forget_survey(&request.session_id);
             return refuse(
                 BlockedReason::Conflict,
                 format!(
@@ -608,7 +608,7 @@ pub(crate) fn write(
         conn.prepare_cached(sql)?.execute(values)?
     };
     if deleted != planned.doomed.len() {
-        known.forget_survey();
+        known.forget_survey(session_id);
         return Ok(Err(Refusal::new(
             BlockedReason::Conflict,
             format!(

@@ -3,7 +3,8 @@
 //! passed, one session's snapshot index (part id -> its `message.part.updated.1` events), the
 //! prunes a clean planned ([`PlannedPrune`]: the message need not be read and hashed again by
 //! its prune), the snapshots filed under another aggregate ([`ForeignSnapshots`], which
-//! keeps itself current by `rowid`), and one session's compaction survey.
+//! keeps itself current by `rowid`), and the compaction surveys of the sessions a clean planned
+//! last (as many as a batch of compactions spans, up to [`MAX_SURVEYED_SNAPSHOTS`]).
 //!
 //! The first three hold while SQLite's `PRAGMA data_version` holds: it changes when another
 //! connection (OpenCode) commits and never for this connection's own commits. So what was learnt
@@ -15,7 +16,7 @@
 //! a fence that passed still passes, and another message's rows are untouched). A transaction
 //! that rolls back after writing makes everything be read again ([`Known::forget`]).
 //!
-//! The compaction survey is held on other terms: by its session and its event log's revision,
+//! The compaction surveys are held on other terms: by session and event log revision,
 //! across data versions, since every range of a session's compaction is planned from one survey
 //! and OpenCode's commits elsewhere do not change it. What OpenCode appends to the session moves
 //! the revision, so the survey is read again. What it cannot see (rows deleted by another
@@ -24,10 +25,10 @@
 //! after which the survey is read again ([`Known::forget_survey`]). Source:
 //! docs/ARCHITECTURE.md, "Bulk work" and "Copies OpenCode keeps".
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use pruning_engine::{Plan, Selection};
+use pruning_engine::{Plan, Selection, SeqRange};
 use rusqlite::{params, Connection};
 
 use super::compact::{self, SnapshotKind, Survey};
@@ -76,9 +77,21 @@ pub struct Known {
     message_snapshots: Option<MessageSnapshotIndex>,
     /// Snapshots filed under another aggregate (valid across data versions on its own terms).
     pub foreign: ForeignSnapshots,
-    /// One session's compaction survey, valid while its revision holds (see the module docs).
-    survey: Option<Arc<Survey>>,
+    /// The compaction surveys of the sessions planned and not yet written, in their order,
+    /// each valid while its revision holds (see the module docs); at most
+    /// [`MAX_SURVEYED_SNAPSHOTS`] snapshots in all, or one survey.
+    surveys: VecDeque<Arc<Survey>>,
 }
+
+/// Snapshots a survey lists.
+fn listed(survey: &Survey) -> usize {
+    survey.superseded.len() + survey.newest.len()
+}
+
+/// How many snapshots the held compaction surveys list at most, together (about 230 bytes
+/// each: 7 MB). A clean plans a batch of compactions (one per range, many sessions) before
+/// the batch is applied; without the surveys held, each would be read again by its write.
+const MAX_SURVEYED_SNAPSHOTS: usize = 30_000;
 
 /// How many planned prunes [`Known`] keeps at most: a clean plans one batch ahead of its prunes
 /// (its `--batch-size`, 1,000 by default); beyond this a plan is not kept and its prune reads
@@ -146,7 +159,7 @@ impl Known {
         self.planned.clear();
         self.message_snapshots = None;
         self.data_version = None;
-        self.survey = None;
+        self.surveys.clear();
     }
 
     /// The compaction survey of session `session_id` inside the caller's read transaction on
@@ -156,16 +169,21 @@ impl Known {
     /// Errors: SQLite's.
     pub fn survey(&mut self, conn: &Connection, session_id: &str) -> rusqlite::Result<Arc<Survey>> {
         let revision = compact::revision(conn, session_id)?;
-        match &self.survey {
-            Some(held) if held.session_id == session_id && held.revision == revision => {
-                Ok(Arc::clone(held))
-            }
-            _ => self.survey_again(conn, session_id),
+        let held = self
+            .surveys
+            .iter()
+            .find(|held| held.session_id == session_id && held.revision == revision);
+        match held {
+            Some(held) => Ok(Arc::clone(held)),
+            None => self.survey_again(conn, session_id),
         }
     }
 
     /// The compaction survey of session `session_id` read now inside the caller's read
-    /// transaction on `conn`, and held (what a clean plans a session's compaction from).
+    /// transaction on `conn`, and held (what a clean plans a session's compaction from) while
+    /// the held ones list fewer than [`MAX_SURVEYED_SNAPSHOTS`]: the compactions are written in
+    /// the order they were planned, so the surveys held are the first the writes need, and
+    /// each is let go once the write of its last range took it ([`Self::written`]).
     ///
     /// Errors: SQLite's.
     pub fn survey_again(
@@ -173,15 +191,39 @@ impl Known {
         conn: &Connection,
         session_id: &str,
     ) -> rusqlite::Result<Arc<Survey>> {
-        self.survey = None;
+        self.surveys.retain(|held| held.session_id != session_id);
         let survey = Arc::new(compact::survey(conn, session_id)?);
-        self.survey = Some(Arc::clone(&survey));
+        if self.surveys.is_empty() || self.surveyed() + listed(&survey) <= MAX_SURVEYED_SNAPSHOTS {
+            self.surveys.push_back(Arc::clone(&survey));
+        }
         Ok(survey)
     }
 
-    /// Lets go of the compaction survey held (a compaction found a row otherwise than read).
-    pub fn forget_survey(&mut self) {
-        self.survey = None;
+    /// Lets go of `survey` when `range` is the last of its ranges: the write of that range
+    /// was the last to need it.
+    pub fn written(&mut self, survey: &Survey, range: SeqRange) {
+        if survey.ranges().last() == Some(&range) {
+            self.surveys.retain(|held| {
+                !(held.session_id == survey.session_id && held.revision == survey.revision)
+            });
+        }
+    }
+
+    /// Snapshots the held surveys list, together.
+    fn surveyed(&self) -> usize {
+        self.surveys.iter().map(|held| listed(held)).sum()
+    }
+
+    /// Whether more planned prunes and compaction surveys would be kept: a clean that plans
+    /// ahead of its writes stops where its plans would no longer serve them.
+    pub fn has_room(&self) -> bool {
+        self.planned.len() < MAX_PLANNED && self.surveyed() < MAX_SURVEYED_SNAPSHOTS
+    }
+
+    /// Lets go of session `session_id`'s compaction survey (a compaction found a row otherwise
+    /// than read).
+    pub fn forget_survey(&mut self, session_id: &str) {
+        self.surveys.retain(|held| held.session_id != session_id);
     }
 
     /// Keeps the prune a clean planned for message `message_id` inside the read transaction on
