@@ -19,10 +19,12 @@
 //! (median, 99th percentile, longest; ms), which OpenCode waits up to 5 s for.
 //!
 //! With `--in-place` (for sizes whose copies do not fit on the disk: 10 GB needs 20 GB free, not
-//! 40) the batch clean runs on the generated database itself, there is no `--batch-size 1` run
-//! and no `RATIO` line, and the run ends with `IN-PLACE mb=<size> clean_vs_vacuum_into=<x>
-//! rss_mib=<n> mb_per_s=<n>` and the `LOCK` line; the cleaned database is removed, so the
-//! next run generates it again.
+//! 40) the batch clean runs on the generated database itself, as a person runs it (its text
+//! report, its progress lines), there is no `--batch-size 1` run and no `RATIO` line, and the
+//! run ends with `IN-PLACE mb=<size> clean_vs_vacuum_into=<x> rss_mib=<n> mb_per_s=<n>`, the
+//! `LOCK` line and `ETA at_s=<x> said_left_s=<x> left_s=<x> error_pct=<x>` (the time left the
+//! progress line nearest half way said, against the time the clean then took); the cleaned
+//! database is removed, so the next run generates it again.
 //!
 //! `clean_vs_vacuum_into` is the batch clean's time over `VACUUM INTO`'s, `batch_vs_single` the
 //! time of one durable prune per message over the batch clean's, `vs_opencode_parts` clean's
@@ -236,15 +238,36 @@ fn print_lock(megabytes: u64, report: &Value) {
     );
 }
 
-/// `--in-place`: the batch clean of `source` itself (then removed), against `vacuum_into`.
+/// `--in-place`: the batch clean of `source` itself (then removed), against `vacuum_into`. It
+/// runs as a person runs it, without `--json`: its progress lines (stderr, one every 5 s) are
+/// read as they come, and the time left the line nearest half way said is set against the time
+/// the clean then took (the `ETA` line); the write lock's figures are read from its report.
 fn clean_in_place(source: &Path, clean: &[&str], megabytes: u64, rows: u64, vacuum_into: Duration) {
+    use std::io::BufRead;
     let mut args = clean.to_vec();
     args.extend(["--batch-size", "1000"]);
-    let (report, elapsed, rss) = session_prune(source, &args);
+    let started = Instant::now();
+    let mut child = Command::new(common::release_binary())
+        .arg("--db")
+        .arg(source)
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run target/release/session-prune (cargo build --release first)");
+    let stderr = child.stderr.take().expect("stderr");
+    let progress: Vec<(Duration, String)> = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .map(|line| (started.elapsed(), line))
+        .collect();
+    let out = child.wait_with_output().expect("wait");
+    let elapsed = started.elapsed();
+    let rss = peak_child_rss_kib();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "clean in place: {report}");
     println!(
-        "clean --batch-size 1000 in place: {} messages, {} parts in {:.1} s = {:.1} MB/s of row data, peak RSS {:.1} MiB",
-        report["pruned"],
-        report["parts"],
+        "clean --batch-size 1000 in place: {:.1} s = {:.1} MB/s of row data, peak RSS {:.1} MiB",
         elapsed.as_secs_f64(),
         mb(rows) / elapsed.as_secs_f64(),
         rss as f64 / 1024.0
@@ -259,7 +282,64 @@ fn clean_in_place(source: &Path, clean: &[&str], megabytes: u64, rows: u64, vacu
         rss as f64 / 1024.0,
         mb(rows) / elapsed.as_secs_f64()
     );
-    print_lock(megabytes, &report);
+    let lock = report
+        .lines()
+        .find_map(|line| line.strip_prefix("write lock: "))
+        .unwrap_or_default();
+    let figure = |key: &str| {
+        lock.split(key)
+            .nth(1)
+            .and_then(|rest| rest.split(" ms").next())
+            .and_then(|x| x.trim().parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    println!(
+        "LOCK mb={megabytes} p50_ms={:.2} p99_ms={:.2} max_ms={:.2}",
+        figure("p50 "),
+        figure("p99 "),
+        figure("max ")
+    );
+    print_eta(&progress, elapsed);
+}
+
+/// The `ETA` line: of the progress lines that give a time left, the one nearest half of the
+/// clean's `elapsed` time, what it said and what was left, `ETA at_s=<x> said_left_s=<x>
+/// left_s=<x> error_pct=<x>` (`ETA none` when no line gave one).
+fn print_eta(progress: &[(Duration, String)], elapsed: Duration) {
+    let half = elapsed.as_secs_f64() / 2.0;
+    let nearest = progress
+        .iter()
+        .filter_map(|(at, line)| {
+            let said = line.split("about ").nth(1)?.split(" left").next()?;
+            Some((at.as_secs_f64(), said_seconds(said)?, line))
+        })
+        .min_by(|a, b| (a.0 - half).abs().total_cmp(&(b.0 - half).abs()));
+    match nearest {
+        Some((at, said, line)) => {
+            let left = elapsed.as_secs_f64() - at;
+            println!("progress line nearest half way: {line}");
+            println!(
+                "ETA at_s={at:.1} said_left_s={said:.0} left_s={left:.1} error_pct={:.1}",
+                (said - left).abs() / left.max(0.001) * 100.0
+            );
+        }
+        None => println!("ETA none"),
+    }
+}
+
+/// Seconds of a time left as the progress line words it: `45s`, `3m 20s`, `1h 05m`.
+fn said_seconds(words: &str) -> Option<f64> {
+    words.split_whitespace().try_fold(0.0, |total, part| {
+        let (number, unit) = part.split_at(part.len().checked_sub(1)?);
+        let number: f64 = number.parse().ok()?;
+        let scale = match unit {
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        Some(total + number * scale)
+    })
 }
 
 /// How long SQLite's `VACUUM INTO target` of `source` takes (`target` is replaced, then

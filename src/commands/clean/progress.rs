@@ -1,7 +1,8 @@
 //! The progress of a clean on stderr: a bar on a terminal, a line every few seconds otherwise,
 //! nothing with `--json` or `--quiet` (then the clean is given `pruning_clean::Silent`). Each
 //! phase shows done/total, the bytes freed so far and the time its rest should take at the
-//! pace it has kept since it began.
+//! pace it has kept since it began: the phase's, not the whole clean's (the messages come after
+//! the compactions, at a pace of their own).
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -44,7 +45,7 @@ impl Stderr {
             return None;
         }
         let left = elapsed.as_secs_f64() * (1.0 - share) / share;
-        Some(duration_words(Duration::from_secs_f64(left)))
+        Some(duration_words(Duration::from_secs_f64(left.round())))
     }
 }
 
@@ -79,7 +80,7 @@ impl pruning_clean::Progress for Stderr {
         let freed = format!("{} freed", output::bytes(freed));
         let left = self.time_left(done).map_or_else(
             || "estimating the time left".to_string(),
-            |t| format!("about {t} left"),
+            |t| format!("about {t} left in this phase"),
         );
         if let Some(bar) = &self.bar {
             bar.set_position(done);
