@@ -27,6 +27,10 @@ const LOW_SPACE: u64 = 64 * 1024 * 1024;
 /// a bare I/O error meets a nearly full disk); unchanged otherwise.
 pub fn explain(message: &str, config: &Config) -> String {
     let lower = message.to_ascii_lowercase();
+    // `vacuum --into`'s failure names its own place, the copy's disk, not the database's.
+    if lower.contains("the vacuumed copy ") {
+        return message.to_string();
+    }
     // The store's own refusal of a damaged file already says what to do.
     if !lower.contains("is damaged:") && is_damage_text(&lower) {
         return damaged_read(

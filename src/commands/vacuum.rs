@@ -273,6 +273,14 @@ fn run_into(
             );
             return Ok(Outcome::Interrupted);
         }
+        Err(error @ VacuumError::Copy { .. }) => {
+            // Where it failed: the copy's disk (full, read-only), not the database's.
+            let now = free_space(folder).map_or_else(
+                |_| "cannot be read".to_string(),
+                |(free, _)| format!("has {} free", output::bytes(free)),
+            );
+            anyhow::bail!("{error}; the disk holding {} {now}", folder.display());
+        }
         Err(error) => return Err(error.into()),
     };
     doc.status = "copied";

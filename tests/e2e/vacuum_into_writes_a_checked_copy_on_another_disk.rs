@@ -235,6 +235,15 @@ fn a_copy_that_fills_its_disk_is_removed_whole_and_the_database_is_as_it_was() {
         )) && stderr.contains("nothing of it is left, and the database is as it was"),
         "{stderr}"
     );
+    // The place named is the copy's disk, not the database's.
+    assert!(
+        stderr.contains(&format!("; the disk holding {} has ", disk.mount.display())),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("where the database and the journal are"),
+        "{stderr}"
+    );
     assert!(!into.exists());
     assert_eq!(std::fs::read_dir(&disk.mount).unwrap().count(), 0);
     assert_eq!(fx.file_digest(), before);
