@@ -513,3 +513,97 @@ impl SnapshotIndex {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The OpenCode 1.18.34 fixture of coding work the end-to-end tests use, copied, and its
+    /// sessions that have superseded snapshots.
+    fn fixture() -> (tempfile::TempDir, Connection, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opencode.db");
+        let source = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/opencode-1.18.34-work/opencode.db"
+        );
+        std::fs::copy(source, &db).unwrap();
+        let conn = Connection::open(&db).unwrap();
+        crate::sql_functions::register(&conn).unwrap();
+        let ids: Vec<String> = conn
+            .prepare("SELECT id FROM session ORDER BY id")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let surveyed: Vec<String> = ids
+            .into_iter()
+            .filter(|id| compact::survey(&conn, id).is_ok_and(|survey| !survey.ranges().is_empty()))
+            .collect();
+        assert!(surveyed.len() >= 2, "the fixture has sessions to compact");
+        (dir, conn, surveyed)
+    }
+
+    #[test]
+    fn the_surveys_a_batch_planned_are_held_for_their_writes() {
+        let (_dir, conn, sessions) = fixture();
+        let mut known = Known::default();
+        let planned: Vec<Arc<Survey>> = sessions
+            .iter()
+            .map(|id| known.survey_again(&conn, id).unwrap())
+            .collect();
+        // Each write finds the survey its planning read, not one read again.
+        for (id, survey) in sessions.iter().zip(&planned) {
+            assert!(
+                Arc::ptr_eq(&known.survey(&conn, id).unwrap(), survey),
+                "{id}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_survey_is_let_go_once_the_write_of_its_last_range_took_it() {
+        let (_dir, conn, sessions) = fixture();
+        let mut known = Known::default();
+        let first = known.survey_again(&conn, &sessions[0]).unwrap();
+        let second = known.survey_again(&conn, &sessions[1]).unwrap();
+        let ranges = first.ranges();
+        if let [earlier, .., _] = ranges.as_slice() {
+            known.written(&first, *earlier);
+            assert!(Arc::ptr_eq(
+                &known.survey(&conn, &sessions[0]).unwrap(),
+                &first
+            ));
+        }
+        known.written(&first, *ranges.last().unwrap());
+        assert!(!Arc::ptr_eq(
+            &known.survey(&conn, &sessions[0]).unwrap(),
+            &first
+        ));
+        assert!(Arc::ptr_eq(
+            &known.survey(&conn, &sessions[1]).unwrap(),
+            &second
+        ));
+    }
+
+    #[test]
+    fn past_the_bound_a_new_survey_is_read_but_not_held() {
+        let (_dir, conn, sessions) = fixture();
+        let mut known = Known::default();
+        let first = known.survey_again(&conn, &sessions[0]).unwrap();
+        // Filled up to the bound by copies of the first survey under other names.
+        let mut filler = (*first).clone();
+        while known.surveyed() < MAX_SURVEYED_SNAPSHOTS {
+            filler.session_id.push('x');
+            known.surveys.push_back(Arc::new(filler.clone()));
+        }
+        let second = known.survey_again(&conn, &sessions[1]).unwrap();
+        assert!(known.surveys.iter().all(|held| !Arc::ptr_eq(held, &second)));
+        assert!(!known.has_room());
+        assert!(Arc::ptr_eq(
+            &known.survey(&conn, &sessions[0]).unwrap(),
+            &first
+        ));
+    }
+}
