@@ -32,7 +32,7 @@ mod window;
 use clap::Subcommand;
 
 pub(crate) use open::{
-    busy_detail, check_binding, check_binding_unless_busy, journal_busy, open_engine,
+    busy_detail, check_binding, check_binding_unless_busy, journal_busy, journal_held, open_engine,
     open_engine_over, open_engine_unless_busy, open_journal_for_reading, open_reader, open_store,
     open_store_for_writing, open_store_to_plan_writes, refuse_lost_journal, refuse_rowless,
     require_opencode, Archiving, Soundness,

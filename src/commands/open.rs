@@ -85,6 +85,20 @@ pub fn open_journal_for_reading(path: &std::path::Path) -> anyhow::Result<Option
     }
 }
 
+/// The lock of the journal at `path` held by another process now, as the error a writable open
+/// would meet (its words name the holder: [`busy_detail`]); `None` when it is free, when there
+/// is no journal yet, or when a read-only open cannot tell (the writable open then says). Reads
+/// only: a clean tells a held journal at once, before it plans.
+pub fn journal_held(path: &std::path::Path) -> Option<anyhow::Error> {
+    if std::fs::metadata(path).map_or(true, |found| !found.is_file() || found.len() == 0) {
+        return None;
+    }
+    match Journal::open_read_only(path) {
+        Err(error @ pruning_journal::OpenError::Locked { .. }) => Some(error.into()),
+        _ => None,
+    }
+}
+
 /// Whether the journal file is no journal, or a damaged one: no command can use it as it is.
 fn unreadable(error: &pruning_journal::OpenError) -> bool {
     matches!(

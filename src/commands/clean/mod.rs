@@ -37,6 +37,12 @@ pub fn run(args: Args, config: &Config) -> anyhow::Result<Outcome> {
     let clean = validate(args)?;
     let stop = stop_on_ctrl_c();
     check_input(config, &clean)?;
+    if clean.apply {
+        // Held now: blocked at once, rather than after the planning and the check.
+        if let Some(held) = super::journal_held(&config.journal) {
+            return not_opened(Some(NotOpened::Busy(held)), config, &clean);
+        }
+    }
     let planned = Planned::open(config, &clean)?;
     let archiving = Archiving::chosen(config, clean.archive, clean.no_archive);
     let later = clean
