@@ -235,7 +235,11 @@ fn a_copy_that_fills_its_disk_is_removed_whole_and_the_database_is_as_it_was() {
         )) && stderr.contains("nothing of it is left, and the database is as it was"),
         "{stderr}"
     );
-    // The place named is the copy's disk, not the database's.
+    // In our words, and the place named is the copy's disk, not the database's.
+    assert!(
+        stderr.contains("could not be written (its disk filled up)"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(&format!("; the disk holding {} has ", disk.mount.display())),
         "{stderr}"
@@ -277,4 +281,17 @@ fn the_words_to_put_the_copy_in_place_quote_paths_a_shell_would_split() {
         "{said}"
     );
     assert!(!said.contains("  "), "{said}");
+}
+
+#[test]
+fn the_copy_of_a_private_database_is_as_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    std::fs::set_permissions(&fx.db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("opencode.db");
+    let out = run(&fx.db, &["vacuum", "--into", into.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let mode = std::fs::metadata(&into).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 }

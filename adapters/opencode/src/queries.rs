@@ -346,6 +346,6 @@ impl OpenCodeStore {
         target: &Path,
         stop: &'static std::sync::atomic::AtomicBool,
     ) -> Result<u64, VacuumError> {
-        vacuum::into(&mut self.connection(), target, stop)
+        vacuum::into(&mut self.connection(), self.path(), target, stop)
     }
 }

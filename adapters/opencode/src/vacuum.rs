@@ -4,6 +4,7 @@
 //! `TMPDIR`, `/var/tmp`, `/usr/tmp`, `/tmp` or `.`, the first usable) and, in WAL mode, writes
 //! it through the WAL beside the database: up to the live size of the database in each place.
 
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
@@ -120,7 +121,8 @@ pub fn run(conn: &Connection, online_shrink: bool) -> Result<bool, VacuumError> 
     Ok(true)
 }
 
-/// `VACUUM INTO target`: the database's live pages written to the new file `target`, which
+/// `VACUUM INTO target`: the live pages of the database at `database` written to the new file
+/// `target` (with the database's permissions), which
 /// needs the live size free on its disk and nothing beside the database (no temporary copy,
 /// no WAL: SQLite builds the copy in place of its temporary database and writes it without a
 /// journal). SQLite does not sync the copy, so it is synced here, with its folder, then read
@@ -132,6 +134,7 @@ pub fn run(conn: &Connection, online_shrink: bool) -> Result<bool, VacuumError> 
 /// never a half-written file at `target`.
 pub fn into(
     conn: &mut Connection,
+    database: &Path,
     target: &Path,
     stop: &'static std::sync::atomic::AtomicBool,
 ) -> Result<u64, VacuumError> {
@@ -150,9 +153,13 @@ pub fn into(
     )?;
     // Made here, empty and new (SQLite writes into an empty file): a file of someone else's
     // at `target` is never written or removed.
+    // With the database's permissions: the copy holds all of it (SQLite gives the rollback
+    // journal beside it the same).
+    let mode = std::fs::metadata(database).map_or(0o600, |meta| meta.permissions().mode() & 0o777);
     let created = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(mode)
         .open(target);
     if let Err(error) = created {
         let _ = conn.progress_handler(0, None::<fn() -> bool>);
@@ -164,7 +171,7 @@ pub fn into(
                 Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
                     VacuumError::Busy(error.to_string())
                 }
-                _ => copy_error(error.to_string()),
+                _ => copy_error(copy_failure(&error)),
             }
         })?;
         std::fs::File::open(target)
@@ -190,6 +197,20 @@ pub fn into(
     let written = made?;
     cleared?;
     Ok(written)
+}
+
+/// Why SQLite could not write the copy, in words of ours for the causes a person can act on.
+fn copy_failure(error: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode;
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DiskFull) => "its disk filled up".into(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
+            "its folder cannot be written".into()
+        }
+        Some(ErrorCode::OperationInterrupted) => "it was stopped".into(),
+        Some(ErrorCode::SystemIoFailure) => "an I/O error on its disk".into(),
+        _ => format!("SQLite failed: {error}"),
+    }
 }
 
 /// `PRAGMA quick_check` of the copy at `target`, read-only.
