@@ -36,6 +36,11 @@
 //! OpenCode stopped); without it, one of `--mb` MB is generated from the fixture
 //! `tests/fixtures/opencode-1.18.34-work` (each copy of its rows with its ids renamed) under
 //! `--dir`, and kept there for the next run.
+//!
+//! With `--in-place` (for sizes whose copies do not fit on the disk; not with `--db`) only the
+//! `WORK` line is measured, from one round: `VACUUM INTO`, `stats --json`, then the default
+//! clean of the generated database itself; the cleaned database is removed, so the next run
+//! generates it again.
 
 mod common;
 
@@ -52,6 +57,7 @@ struct Options {
     db: Option<PathBuf>,
     megabytes: u64,
     dir: PathBuf,
+    in_place: bool,
 }
 
 fn options() -> Options {
@@ -59,6 +65,7 @@ fn options() -> Options {
         db: None,
         megabytes: 300,
         dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("target/space"),
+        in_place: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -66,6 +73,7 @@ fn options() -> Options {
             "--db" => options.db = args.next().map(PathBuf::from),
             "--mb" => options.megabytes = args.next().and_then(|v| v.parse().ok()).unwrap_or(300),
             "--dir" => options.dir = args.next().map(PathBuf::from).unwrap_or(options.dir),
+            "--in-place" => options.in_place = true,
             // `cargo bench` passes `--bench`; anything else is ignored too.
             _ => {}
         }
@@ -135,6 +143,14 @@ fn main() {
         }
     };
     let original = size(&source);
+    if options.in_place {
+        assert!(
+            options.db.is_none(),
+            "--in-place cleans the database it measures: it takes a generated one, not --db"
+        );
+        work_in_place(&source, &options.dir, original);
+        return;
+    }
 
     let into = options.dir.join("vacuum-into.db");
     let vacuum_into = common::time_vacuum_into(&source, &into);
@@ -195,4 +211,44 @@ fn print_work(source: &Path, dir: &Path, original: u64) {
         clean / into,
         stats / into
     );
+}
+
+/// `--in-place`: the `WORK` line of one round on the generated database `source` itself
+/// (`VACUUM INTO`, `stats --json`, the default clean), then the database and its files
+/// removed.
+fn work_in_place(source: &Path, dir: &Path, original: u64) {
+    let into = common::time_vacuum_into(source, &dir.join("vacuum-into.db"));
+    let (_, stats) = session_prune(source, &["stats"]);
+    let (report, clean) = session_prune(source, &["clean", "--all", "--apply", "--timings"]);
+    assert_eq!(report["failed"], 0, "{report}");
+    eprintln!(
+        "in place: VACUUM INTO {:.2} s, stats {:.2} s, clean {:.2} s ({} bytes of row data; \
+         integrity check {})",
+        into.as_secs_f64(),
+        stats.as_secs_f64(),
+        clean.as_secs_f64(),
+        report["bytesByKind"],
+        report["integrityCheck"]
+    );
+    println!(
+        "WORK mb={} clean_vs_vacuum_into={:.2} stats_vs_vacuum_into={:.2}",
+        original / 1_000_000,
+        clean.as_secs_f64() / into.as_secs_f64(),
+        stats.as_secs_f64() / into.as_secs_f64()
+    );
+    let name = source
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("a generated name");
+    for entry in std::fs::read_dir(dir).expect("the folder").flatten() {
+        if entry.file_name().to_string_lossy().starts_with(name) {
+            let path = entry.path();
+            let removed = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            removed.expect("remove the cleaned database's files");
+        }
+    }
 }

@@ -200,9 +200,49 @@ pub(crate) fn restored(
 }
 
 /// Which optional columns the receipt table has ([`ABANDONED_COLUMN`], [`ARCHIVE_COLUMN`],
-/// [`RESTORES_COLUMN`], [`OPERATION_COLUMN`]), in one read of its columns (none when it has
-/// none, or there is no such table).
+/// [`RESTORES_COLUMN`], [`OPERATION_COLUMN`]) (none when it has none, or there is no such
+/// table). A prune asks several times, so the answer is kept for the table's `CREATE TABLE` text
+/// in `sqlite_schema`, which decides the columns and which SQLite rewrites on every `ALTER
+/// TABLE ... ADD COLUMN`: looking that text up costs a read of the schema table, where reading
+/// the columns (`pragma_table_info`) prepares a statement of its own each time.
 pub(crate) fn optional_columns(conn: &Connection) -> rusqlite::Result<OptionalColumns> {
+    /// The columns found for each `CREATE TABLE` text seen (a process meets a few).
+    static KNOWN: std::sync::Mutex<Vec<(String, OptionalColumns)>> =
+        std::sync::Mutex::new(Vec::new());
+    let created: Option<String> = crate::cached::query_row(
+        conn,
+        "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?1",
+        [RECEIPT_TABLE],
+        |row| row.get(0),
+    )
+    .optional()?
+    .flatten();
+    let known = |created: &str| {
+        let known = KNOWN
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        known
+            .iter()
+            .find(|(text, _)| text == created)
+            .map(|(_, columns)| *columns)
+    };
+    if let Some(columns) = created.as_deref().and_then(known) {
+        return Ok(columns);
+    }
+    let columns = read_optional_columns(conn)?;
+    if let Some(created) = created {
+        let mut known = KNOWN
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !known.iter().any(|(text, _)| *text == created) {
+            known.push((created, columns));
+        }
+    }
+    Ok(columns)
+}
+
+/// [`optional_columns`], read from the table's columns.
+fn read_optional_columns(conn: &Connection) -> rusqlite::Result<OptionalColumns> {
     let mut stmt =
         conn.prepare_cached("SELECT name FROM pragma_table_info('session_prune_receipt')")?;
     let mut found = OptionalColumns {
@@ -651,6 +691,46 @@ pub(crate) fn receipt_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Receipt> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The columns are found anew once a column is added, and in a table of another layout;
+    /// without the table, none.
+    #[test]
+    fn the_optional_columns_follow_every_change_of_the_table() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let conn = Connection::open(dir.path().join("opencode.db")).expect("database");
+        let none = OptionalColumns {
+            abandoned: false,
+            archive: false,
+            restores: false,
+            operation: false,
+        };
+        assert_eq!(optional_columns(&conn).expect("read"), none);
+        conn.execute_batch(
+            "CREATE TABLE session_prune_receipt (id TEXT PRIMARY KEY, abandoned_run TEXT)",
+        )
+        .expect("an early layout");
+        let abandoned = OptionalColumns {
+            abandoned: true,
+            ..none
+        };
+        assert_eq!(optional_columns(&conn).expect("read"), abandoned);
+        conn.execute_batch("ALTER TABLE session_prune_receipt ADD COLUMN restores TEXT")
+            .expect("a column added");
+        let restores = OptionalColumns {
+            restores: true,
+            ..abandoned
+        };
+        assert_eq!(optional_columns(&conn).expect("read"), restores);
+        conn.execute_batch(
+            "DROP TABLE session_prune_receipt; \
+             CREATE TABLE session_prune_receipt (id TEXT PRIMARY KEY, abandoned_run TEXT)",
+        )
+        .expect("the early layout again");
+        assert_eq!(optional_columns(&conn).expect("read"), abandoned);
+        conn.execute_batch("DROP TABLE session_prune_receipt; ")
+            .expect("dropped");
+        assert_eq!(optional_columns(&conn).expect("read"), none);
+    }
 
     #[test]
     fn the_selected_column_names_follow_the_select_list() {

@@ -76,6 +76,12 @@ impl Running {
     }
 }
 
+/// KiB of page cache the check's connection keeps: 8,000, as the store's own connection. The
+/// check looks every row up in each of its table's indexes, and the indexes' inner pages must
+/// stay in the cache for that: measured on a generated 10 GB database, SQLite's default of
+/// 2,000 KiB took 37.7 s, 4,000 took 35.9 s, 6,000 took 26.2 s and 8,000 took 25.4 to 28.6 s.
+const CHECK_CACHE_KIB: u32 = 8_000;
+
 /// The check on a read-only connection of its own. The store that started it holds the file
 /// open, so its `-shm` index exists and a plain read-only open reads the latest commits.
 fn check(path: &Path) -> Result<Vec<String>, String> {
@@ -84,6 +90,8 @@ fn check(path: &Path) -> Result<Vec<String>, String> {
     // A reader may meet another process opening the WAL index: wait briefly, as read
     // commands do.
     conn.busy_timeout(Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    conn.execute_batch(&format!("PRAGMA cache_size = -{CHECK_CACHE_KIB}"))
         .map_err(|e| e.to_string())?;
     integrity_findings(&conn).map_err(|e| e.to_string())
 }

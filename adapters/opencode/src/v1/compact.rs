@@ -39,6 +39,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::events::{MESSAGE_UPDATED, PART_UPDATED, SESSION_UPDATED};
 use super::fence::{self, Admission, FenceClock};
 use super::known::Known;
+use super::naming::{self, Data};
 use super::runs::{self, Abandoned};
 use super::snapshot;
 use crate::archive::{capture_rows, sort_by_id};
@@ -203,40 +204,29 @@ pub fn survey(conn: &Connection, session_id: &str) -> rusqlite::Result<Survey> {
         MESSAGE_UPDATED,
         SESSION_UPDATED
     ])?;
-    // (kind, entity) -> its rows: each one's seq, and the snapshot where its id is text.
-    type Rows = Vec<(Option<i64>, Option<Snapshot>)>;
     let mut groups: HashMap<(SnapshotKind, String), Rows> = HashMap::new();
+    // The rows read and not yet named, with their data's bytes: named a chunk at a time.
+    let mut chunk: Vec<Read> = Vec::new();
+    let mut chunk_bytes = 0;
     while let Some(row) = rows.next()? {
         let Some(kind) = text(row.get_ref(1)?).as_deref().and_then(SnapshotKind::of) else {
             continue;
         };
-        let named = named(conn, kind, row.get_ref(4)?)?;
-        // A snapshot whose entity cannot be read is neither superseded nor superseding.
-        let Some(entity) = named.entity else {
-            continue;
-        };
-        let seq: Option<i64> = row.get(2)?;
-        let message = match kind {
-            SnapshotKind::Part => named.message,
-            SnapshotKind::Message => Some(entity.clone()),
-            SnapshotKind::Session => None,
-        };
-        let snapshot = match (text(row.get_ref(0)?), seq) {
-            (Some(id), Some(seq)) => Some(Snapshot {
-                id,
-                kind,
-                seq,
-                len: row.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                entity: entity.clone(),
-                message,
-            }),
-            _ => None,
-        };
-        groups
-            .entry((kind, entity))
-            .or_default()
-            .push((seq, snapshot));
+        let data = Data::of(row.get_ref(4)?);
+        chunk_bytes += data.len();
+        chunk.push(Read {
+            id: text(row.get_ref(0)?),
+            seq: row.get(2)?,
+            len: row.get::<_, Option<i64>>(3)?.unwrap_or(0),
+            kind,
+            data,
+        });
+        if chunk_bytes >= naming::CHUNK_BYTES {
+            group(conn, std::mem::take(&mut chunk), &mut groups)?;
+            chunk_bytes = 0;
+        }
     }
+    group(conn, chunk, &mut groups)?;
     let mut superseded = Vec::new();
     let mut newest = Vec::new();
     for mut rows in groups.into_values() {
@@ -260,6 +250,71 @@ pub fn survey(conn: &Connection, session_id: &str) -> rusqlite::Result<Survey> {
         superseded,
         newest,
     })
+}
+
+/// Each entity's snapshot rows in a survey, by `(kind, entity)`: each one's seq, and the
+/// snapshot where its id is text.
+type Rows = Vec<(Option<i64>, Option<Snapshot>)>;
+
+/// A snapshot row the survey read, before its data is named.
+struct Read {
+    id: Option<String>,
+    seq: Option<i64>,
+    len: i64,
+    kind: SnapshotKind,
+    data: Data,
+}
+
+/// Names the data of the rows of `chunk` (together: [`naming::name_all`]) and adds each to
+/// its entity's rows in `groups`, in the order read.
+///
+/// Errors: SQLite's.
+fn group(
+    conn: &Connection,
+    chunk: Vec<Read>,
+    groups: &mut HashMap<(SnapshotKind, String), Rows>,
+) -> rusqlite::Result<()> {
+    let (reads, datas): (Vec<_>, Vec<_>) = chunk
+        .into_iter()
+        .map(|read| {
+            let Read {
+                id,
+                seq,
+                len,
+                kind,
+                data,
+            } = read;
+            ((id, seq, len, kind), (kind, data))
+        })
+        .unzip();
+    let names = naming::name_all(conn, &datas)?;
+    for ((id, seq, len, kind), named) in reads.into_iter().zip(names) {
+        // A snapshot whose entity cannot be read is neither superseded nor superseding.
+        let Some(entity) = named.entity else {
+            continue;
+        };
+        let message = match kind {
+            SnapshotKind::Part => named.message,
+            SnapshotKind::Message => Some(entity.clone()),
+            SnapshotKind::Session => None,
+        };
+        let snapshot = match (id, seq) {
+            (Some(id), Some(seq)) => Some(Snapshot {
+                id,
+                kind,
+                seq,
+                len,
+                entity: entity.clone(),
+                message,
+            }),
+            _ => None,
+        };
+        groups
+            .entry((kind, entity))
+            .or_default()
+            .push((seq, snapshot));
+    }
+    Ok(())
 }
 
 /// The newest `seq` of each entity's snapshots in the session's aggregate, by `(kind, entity)`:
@@ -330,9 +385,21 @@ pub(crate) fn named(
     kind: SnapshotKind,
     data: rusqlite::types::ValueRef<'_>,
 ) -> rusqlite::Result<snapshot::Named> {
-    if let Some(named) = snapshot::named(data, kind == SnapshotKind::Part) {
-        return Ok(named);
+    match snapshot::named(data, kind == SnapshotKind::Part) {
+        Some(named) => Ok(named),
+        None => named_by_sqlite(conn, kind, data),
     }
+}
+
+/// What the `data` of a snapshot of `kind` names, read by SQLite ([`entity_sql`], and of a
+/// part snapshot `$.part.messageID` by `json_extract`): where [`snapshot::named`] is not sure.
+///
+/// Errors: SQLite's.
+pub(crate) fn named_by_sqlite(
+    conn: &Connection,
+    kind: SnapshotKind,
+    data: rusqlite::types::ValueRef<'_>,
+) -> rusqlite::Result<snapshot::Named> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {}, CASE WHEN type = ?3 AND json_valid(data) \
                     THEN json_extract(data, '$.part.messageID') END \

@@ -11,6 +11,7 @@ pub mod events;
 pub mod fence;
 pub mod foreign;
 pub mod known;
+mod naming;
 pub mod read;
 pub mod runs;
 pub mod snapshot;
