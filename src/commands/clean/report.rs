@@ -301,10 +301,12 @@ fn print_compaction(compaction: &CompactionReport, apply: bool) -> std::io::Resu
             compaction.already_compacted
         )?;
     }
-    say!(
-        "nothing to compact: {} session(s)",
-        compaction.nothing_to_compact
-    )?;
+    if compaction.nothing_to_compact > 0 {
+        say!(
+            "nothing to compact: {} session(s)",
+            compaction.nothing_to_compact
+        )?;
+    }
     for (reason, count) in &compaction.skipped {
         say!(
             "compaction skipped ({}): {count} session(s){}",

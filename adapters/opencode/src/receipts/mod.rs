@@ -217,19 +217,15 @@ pub(crate) fn optional_columns(conn: &Connection) -> rusqlite::Result<OptionalCo
     )
     .optional()?
     .flatten();
-    let known = |created: &str| {
+    if let Some(created) = created {
         let known = KNOWN
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        known
-            .iter()
-            .find(|(text, _)| text == created)
-            .map(|(_, columns)| *columns)
-    };
-    if let Some(columns) = created.as_deref().and_then(known) {
-        return Ok(columns);
+        if let Some((_, columns)) = known.iter().find(|(text, _)| *text == created) {
+            return Ok(*columns);
+        }
     }
-    let columns = read_optional_columns(conn)?;
+    let (created, columns) = read_optional_columns(conn)?;
     if let Some(created) = created {
         let mut known = KNOWN
             .lock()
@@ -241,10 +237,16 @@ pub(crate) fn optional_columns(conn: &Connection) -> rusqlite::Result<OptionalCo
     Ok(columns)
 }
 
-/// [`optional_columns`], read from the table's columns.
-fn read_optional_columns(conn: &Connection) -> rusqlite::Result<OptionalColumns> {
-    let mut stmt =
-        conn.prepare_cached("SELECT name FROM pragma_table_info('session_prune_receipt')")?;
+/// [`optional_columns`] read from the table's columns, with the `CREATE TABLE` text they were
+/// read beside: one statement, so both are of the same commit even while another connection
+/// adds a column (`None` without the table).
+fn read_optional_columns(conn: &Connection) -> rusqlite::Result<(Option<String>, OptionalColumns)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT (SELECT sql FROM main.sqlite_schema \
+                 WHERE type = 'table' AND name = 'session_prune_receipt'), name \
+         FROM pragma_table_info('session_prune_receipt')",
+    )?;
+    let mut created = None;
     let mut found = OptionalColumns {
         abandoned: false,
         archive: false,
@@ -253,14 +255,15 @@ fn read_optional_columns(conn: &Connection) -> rusqlite::Result<OptionalColumns>
     };
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        let name: String = row.get(0)?;
+        created = row.get::<_, Option<String>>(0)?;
+        let name: String = row.get(1)?;
         let is = |column: &str| name.eq_ignore_ascii_case(column);
         found.abandoned |= is(ABANDONED_COLUMN);
         found.archive |= is(ARCHIVE_COLUMN);
         found.restores |= is(RESTORES_COLUMN);
         found.operation |= is(OPERATION_COLUMN);
     }
-    Ok(found)
+    Ok((created, found))
 }
 
 /// The SELECT list of a receipt: [`SELECTED_COLUMNS`], with NULL in place of each optional

@@ -213,7 +213,7 @@ pub fn survey(conn: &Connection, session_id: &str) -> rusqlite::Result<Survey> {
             continue;
         };
         let data = Data::of(row.get_ref(4)?);
-        chunk_bytes += data.len();
+        chunk_bytes += data.len() + naming::ROW_BYTES;
         chunk.push(Read {
             id: text(row.get_ref(0)?),
             seq: row.get(2)?,

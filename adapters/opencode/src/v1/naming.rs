@@ -15,6 +15,10 @@ use super::snapshot::{self, Named};
 /// bounded whatever the session's size (a snapshot is at most the row budget).
 pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 
+/// Bytes a row read for naming counts for beside its data (its id, seq and length): so that a
+/// chunk of rows without data (a damaged session's NULLs) is bounded too.
+pub(crate) const ROW_BYTES: usize = 64;
+
 /// Bytes of data below which a chunk is named on the calling thread alone: 256 KiB, which takes
 /// a few hundred µs to parse, against tens of µs to start a thread.
 const TWO_THREADS_FROM: usize = 256 << 10;
